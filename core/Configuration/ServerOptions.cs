@@ -1,0 +1,113 @@
+namespace NatsBroker.Configuration;
+
+/// <summary>
+/// Every option the broker understands, with nats-server's defaults (server/const.go, server/opts.go).
+/// Filled from the command line (<see cref="CommandLine"/>) and the config file (<see cref="ConfigLoader"/>);
+/// command-line flags win over the file, as in nats-server.
+/// </summary>
+public sealed class ServerOptions
+{
+    public const int DefaultPort = 4222;
+    public const int DefaultMaxPayload = 1024 * 1024;          // MAX_PAYLOAD_SIZE
+    public const int DefaultMaxControlLine = 4096;             // MAX_CONTROL_LINE_SIZE
+    public const long DefaultMaxPending = 64L * 1024 * 1024;   // MAX_PENDING_SIZE
+    public const int DefaultMaxConnections = 64 * 1024;        // DEFAULT_MAX_CONNECTIONS
+
+    public string? ConfigFile { get; set; }
+
+    // ---- Listener ----
+    public string Host { get; set; } = "0.0.0.0";
+    /// <summary>Client port; -1 picks a random free port (RANDOM_PORT in nats-server).</summary>
+    public int Port { get; set; } = DefaultPort;
+    public string? ServerName { get; set; }
+    public string? ClientAdvertise { get; set; }
+    /// <summary>Path of the Unix domain socket listener (our extension); null = none.</summary>
+    public string? UnixSocketPath { get; set; }
+
+    // ---- Limits ----
+    public int MaxPayload { get; set; } = DefaultMaxPayload;
+    public int MaxControlLine { get; set; } = DefaultMaxControlLine;
+    public long MaxPending { get; set; } = DefaultMaxPending;
+    public int MaxConnections { get; set; } = DefaultMaxConnections;
+    /// <summary>0 = unlimited.</summary>
+    public int MaxSubscriptions { get; set; }
+    /// <summary>0 = unlimited.</summary>
+    public int MaxSubTokens { get; set; }
+    public TimeSpan PingInterval { get; set; } = TimeSpan.FromMinutes(2);
+    public int MaxPingsOut { get; set; } = 2;
+    public TimeSpan WriteDeadline { get; set; } = TimeSpan.FromSeconds(10);
+    public TimeSpan AuthTimeout { get; set; } = TimeSpan.FromSeconds(2);
+    public bool NoHeaderSupport { get; set; }
+    public bool DisableSublistCache { get; set; }
+
+    // ---- Auth ----
+    public string? Username { get; set; }
+    public string? Password { get; set; }
+    public string? Authorization { get; set; }
+    public List<UserConfig> Users { get; set; } = [];
+    public string? NoAuthUser { get; set; }
+
+    // ---- Monitoring ----
+    public string HttpHost { get; set; } = "0.0.0.0";
+    /// <summary>0 = disabled; -1 = random port.</summary>
+    public int HttpPort { get; set; }
+
+    // ---- JetStream ----
+    public bool JetStream { get; set; }
+    public string? StoreDir { get; set; }
+    public long JetStreamMaxMemory { get; set; } = -1;
+    public long JetStreamMaxStore { get; set; } = -1;
+    /// <summary>Name of the storage engine for file-backed streams ("file" by default).</summary>
+    public string? StorageEngine { get; set; }
+
+    // ---- Logging ----
+    public string? LogFile { get; set; }
+    public bool Debug { get; set; }
+    public bool Trace { get; set; }
+    public bool TraceVerbose { get; set; }
+    public bool Logtime { get; set; } = true;
+    public bool LogtimeUtc { get; set; }
+    public bool Syslog { get; set; }
+
+    // ---- Process ----
+    public string? PidFile { get; set; }
+    public string? PortsFileDir { get; set; }
+    public TimeSpan LameDuckDuration { get; set; } = TimeSpan.FromMinutes(2);
+    public TimeSpan LameDuckGracePeriod { get; set; } = TimeSpan.FromSeconds(10);
+    public Dictionary<string, string> Tags { get; set; } = [];
+
+    public bool AuthRequired =>
+        Users.Count > 0 || Username is not null || Authorization is not null;
+}
+
+/// <summary>One entry of an <c>authorization { users: [...] }</c> list.</summary>
+public sealed class UserConfig
+{
+    public string User { get; set; } = "";
+    /// <summary>Plain text or a bcrypt hash ("$2a$..."), as nats-server accepts.</summary>
+    public string? Password { get; set; }
+    public Permissions? Permissions { get; set; }
+}
+
+/// <summary>Publish/subscribe permissions (server/auth.go Permissions).</summary>
+public sealed class Permissions
+{
+    public SubjectPermission? Publish { get; set; }
+    public SubjectPermission? Subscribe { get; set; }
+    public ResponsePermission? Response { get; set; }
+}
+
+public sealed class SubjectPermission
+{
+    public List<string>? Allow { get; set; }
+    public List<string>? Deny { get; set; }
+}
+
+/// <summary><c>allow_responses</c>: a client may publish to reply subjects it received, up to MaxMsgs within Expires.</summary>
+public sealed class ResponsePermission
+{
+    public const int DefaultMaxMsgs = 1;
+    public static readonly TimeSpan DefaultExpires = TimeSpan.FromMinutes(2);
+    public int MaxMsgs { get; set; } = DefaultMaxMsgs;
+    public TimeSpan Expires { get; set; } = DefaultExpires;
+}
