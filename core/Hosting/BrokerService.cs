@@ -1,0 +1,75 @@
+using System.Runtime.InteropServices;
+using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Logging;
+using NatsBroker.Configuration;
+using NatsBroker.Server;
+
+namespace NatsBroker.Hosting;
+
+/// <summary>
+/// Runs the broker under Microsoft.Extensions.Hosting: starts listeners (a failure stops the process with the
+/// error), writes the pid and ports files, tells systemd READY=1 (Type=notify), and maps signals as nats-server
+/// does: SIGINT/SIGTERM stop, SIGHUP reloads the config, SIGUSR2 enters lame duck mode, SIGUSR1 reopens the log.
+/// </summary>
+public sealed class BrokerService(ServerOptions options, Func<ServerOptions?> reload, ILoggerFactory loggers,
+    IHostApplicationLifetime lifetime) : IHostedService
+{
+    private const int SigUsr1 = 10, SigUsr2 = 12;
+    private readonly List<PosixSignalRegistration> _signals = [];
+    private NatsServer? _server;
+
+    public NatsServer? Server => _server;
+
+    public Task StartAsync(CancellationToken cancellationToken)
+    {
+        var logger = loggers.CreateLogger("nats");
+        var server = new NatsServer(options, logger);
+        server.Start();
+        _server = server;
+        server.WritePortsFile(null);
+        if (options.PidFile is { } pid) File.WriteAllText(pid, Environment.ProcessId.ToString(System.Globalization.CultureInfo.InvariantCulture));
+
+        _signals.Add(PosixSignalRegistration.Create(PosixSignal.SIGHUP, ctx =>
+        {
+            ctx.Cancel = true;
+            try
+            {
+                var next = reload();
+                if (next is not null) server.Reload(next);
+            }
+            catch (Exception ex)
+            {
+                logger.LogError("Failed to reload server configuration: {Error}", ex.Message);
+            }
+        }));
+        _signals.Add(PosixSignalRegistration.Create((PosixSignal)SigUsr2, ctx =>
+        {
+            ctx.Cancel = true;
+            _ = Task.Run(async () =>
+            {
+                await server.EnterLameDuckModeAsync().ConfigureAwait(false);
+                lifetime.StopApplication();
+            });
+        }));
+        _signals.Add(PosixSignalRegistration.Create((PosixSignal)SigUsr1, ctx => ctx.Cancel = true));
+        foreach (var sig in new[] { PosixSignal.SIGINT, PosixSignal.SIGTERM, PosixSignal.SIGQUIT })
+        {
+            _signals.Add(PosixSignalRegistration.Create(sig, ctx =>
+            {
+                ctx.Cancel = true;
+                lifetime.StopApplication();
+            }));
+        }
+        server.Log.Ready();
+        SystemdNotifier.Notify("READY=1");
+        return Task.CompletedTask;
+    }
+
+    public async Task StopAsync(CancellationToken cancellationToken)
+    {
+        SystemdNotifier.Notify("STOPPING=1");
+        foreach (var s in _signals) s.Dispose();
+        if (_server is not null) await _server.ShutdownAsync().ConfigureAwait(false);
+        if (options.PidFile is { } pid && File.Exists(pid)) File.Delete(pid);
+    }
+}

@@ -1,0 +1,52 @@
+using System.Threading.Tasks.Sources;
+
+namespace NatsBroker.Server;
+
+/// <summary>
+/// An allocation-free auto-reset signal with a single waiter (a connection's writer loop).
+/// <see cref="Set"/> is called once per read batch per destination, never per message.
+/// Continuations run on the thread pool so the signalling reader never runs the writer inline.
+/// </summary>
+internal sealed class AsyncSignal : IValueTaskSource
+{
+    private const int Idle = 0, Signaled = 1, Waiting = 2;
+    private ManualResetValueTaskSourceCore<bool> _core = new() { RunContinuationsAsynchronously = true };
+    private int _state;
+
+    public void Set()
+    {
+        while (true)
+        {
+            int s = Volatile.Read(ref _state);
+            if (s == Signaled) return;
+            if (s == Idle)
+            {
+                if (Interlocked.CompareExchange(ref _state, Signaled, Idle) == Idle) return;
+                continue;
+            }
+            if (Interlocked.CompareExchange(ref _state, Idle, Waiting) == Waiting)
+            {
+                _core.SetResult(true);
+                return;
+            }
+        }
+    }
+
+    public ValueTask WaitAsync()
+    {
+        if (Interlocked.CompareExchange(ref _state, Idle, Signaled) == Signaled) return ValueTask.CompletedTask;
+        _core.Reset();
+        if (Interlocked.CompareExchange(ref _state, Waiting, Idle) != Idle)
+        {
+            // Set() raced in between: consume it.
+            Volatile.Write(ref _state, Idle);
+            return ValueTask.CompletedTask;
+        }
+        return new ValueTask(this, _core.Version);
+    }
+
+    void IValueTaskSource.GetResult(short token) => _core.GetResult(token);
+    ValueTaskSourceStatus IValueTaskSource.GetStatus(short token) => _core.GetStatus(token);
+    void IValueTaskSource.OnCompleted(Action<object?> continuation, object? state, short token, ValueTaskSourceOnCompletedFlags flags)
+        => _core.OnCompleted(continuation, state, token, flags);
+}

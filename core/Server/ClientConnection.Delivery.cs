@@ -1,0 +1,232 @@
+using System.Buffers;
+using NatsBroker.Protocol;
+using NatsBroker.Subscriptions;
+
+namespace NatsBroker.Server;
+
+public sealed partial class ClientConnection
+{
+    // Per-publish scratch: "MSG <subject> " prefix and " [reply] <size>\r\n" suffixes, formatted once per
+    // publish and reused for every destination (only the sid differs).
+    private readonly byte[] _msgPrefix = new byte[8 * 1024];
+    private readonly byte[] _msgSuffix = new byte[8 * 1024];
+    private readonly byte[] _hmsgPrefix = new byte[8 * 1024];
+    private readonly byte[] _hmsgSuffix = new byte[8 * 1024];
+    private uint _random = (uint)Environment.TickCount | 1;
+
+    // Destinations that received data during the current read batch; each is woken once at the batch end.
+    private readonly List<ClientConnection> _flushList = [];
+    private long _flushEpoch;
+    private long _flushMark;
+
+    private void ProcessPub(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, int headerSize, in ReadOnlySequence<byte> payload)
+    {
+        InMsgs++;
+        InBytes += payload.Length;
+        if (_permissions is not null && !CanPublish(subject))
+        {
+            SendError($"Permissions Violation for Publish to \"{System.Text.Encoding.UTF8.GetString(subject)}\"");
+            return;
+        }
+        if (_verbose) EnqueueProto(ProtocolWriter.Ok);
+
+        var result = _server.SubList.Match(subject, _l1);
+        if (result.IsEmpty)
+        {
+            if (_noResponders && !reply.IsEmpty) SendNoResponders(reply);
+            return;
+        }
+
+        var msg = new OutgoingMessage(subject, reply, headerSize, payload);
+        var plain = result.Plain;
+        for (int i = 0; i < plain.Length; i++)
+        {
+            Deliver(plain[i], ref msg);
+        }
+        var queues = result.Queues;
+        for (int q = 0; q < queues.Length; q++)
+        {
+            DeliverToQueue(queues[q], ref msg);
+        }
+    }
+
+    private bool CanPublish(ReadOnlySpan<byte> subject)
+    {
+        if (_permissions!.CanPublish(subject)) return true;
+        // allow_responses: a reply subject this client received may be answered.
+        return _responses is not null && _responses.TryConsume(subject);
+    }
+
+    /// <summary>Picks one member of a queue group; if that member is gone, tries the others in order.</summary>
+    private void DeliverToQueue(Subscription[] members, ref OutgoingMessage msg)
+    {
+        // xorshift: cheap, per-connection, no shared state.
+        uint x = _random;
+        x ^= x << 13; x ^= x >> 17; x ^= x << 5;
+        _random = x;
+        int start = (int)(x % (uint)members.Length);
+        for (int i = 0; i < members.Length; i++)
+        {
+            var sub = members[(start + i) % members.Length];
+            if (Deliver(sub, ref msg)) return;
+        }
+    }
+
+    /// <summary>Appends MSG/HMSG for one subscription to its client's outbound buffer. False if not delivered.</summary>
+    private bool Deliver(Subscription sub, ref OutgoingMessage msg)
+    {
+        if (sub.Closed) return false;
+        var dest = (ClientConnection)sub.Owner;
+        if (ReferenceEquals(dest, this) && !_echo) return false;
+        if (dest._permissions is not null && dest._permissions.IsDeliveryDenied(msg.Subject)) return false;
+
+        bool sendHeaders = msg.HeaderSize >= 0 && dest._headers;
+        if (!msg.Formatted(sendHeaders)) FormatLines(ref msg, sendHeaders);
+        ReadOnlySpan<byte> prefix, suffix;
+        ReadOnlySequence<byte> body;
+        if (sendHeaders)
+        {
+            prefix = _hmsgPrefix.AsSpan(0, msg.HmsgPrefixLength);
+            suffix = _hmsgSuffix.AsSpan(0, msg.HmsgSuffixLength);
+            body = msg.Payload;
+        }
+        else
+        {
+            prefix = _msgPrefix.AsSpan(0, msg.MsgPrefixLength);
+            suffix = _msgSuffix.AsSpan(0, msg.MsgSuffixLength);
+            // A client without header support gets the message without its header block (as nats-server does).
+            body = msg.HeaderSize > 0 ? msg.Payload.Slice(msg.HeaderSize) : msg.Payload;
+        }
+
+        var sid = sub.Sid;
+        int total = prefix.Length + sid.Length + suffix.Length + (int)body.Length + 2;
+        bool autoUnsub = false;
+        lock (dest._out.Lock)
+        {
+            if (dest._closing) return false;
+            if (dest._out.Pending + total > _server.Options.MaxPending)
+            {
+                // Slow consumer: the client cannot keep up; close it, keep everyone else flowing.
+                dest.MarkSlowConsumerLocked();
+                return false;
+            }
+            var span = dest._out.Reserve(total);
+            prefix.CopyTo(span);
+            int o = prefix.Length;
+            sid.CopyTo(span[o..]); o += sid.Length;
+            suffix.CopyTo(span[o..]); o += suffix.Length;
+            body.CopyTo(span[o..]); o += (int)body.Length;
+            span[o] = (byte)'\r'; span[o + 1] = (byte)'\n';
+            dest.OutMsgs++;
+            dest.OutBytes += body.Length;
+            long delivered = ++sub.Delivered;
+            if (sub.MaxMessages > 0 && delivered >= sub.MaxMessages) autoUnsub = true;
+        }
+        if (dest._responses is not null && !msg.Reply.IsEmpty) dest._responses.OnDelivered(msg.Reply);
+        MarkForFlush(dest);
+        if (autoUnsub) dest.RemoveSubscription(sub);
+        return true;
+    }
+
+    private void FormatLines(ref OutgoingMessage msg, bool headers)
+    {
+        // MSG <subject> <sid> [reply] <#bytes>\r\n   /   HMSG <subject> <sid> [reply] <#hdr bytes> <#total bytes>\r\n
+        if (headers)
+        {
+            var p = _hmsgPrefix.AsSpan();
+            "HMSG "u8.CopyTo(p);
+            msg.Subject.CopyTo(p[5..]);
+            int n = 5 + msg.Subject.Length;
+            p[n++] = (byte)' ';
+            msg.HmsgPrefixLength = n;
+            var s = _hmsgSuffix.AsSpan();
+            int m = 0;
+            s[m++] = (byte)' ';
+            if (!msg.Reply.IsEmpty) { msg.Reply.CopyTo(s[m..]); m += msg.Reply.Length; s[m++] = (byte)' '; }
+            m += ProtocolWriter.WriteInt(s[m..], msg.HeaderSize);
+            s[m++] = (byte)' ';
+            m += ProtocolWriter.WriteInt(s[m..], msg.Payload.Length);
+            s[m++] = (byte)'\r'; s[m++] = (byte)'\n';
+            msg.HmsgSuffixLength = m;
+        }
+        else
+        {
+            var p = _msgPrefix.AsSpan();
+            "MSG "u8.CopyTo(p);
+            msg.Subject.CopyTo(p[4..]);
+            int n = 4 + msg.Subject.Length;
+            p[n++] = (byte)' ';
+            msg.MsgPrefixLength = n;
+            var s = _msgSuffix.AsSpan();
+            int m = 0;
+            s[m++] = (byte)' ';
+            if (!msg.Reply.IsEmpty) { msg.Reply.CopyTo(s[m..]); m += msg.Reply.Length; s[m++] = (byte)' '; }
+            long size = msg.HeaderSize > 0 ? msg.Payload.Length - msg.HeaderSize : msg.Payload.Length;
+            m += ProtocolWriter.WriteInt(s[m..], size);
+            s[m++] = (byte)'\r'; s[m++] = (byte)'\n';
+            msg.MsgSuffixLength = m;
+        }
+    }
+
+    /// <summary>no_responders: HMSG &lt;reply&gt; &lt;sid&gt; 16 16 with the 503 status, to the requester itself.</summary>
+    private void SendNoResponders(ReadOnlySpan<byte> reply)
+    {
+        // The sid is that of the requester's subscription matching the reply subject.
+        var result = _server.SubList.Match(reply, _l1);
+        foreach (var sub in result.Plain)
+        {
+            if (!ReferenceEquals(sub.Owner, this)) continue;
+            var hdr = ProtocolWriter.NoRespondersHeader;
+            // HMSG <reply> <sid> <hdr> <total>\r\n<hdr>\r\n
+            int len = 5 + reply.Length + 1 + sub.Sid.Length + 1 + 2 + 1 + 2 + 2 + hdr.Length + 2;
+            lock (_out.Lock)
+            {
+                if (_closing) return;
+                var span = _out.Reserve(len);
+                int o = 0;
+                "HMSG "u8.CopyTo(span); o += 5;
+                reply.CopyTo(span[o..]); o += reply.Length;
+                span[o++] = (byte)' ';
+                sub.Sid.CopyTo(span[o..]); o += sub.Sid.Length;
+                " 16 16\r\n"u8.CopyTo(span[o..]); o += 8;
+                hdr.CopyTo(span[o..]); o += hdr.Length;
+                span[o++] = (byte)'\r'; span[o] = (byte)'\n';
+            }
+            MarkForFlush(this);
+            return;
+        }
+    }
+
+    private void MarkForFlush(ClientConnection dest)
+    {
+        if (dest._flushMark == _flushEpoch && _flushEpoch != 0 && ReferenceEquals(dest._flushMarkOwner, this)) return;
+        dest._flushMark = _flushEpoch;
+        dest._flushMarkOwner = this;
+        _flushList.Add(dest);
+    }
+
+    private ClientConnection? _flushMarkOwner;
+
+    /// <summary>End of a read batch: wake each destination's writer once.</summary>
+    private void FlushDestinations()
+    {
+        var list = _flushList;
+        for (int i = 0; i < list.Count; i++) list[i]._writeSignal.Set();
+        list.Clear();
+        _flushEpoch++;
+    }
+
+    /// <summary>One publish being fanned out: its parts and the lazily formatted MSG/HMSG line pieces.</summary>
+    private ref struct OutgoingMessage(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, int headerSize, in ReadOnlySequence<byte> payload)
+    {
+        public readonly ReadOnlySpan<byte> Subject = subject;
+        public readonly ReadOnlySpan<byte> Reply = reply;
+        public readonly int HeaderSize = headerSize;
+        public readonly ReadOnlySequence<byte> Payload = payload;
+        public int MsgPrefixLength;
+        public int MsgSuffixLength;
+        public int HmsgPrefixLength;
+        public int HmsgSuffixLength;
+        public readonly bool Formatted(bool headers) => headers ? HmsgSuffixLength != 0 : MsgSuffixLength != 0;
+    }
+}

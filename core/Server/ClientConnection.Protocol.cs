@@ -1,0 +1,270 @@
+using System.Buffers;
+using System.Text;
+using System.Text.Json;
+using NatsBroker.Auth;
+using NatsBroker.Protocol;
+using NatsBroker.Subjects;
+using NatsBroker.Subscriptions;
+
+namespace NatsBroker.Server;
+
+public sealed partial class ClientConnection
+{
+    private int _maxPayload;
+    private bool _connectReceived;
+    private bool _verbose;
+    private bool _pedantic;
+    private bool _echo = true;
+    private bool _headers;
+    private bool _noResponders;
+    private ClientPermissions? _permissions;
+    private ResponseTracker? _responses;
+    private long _lastInTicks;
+    private long _lastPingTicks;
+    private int _pingsOut;
+
+    /// <summary>
+    /// The parser's handler: a struct, so <see cref="ProtocolParser.Parse{THandler}"/> is specialised for it and
+    /// every callback is a direct call into this sealed class.
+    /// </summary>
+    private readonly struct Handler(ClientConnection c) : IProtocolHandler
+    {
+        public bool IsClosing => c._closing;
+        public bool HeadersEnabled => c._headers;
+        public int MaxPayload => c._maxPayload;
+        public bool RejectBeforeConnect() => c.RejectBeforeConnect();
+        public void OnConnect(ReadOnlySpan<byte> json) => c.ProcessConnect(json);
+        public void OnInfo(ReadOnlySpan<byte> json) { }
+        public void OnPing() => c.ProcessPing();
+        public void OnPong() => c._pingsOut = 0;
+        public void OnClientError(ReadOnlySpan<byte> text) => c.CloseNow(CloseReason.ParseError);
+        public void OnPubArgs(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, int headerSize, int totalSize)
+            => c.ProcessPubArgs(subject);
+        public void OnPub(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, int headerSize, in ReadOnlySequence<byte> payload)
+            => c.ProcessPub(subject, reply, headerSize, payload);
+        public void OnSub(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> queue, ReadOnlySpan<byte> sid) => c.ProcessSub(subject, queue, sid);
+        public void OnUnsub(ReadOnlySpan<byte> sid, long max) => c.ProcessUnsub(sid, max);
+        public void OnProtocolError(ProtocolError error) => c.ProcessProtocolError(error);
+    }
+
+    private bool AwaitingAuth => !_connectReceived && _server.Auth.AuthRequired;
+
+    private bool RejectBeforeConnect()
+    {
+        if (!AwaitingAuth) return false;
+        // nats-server lets a client that skips CONNECT in as no_auth_user (telnet demos).
+        var result = _server.Auth.AuthenticateNoAuthUser();
+        if (result is null) return true;
+        ApplyAuth(result);
+        _connectReceived = true;
+        return false;
+    }
+
+    private void ProcessConnect(ReadOnlySpan<byte> json)
+    {
+        ConnectOptions? opts;
+        try
+        {
+            opts = JsonSerializer.Deserialize(json, ProtocolJsonContext.Default.ConnectOptions);
+        }
+        catch (JsonException)
+        {
+            opts = null;
+        }
+        if (opts is null)
+        {
+            // nats-server returns the JSON error from processConnect and closes without an -ERR.
+            CloseNow(CloseReason.ParseError);
+            return;
+        }
+        Connect = opts;
+        _connectReceived = true;
+        _verbose = opts.Verbose;
+        _pedantic = opts.Pedantic;
+        _echo = opts.Echo;
+        _headers = opts.Headers && !_server.Options.NoHeaderSupport;
+        _noResponders = opts.NoResponders;
+
+        if (_server.Auth.AuthRequired || opts.User is not null || opts.AuthToken is not null)
+        {
+            var result = _server.Auth.Authenticate(opts, new ClientAuthContext(RemoteIp, Kind.ToString()));
+            if (!result.Success)
+            {
+                _server.Log.AuthFailed(Id, RemoteIp, opts.User ?? "");
+                SendErrorAndClose(ErrorMessages.AuthorizationViolation, CloseReason.AuthenticationViolation);
+                return;
+            }
+            ApplyAuth(result);
+        }
+        if (opts.Protocol < 0 || opts.Protocol > 1)
+        {
+            SendErrorAndClose(ErrorMessages.InvalidClientProtocol, CloseReason.BadClientProtocolVersion);
+            return;
+        }
+        if (_noResponders && !_headers)
+        {
+            SendErrorAndClose(ErrorMessages.NoRespondersRequiresHeaders, CloseReason.NoRespondersRequiresHeaders);
+            return;
+        }
+        if (_verbose) EnqueueProto(ProtocolWriter.Ok);
+    }
+
+    private void ApplyAuth(AuthResult result)
+    {
+        AuthorizedUser = result.User;
+        _permissions = result.Permissions;
+        _responses = _permissions?.CreateResponseTracker();
+    }
+
+    private void ProcessPing()
+    {
+        EnqueueProto(ProtocolWriter.Pong);
+        MarkForFlush(this);
+    }
+
+    private void ProcessPubArgs(ReadOnlySpan<byte> subject)
+    {
+        // nats-server sends the error but still processes the message (client.go processPub).
+        if (_pedantic && !Subject.IsValidLiteral(subject)) SendError(ErrorMessages.InvalidPublishSubject);
+    }
+
+    private void ProcessSub(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> queue, ReadOnlySpan<byte> sid)
+    {
+        if (_permissions is not null && !_permissions.CanSubscribe(subject, queue))
+        {
+            SendError(queue.IsEmpty
+                ? $"Permissions Violation for Subscription to \"{Encoding.UTF8.GetString(subject)}\""
+                : $"Permissions Violation for Subscription to \"{Encoding.UTF8.GetString(subject)}\" using queue \"{Encoding.UTF8.GetString(queue)}\"");
+            return;
+        }
+        int maxTokens = _server.Options.MaxSubTokens;
+        if (maxTokens > 0 && Subject.CountTokens(subject) > maxTokens)
+        {
+            SendError("maximum subject tokens exceeded");
+            return;
+        }
+        string sidKey = Encoding.UTF8.GetString(sid);
+        lock (_subsLock)
+        {
+            int max = _server.Options.MaxSubscriptions;
+            if (max > 0 && _subs.Count >= max)
+            {
+                SendError(ErrorMessages.MaxSubscriptionsExceeded);
+                return;
+            }
+            // A SUB that reuses a live sid is ignored, as in nats-server.
+            if (_subs.ContainsKey(sidKey))
+            {
+                if (_verbose) EnqueueProto(ProtocolWriter.Ok);
+                return;
+            }
+            var sub = new Subscription(subject.ToArray(), queue.IsEmpty ? null : queue.ToArray(), sid.ToArray(), this);
+            if (!_server.SubList.Insert(sub))
+            {
+                SendError(ErrorMessages.InvalidSubject);
+                return;
+            }
+            _subs[sidKey] = sub;
+        }
+        if (_verbose) EnqueueProto(ProtocolWriter.Ok);
+    }
+
+    private void ProcessUnsub(ReadOnlySpan<byte> sid, long max)
+    {
+        string sidKey = Encoding.UTF8.GetString(sid);
+        Subscription? toRemove = null;
+        lock (_subsLock)
+        {
+            if (_subs.TryGetValue(sidKey, out var sub))
+            {
+                if (max > 0 && max > Volatile.Read(ref sub.Delivered))
+                {
+                    sub.MaxMessages = max;
+                }
+                else
+                {
+                    _subs.Remove(sidKey);
+                    toRemove = sub;
+                }
+            }
+        }
+        if (toRemove is not null)
+        {
+            toRemove.Closed = true;
+            _server.SubList.Remove(toRemove);
+        }
+        if (_verbose) EnqueueProto(ProtocolWriter.Ok);
+    }
+
+    /// <summary>Auto-unsubscribe reached its limit; called by the delivering thread.</summary>
+    internal void RemoveSubscription(Subscription sub)
+    {
+        bool removed;
+        lock (_subsLock)
+        {
+            string sidKey = Encoding.UTF8.GetString(sub.Sid);
+            removed = _subs.TryGetValue(sidKey, out var existing) && ReferenceEquals(existing, sub) && _subs.Remove(sidKey);
+        }
+        sub.Closed = true;
+        if (removed) _server.SubList.Remove(sub);
+    }
+
+    private void ProcessProtocolError(ProtocolError error)
+    {
+        switch (error)
+        {
+            case ProtocolError.UnknownOperation:
+                SendErrorAndClose(ErrorMessages.UnknownProtocolOperation, CloseReason.ParseError);
+                break;
+            case ProtocolError.MaxControlLineExceeded:
+                SendErrorAndClose(ErrorMessages.MaxControlLineExceeded, CloseReason.MaxControlLineExceeded);
+                break;
+            case ProtocolError.MaxPayloadViolation:
+                SendErrorAndClose(ErrorMessages.MaxPayloadViolation, CloseReason.MaxPayloadExceeded);
+                break;
+            case ProtocolError.AuthorizationViolation:
+                SendErrorAndClose(ErrorMessages.AuthorizationViolation, CloseReason.AuthenticationViolation);
+                break;
+            default:
+                CloseAfterFlush(CloseReason.ProtocolViolation);
+                break;
+        }
+    }
+
+    /// <summary>Called by the server heartbeat: auth timeout, keep-alive PINGs, stale and write-deadline checks.</summary>
+    internal void OnHeartbeat(long nowTicks)
+    {
+        if (_closing) return;
+        var opts = _server.Options;
+        if (AwaitingAuth)
+        {
+            if (nowTicks - ConnectedTicks >= (long)opts.AuthTimeout.TotalMilliseconds)
+            {
+                SendErrorAndClose(ErrorMessages.AuthenticationTimeout, CloseReason.AuthenticationTimeout);
+            }
+            return;
+        }
+        long writeStart = Volatile.Read(ref _writeStartTicks);
+        if (writeStart != 0 && nowTicks - writeStart >= (long)opts.WriteDeadline.TotalMilliseconds)
+        {
+            _server.Log.SlowConsumerWriteDeadline(Id, RemoteIp);
+            _server.CountSlowConsumer();
+            CloseNow(CloseReason.SlowConsumerWriteDeadline);
+            return;
+        }
+        long interval = (long)opts.PingInterval.TotalMilliseconds;
+        if (interval <= 0 || nowTicks - _lastPingTicks < interval) return;
+        _lastPingTicks = nowTicks;
+        if (_pingsOut + 1 > opts.MaxPingsOut)
+        {
+            SendErrorAndClose(ErrorMessages.StaleConnection, CloseReason.StaleConnection);
+            return;
+        }
+        _pingsOut++;
+        EnqueueProto(ProtocolWriter.Ping);
+        _writeSignal.Set();
+    }
+
+    private long ConnectedTicks => _connectedTicks;
+    private readonly long _connectedTicks = Environment.TickCount64;
+}

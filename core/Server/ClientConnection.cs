@@ -1,0 +1,200 @@
+using System.Buffers;
+using System.IO.Pipelines;
+using System.Net.Sockets;
+using NatsBroker.Protocol;
+using NatsBroker.Subscriptions;
+
+namespace NatsBroker.Server;
+
+/// <summary>How a client reached us.</summary>
+public enum ConnectionKind { Tcp, UnixSocket, InMemory }
+
+/// <summary>Why a connection closed (server/client.go ClosedState, as shown in /connz reason).</summary>
+public enum CloseReason
+{
+    ClientClosed, ServerShutdown, ProtocolViolation, ParseError, AuthenticationViolation, AuthenticationTimeout,
+    SlowConsumerPendingBytes, SlowConsumerWriteDeadline, StaleConnection, MaxPayloadExceeded,
+    MaxControlLineExceeded, MaxConnectionsExceeded, BadClientProtocolVersion, NoRespondersRequiresHeaders,
+    ReadError, WriteError, LameDuck,
+}
+
+/// <summary>
+/// One client connection over any duplex <see cref="Stream"/> (TCP, Unix socket, in-memory): the protocol code
+/// here never touches a socket. A read loop parses input and routes messages synchronously; a writer loop
+/// drains the <see cref="OutboundBuffer"/>. Split by concern: Protocol (op handlers), Delivery (routing a PUB),
+/// Outbound (queueing and the writer loop).
+/// </summary>
+public sealed partial class ClientConnection : ISubscriber
+{
+    private readonly NatsServer _server;
+    private readonly Stream _stream;
+    private readonly ProtocolParser _parser;
+    private readonly OutboundBuffer _out = new();
+    private readonly AsyncSignal _writeSignal = new();
+    private readonly SubjectResultCache _l1 = new();
+    private readonly Dictionary<string, Subscription> _subs = new(StringComparer.Ordinal);
+    private readonly Lock _subsLock = new();
+    private int _closeStarted;
+    private volatile bool _closing;
+    private volatile bool _closeAfterFlush;
+
+    internal ClientConnection(NatsServer server, ulong id, Stream stream, ConnectionKind kind, string remoteIp, int remotePort)
+    {
+        _server = server;
+        Id = id;
+        _stream = stream;
+        Kind = kind;
+        RemoteIp = remoteIp;
+        RemotePort = remotePort;
+        _parser = new ProtocolParser(server.Options.MaxControlLine);
+        _maxPayload = server.Options.MaxPayload;
+        ConnectedAt = DateTime.UtcNow;
+        LastActivity = ConnectedAt;
+        _lastInTicks = Environment.TickCount64;
+        _lastPingTicks = _lastInTicks;
+    }
+
+    public ulong Id { get; }
+    public ConnectionKind Kind { get; }
+    public string RemoteIp { get; }
+    public int RemotePort { get; }
+    public DateTime ConnectedAt { get; }
+    public DateTime LastActivity { get; internal set; }
+    public ConnectOptions? Connect { get; private set; }
+    public string? AuthorizedUser { get; private set; }
+    public CloseReason? ClosedReason { get; private set; }
+    public DateTime? ClosedAt { get; private set; }
+
+    // Counters for /varz and /connz. "In" counters are written only by this connection's read loop;
+    // "out" counters only under _out.Lock.
+    public long InMsgs, InBytes, OutMsgs, OutBytes;
+
+    public int SubscriptionCount { get { lock (_subsLock) return _subs.Count; } }
+    public long PendingBytes { get { lock (_out.Lock) return _out.Pending; } }
+    public bool IsClosed => _closing;
+
+    internal List<Subscription> SnapshotSubscriptions()
+    {
+        lock (_subsLock) return [.. _subs.Values];
+    }
+
+    /// <summary>Runs the connection until it closes: sends INFO, then reads and writes concurrently.</summary>
+    internal async Task RunAsync()
+    {
+        var writer = Task.Run(WriteLoopAsync);
+        try
+        {
+            SendInfo();
+            if (_server.ConnectionLimitExceeded)
+            {
+                SendErrorAndClose(ErrorMessages.MaxConnectionsExceeded, CloseReason.MaxConnectionsExceeded);
+            }
+            else
+            {
+                await ReadLoopAsync().ConfigureAwait(false);
+            }
+        }
+        catch (Exception ex) when (ex is IOException or SocketException or ObjectDisposedException or OperationCanceledException)
+        {
+            CloseNow(CloseReason.ReadError);
+        }
+        catch (Exception ex)
+        {
+            // A bug must never take the server down: log it and close only this connection.
+            _server.Log.ConnectionLoopFault(ex, Id);
+            CloseNow(CloseReason.ProtocolViolation);
+        }
+        if (!_closeAfterFlush) CloseNow(ClosedReason ?? CloseReason.ClientClosed);
+        _writeSignal.Set();
+        await writer.ConfigureAwait(false);
+        Cleanup();
+    }
+
+    private async Task ReadLoopAsync()
+    {
+        var reader = PipeReader.Create(_stream, new StreamPipeReaderOptions(
+            pool: MemoryPool<byte>.Shared, bufferSize: 64 * 1024, minimumReadSize: 16 * 1024, leaveOpen: true));
+        try
+        {
+            while (!_closing)
+            {
+                var result = await reader.ReadAsync().ConfigureAwait(false);
+                var buffer = result.Buffer;
+                _lastInTicks = Environment.TickCount64;
+                var consumed = _parser.Parse(buffer, new Handler(this), out var examined);
+                FlushDestinations();
+                reader.AdvanceTo(consumed, examined);
+                if (result.IsCompleted || result.IsCanceled)
+                {
+                    if (!_closing) CloseNow(CloseReason.ClientClosed);
+                    break;
+                }
+            }
+        }
+        finally
+        {
+            await reader.CompleteAsync().ConfigureAwait(false);
+        }
+    }
+
+    /// <summary>Queue -ERR, flush what is queued, then close (the client sees the error before EOF).</summary>
+    internal void SendErrorAndClose(string error, CloseReason reason)
+    {
+        SendError(error);
+        CloseAfterFlush(reason);
+    }
+
+    internal void CloseAfterFlush(CloseReason reason)
+    {
+        if (_closing) return;
+        ClosedReason ??= reason;
+        _closeAfterFlush = true;
+        _closing = true;
+        _writeSignal.Set();
+    }
+
+    /// <summary>Close at once: pending output is dropped and the transport is shut down.</summary>
+    internal void CloseNow(CloseReason reason)
+    {
+        ClosedReason ??= reason;
+        _closing = true;
+        lock (_out.Lock) _out.Discard();
+        ShutdownTransport();
+        _writeSignal.Set();
+    }
+
+    private void ShutdownTransport()
+    {
+        try
+        {
+            if (_stream is NetworkStream ns) ns.Socket.Shutdown(SocketShutdown.Both);
+        }
+        catch (Exception ex) when (ex is SocketException or ObjectDisposedException)
+        {
+            // Already gone.
+        }
+        try { _stream.Dispose(); }
+        catch (Exception ex) when (ex is IOException or ObjectDisposedException)
+        {
+            // Already gone.
+        }
+    }
+
+    /// <summary>Runs once: removes subscriptions, returns buffers, unregisters from the server.</summary>
+    private void Cleanup()
+    {
+        if (Interlocked.Exchange(ref _closeStarted, 1) != 0) return;
+        ClosedAt = DateTime.UtcNow;
+        List<Subscription> subs;
+        lock (_subsLock)
+        {
+            subs = [.. _subs.Values];
+            _subs.Clear();
+        }
+        foreach (var s in subs) s.Closed = true;
+        if (subs.Count > 0) _server.SubList.RemoveBatch(subs);
+        ShutdownTransport();
+        lock (_out.Lock) _out.Release();
+        _server.OnClientClosed(this);
+    }
+}

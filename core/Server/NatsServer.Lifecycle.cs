@@ -1,0 +1,86 @@
+using NatsBroker.Auth;
+using NatsBroker.Configuration;
+using NatsBroker.Protocol;
+
+namespace NatsBroker.Server;
+
+public sealed partial class NatsServer
+{
+    private int _shutdownStarted;
+
+    /// <summary>Stops accepting, flushes and closes every client (SIGINT/SIGTERM).</summary>
+    public async Task ShutdownAsync()
+    {
+        if (Interlocked.Exchange(ref _shutdownStarted, 1) != 0) return;
+        Log.ShuttingDown();
+        CloseListeners();
+        if (_heartbeat is not null) await _heartbeat.DisposeAsync().ConfigureAwait(false);
+        foreach (var c in _clients.Values) c.CloseAfterFlush(CloseReason.ServerShutdown);
+        // Bounded wait for writers to drain.
+        var deadline = Environment.TickCount64 + 2000;
+        while (!_clients.IsEmpty && Environment.TickCount64 < deadline) await Task.Delay(10).ConfigureAwait(false);
+        foreach (var c in _clients.Values) c.CloseNow(CloseReason.ServerShutdown);
+        Log.ServerExiting();
+    }
+
+    /// <summary>
+    /// Lame duck mode (SIGUSR2): stop accepting, tell clients with an INFO carrying ldm:true, wait the grace
+    /// period, then close the clients spread over the lame duck duration, then shut down (server/server.go lameDuckMode).
+    /// </summary>
+    public async Task EnterLameDuckModeAsync()
+    {
+        if (LameDuckMode) return;
+        LameDuckMode = true;
+        Log.LameDuck(_options.LameDuckDuration, _options.LameDuckGracePeriod);
+        _tcpListener?.Dispose();
+        _unixListener?.Dispose();
+        foreach (var c in _clients.Values) c.SendAsyncInfo();
+        var grace = _options.LameDuckGracePeriod;
+        var duration = _options.LameDuckDuration;
+        if (grace >= duration) grace = TimeSpan.Zero;
+        await Task.Delay(grace).ConfigureAwait(false);
+        var clients = _clients.Values.ToList();
+        var spread = duration - grace;
+        int batches = Math.Max(1, (int)Math.Min(clients.Count, spread.TotalSeconds));
+        int perBatch = (clients.Count + batches - 1) / Math.Max(1, batches);
+        var pause = batches > 1 ? spread / batches : TimeSpan.Zero;
+        for (int i = 0; i < clients.Count; i += Math.Max(1, perBatch))
+        {
+            foreach (var c in clients.Skip(i).Take(Math.Max(1, perBatch))) c.CloseAfterFlush(CloseReason.LameDuck);
+            if (pause > TimeSpan.Zero && i + perBatch < clients.Count) await Task.Delay(pause).ConfigureAwait(false);
+        }
+        await ShutdownAsync().ConfigureAwait(false);
+    }
+
+    /// <summary>
+    /// Applies a reloaded configuration (SIGHUP): auth, limits and logging change in place; connections stay.
+    /// Options nats-server cannot reload (listen host/port, store dir, server name) are kept and reported.
+    /// </summary>
+    public IReadOnlyList<string> Reload(ServerOptions next)
+    {
+        var current = _options;
+        var ignored = new List<string>();
+        if (next.Port != current.Port && !(current.Port < 0)) ignored.Add("port");
+        if (next.Host != current.Host) ignored.Add("host");
+        if (next.StoreDir != current.StoreDir) ignored.Add("store_dir");
+        if (next.ServerName != current.ServerName) ignored.Add("server_name");
+        if (next.UnixSocketPath != current.UnixSocketPath) ignored.Add("unix_socket");
+        next.Port = current.Port;
+        next.Host = current.Host;
+        next.StoreDir = current.StoreDir;
+        next.ServerName = current.ServerName;
+        next.UnixSocketPath = current.UnixSocketPath;
+        _options = next;
+        _auth = new OptionsAuthenticator(next);
+        Log.Reloaded(ignored.Count == 0 ? "" : $" (not reloadable, kept: {string.Join(", ", ignored)})");
+        return ignored;
+    }
+
+    public async ValueTask DisposeAsync()
+    {
+        await ShutdownAsync().ConfigureAwait(false);
+        _shutdown.Dispose();
+    }
+
+    internal static byte[] ErrorLine(string text) => ProtocolWriter.Error(text);
+}

@@ -1,0 +1,132 @@
+using System.Net;
+using System.Net.NetworkInformation;
+using System.Net.Sockets;
+using System.Text.Json;
+
+namespace NatsBroker.Server;
+
+public sealed partial class NatsServer
+{
+    private Socket? _tcpListener;
+    private Socket? _unixListener;
+    private readonly List<Task> _acceptLoops = [];
+    private readonly CancellationTokenSource _shutdown = new();
+    private string? _portsFile;
+
+    /// <summary>The bound client port (resolved when -p -1 asked for a random one).</summary>
+    public int ClientPort { get; private set; }
+
+    /// <summary>Binds the client listeners; failures surface to the caller (never swallowed at start-up).</summary>
+    public void Start()
+    {
+        var o = _options;
+        Log.Starting(ImplementationName, ImplementationVersion, CompatibleVersion, ServerName, ServerId);
+        var address = o.Host is "0.0.0.0" or "" or "*" ? IPAddress.Any
+            : o.Host is "::" ? IPAddress.IPv6Any
+            : IPAddress.TryParse(o.Host, out var ip) ? ip
+            : Dns.GetHostAddresses(o.Host).First();
+        var tcp = new Socket(address.AddressFamily, SocketType.Stream, ProtocolType.Tcp);
+        tcp.SetSocketOption(SocketOptionLevel.Socket, SocketOptionName.ReuseAddress, true);
+        tcp.Bind(new IPEndPoint(address, o.Port < 0 ? 0 : o.Port));
+        tcp.Listen(1024);
+        _tcpListener = tcp;
+        ClientPort = ((IPEndPoint)tcp.LocalEndPoint!).Port;
+        Log.Listening($"{o.Host}:{ClientPort}");
+        _acceptLoops.Add(AcceptLoopAsync(tcp, ConnectionKind.Tcp));
+
+        if (!string.IsNullOrEmpty(o.UnixSocketPath))
+        {
+            if (File.Exists(o.UnixSocketPath)) File.Delete(o.UnixSocketPath);
+            var uds = new Socket(AddressFamily.Unix, SocketType.Stream, ProtocolType.Unspecified);
+            uds.Bind(new UnixDomainSocketEndPoint(o.UnixSocketPath));
+            uds.Listen(1024);
+            _unixListener = uds;
+            Log.ListeningUnix(o.UnixSocketPath);
+            _acceptLoops.Add(AcceptLoopAsync(uds, ConnectionKind.UnixSocket));
+        }
+        StartHeartbeat();
+    }
+
+    private async Task AcceptLoopAsync(Socket listener, ConnectionKind kind)
+    {
+        await Task.Yield();
+        while (!_shutdown.IsCancellationRequested)
+        {
+            Socket socket;
+            try
+            {
+                socket = await listener.AcceptAsync(_shutdown.Token).ConfigureAwait(false);
+            }
+            catch (OperationCanceledException) { break; }
+            catch (ObjectDisposedException) { break; }
+            catch (SocketException ex)
+            {
+                Log.AcceptError(ex.Message);
+                await Task.Delay(10).ConfigureAwait(false);
+                continue;
+            }
+            if (LameDuckMode)
+            {
+                socket.Dispose();
+                continue;
+            }
+            _ = Task.Run(() => AcceptClientAsync(socket, kind));
+        }
+    }
+
+    /// <summary>The URLs clients can use, as nats-server lists them in the ports file.</summary>
+    public IReadOnlyList<string> ClientUrls(string scheme, int port, string host)
+    {
+        var urls = new List<string>();
+        if (host is "0.0.0.0" or "" or "*" or "::")
+        {
+            foreach (var ni in NetworkInterface.GetAllNetworkInterfaces())
+            {
+                if (ni.OperationalStatus != OperationalStatus.Up) continue;
+                foreach (var a in ni.GetIPProperties().UnicastAddresses)
+                {
+                    if (a.Address.AddressFamily == AddressFamily.InterNetwork) urls.Add($"{scheme}://{a.Address}:{port}");
+                }
+            }
+            urls.Sort((x, y) => x.Contains("127.0.0.1", StringComparison.Ordinal) ? -1 : y.Contains("127.0.0.1", StringComparison.Ordinal) ? 1 : 0);
+        }
+        else
+        {
+            urls.Add($"{scheme}://{host}:{port}");
+        }
+        return urls;
+    }
+
+    /// <summary>Writes &lt;dir&gt;/nats-server_&lt;pid&gt;.ports with the JSON nats-server writes.</summary>
+    internal void WritePortsFile(int? monitorPort)
+    {
+        var dir = _options.PortsFileDir;
+        if (string.IsNullOrEmpty(dir)) return;
+        var ports = new PortsInfo
+        {
+            Nats = [.. ClientUrls("nats", ClientPort, _options.Host)],
+            Monitoring = monitorPort is int mp ? [.. ClientUrls("http", mp, _options.HttpHost)] : null,
+        };
+        _portsFile = Path.Combine(dir, $"nats-server_{Environment.ProcessId}.ports");
+        File.WriteAllBytes(_portsFile, JsonSerializer.SerializeToUtf8Bytes(ports, ServerJsonContext.Default.PortsInfo));
+    }
+
+    private void CloseListeners()
+    {
+        _shutdown.Cancel();
+        _tcpListener?.Dispose();
+        _unixListener?.Dispose();
+        if (_unixListener is not null && _options.UnixSocketPath is { } p && File.Exists(p)) File.Delete(p);
+        if (_portsFile is not null && File.Exists(_portsFile)) File.Delete(_portsFile);
+    }
+}
+
+/// <summary>The ports file (server/server.go Ports).</summary>
+public sealed class PortsInfo
+{
+    [System.Text.Json.Serialization.JsonPropertyName("nats")] public string[]? Nats { get; set; }
+    [System.Text.Json.Serialization.JsonPropertyName("monitoring"), System.Text.Json.Serialization.JsonIgnore(Condition = System.Text.Json.Serialization.JsonIgnoreCondition.WhenWritingNull)] public string[]? Monitoring { get; set; }
+}
+
+[System.Text.Json.Serialization.JsonSerializable(typeof(PortsInfo))]
+internal sealed partial class ServerJsonContext : System.Text.Json.Serialization.JsonSerializerContext;

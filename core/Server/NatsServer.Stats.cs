@@ -1,0 +1,52 @@
+namespace NatsBroker.Server;
+
+public sealed partial class NatsServer
+{
+    private long _totalConnections;
+    private long _slowConsumers;
+    // Totals of connections that have closed; live connections are summed on demand (monitoring is rare,
+    // publishing is not, so the hot path only touches per-connection counters).
+    private long _closedInMsgs, _closedInBytes, _closedOutMsgs, _closedOutBytes;
+    private readonly Lock _closedLock = new();
+    private readonly LinkedList<ClosedClientInfo> _closedClients = new();
+    private const int ClosedClientsKept = 10_000;
+
+    public long TotalConnections => Interlocked.Read(ref _totalConnections);
+    public long SlowConsumers => Interlocked.Read(ref _slowConsumers);
+
+    internal void CountSlowConsumer() => Interlocked.Increment(ref _slowConsumers);
+
+    public (long InMsgs, long InBytes, long OutMsgs, long OutBytes) MessageTotals()
+    {
+        long im, ib, om, ob;
+        lock (_closedLock) { im = _closedInMsgs; ib = _closedInBytes; om = _closedOutMsgs; ob = _closedOutBytes; }
+        foreach (var c in _clients.Values)
+        {
+            im += Volatile.Read(ref c.InMsgs); ib += Volatile.Read(ref c.InBytes);
+            om += Volatile.Read(ref c.OutMsgs); ob += Volatile.Read(ref c.OutBytes);
+        }
+        return (im, ib, om, ob);
+    }
+
+    public IReadOnlyList<ClosedClientInfo> ClosedClients()
+    {
+        lock (_closedLock) return [.. _closedClients];
+    }
+
+    private void RecordClosed(ClientConnection c)
+    {
+        lock (_closedLock)
+        {
+            _closedInMsgs += c.InMsgs; _closedInBytes += c.InBytes;
+            _closedOutMsgs += c.OutMsgs; _closedOutBytes += c.OutBytes;
+            _closedClients.AddLast(new ClosedClientInfo(c.Id, c.RemoteIp, c.RemotePort, c.ConnectedAt, c.ClosedAt ?? DateTime.UtcNow,
+                c.Connect?.Name, c.Connect?.Lang, c.Connect?.Version, c.AuthorizedUser, c.InMsgs, c.InBytes, c.OutMsgs, c.OutBytes,
+                c.ClosedReason?.ToString() ?? "Client Closed"));
+            if (_closedClients.Count > ClosedClientsKept) _closedClients.RemoveFirst();
+        }
+    }
+}
+
+/// <summary>A closed connection as /connz?state=closed reports it.</summary>
+public sealed record ClosedClientInfo(ulong Cid, string Ip, int Port, DateTime Start, DateTime Stop, string? Name, string? Lang,
+    string? Version, string? User, long InMsgs, long InBytes, long OutMsgs, long OutBytes, string Reason);

@@ -1,0 +1,139 @@
+using System.Collections.Concurrent;
+using System.Net;
+using System.Net.Sockets;
+using Microsoft.Extensions.Logging;
+using NatsBroker.Auth;
+using NatsBroker.Configuration;
+using NatsBroker.Protocol;
+using NatsBroker.Subscriptions;
+
+namespace NatsBroker.Server;
+
+/// <summary>
+/// The broker: listeners, the connection registry, the subject routing table and one heartbeat timer for every
+/// per-connection timeout. Split by concern: Listeners (accept loops, ports file), Lifecycle (shutdown, lame duck,
+/// reload), Stats (counters for monitoring).
+/// </summary>
+public sealed partial class NatsServer : IAsyncDisposable
+{
+    /// <summary>The nats-server version whose client-visible behaviour we implement; clients gate features on it.</summary>
+    public const string CompatibleVersion = "2.10.29";
+    public const string ImplementationName = "natsbroker";
+    public static readonly string ImplementationVersion =
+        typeof(NatsServer).Assembly.GetName().Version?.ToString(3) ?? "0.1.0";
+
+    private readonly ConcurrentDictionary<ulong, ClientConnection> _clients = new();
+    private long _nextClientId;
+    private Timer? _heartbeat;
+    private volatile ServerOptions _options;
+    private volatile IAuthenticator _auth;
+
+    public NatsServer(ServerOptions options, ILogger logger)
+    {
+        _options = options;
+        Log = new ServerLog(logger);
+        _auth = new OptionsAuthenticator(options);
+        ServerId = NewServerId();
+        ServerName = options.ServerName ?? ServerId;
+        StartTime = DateTime.UtcNow;
+    }
+
+    public ServerOptions Options => _options;
+    public SubList SubList { get; } = new();
+    internal IAuthenticator Auth => _auth;
+    internal ServerLog Log { get; }
+    public string ServerId { get; }
+    public string ServerName { get; }
+    public DateTime StartTime { get; }
+    public bool LameDuckMode { get; private set; }
+    public IEnumerable<ClientConnection> Clients => _clients.Values;
+    public int ClientCount => _clients.Count;
+
+    internal bool ConnectionLimitExceeded => _clients.Count > _options.MaxConnections;
+
+    /// <summary>A random server id shaped like nats-server's (56 base32 chars, 'N' prefix of a server nkey).</summary>
+    private static string NewServerId()
+    {
+        const string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+        Span<char> id = stackalloc char[56];
+        id[0] = 'N';
+        for (int i = 1; i < id.Length; i++) id[i] = alphabet[Random.Shared.Next(alphabet.Length)];
+        return new string(id);
+    }
+
+    internal ServerInfo CreateInfo(ClientConnection? client)
+    {
+        var o = _options;
+        return new ServerInfo
+        {
+            ServerId = ServerId,
+            ServerName = ServerName,
+            Version = CompatibleVersion,
+            Go = $"dotnet{Environment.Version}",
+            Implementation = $"{ImplementationName} {ImplementationVersion}",
+            Host = o.Host,
+            Port = ClientPort,
+            Headers = !o.NoHeaderSupport,
+            AuthRequired = _auth.AuthRequired,
+            MaxPayload = o.MaxPayload,
+            JetStream = o.JetStream,
+            ClientId = client?.Id ?? 0,
+            ClientIp = client?.RemoteIp,
+            LameDuckMode = LameDuckMode,
+        };
+    }
+
+    internal void StartHeartbeat()
+    {
+        _heartbeat = new Timer(static s => ((NatsServer)s!).OnHeartbeat(), this, 250, 250);
+    }
+
+    /// <summary>One timer for all connection timeouts (auth, ping/stale, write deadline), as Kestrel does.</summary>
+    private void OnHeartbeat()
+    {
+        long now = Environment.TickCount64;
+        foreach (var c in _clients.Values)
+        {
+            try
+            {
+                c.OnHeartbeat(now);
+            }
+            catch (Exception ex)
+            {
+                Log.ConnectionLoopFault(ex, c.Id);
+            }
+        }
+    }
+
+    internal async Task AcceptClientAsync(Socket socket, ConnectionKind kind)
+    {
+        string ip = "";
+        int port = 0;
+        if (socket.RemoteEndPoint is IPEndPoint ep)
+        {
+            ip = ep.Address.IsIPv4MappedToIPv6 ? ep.Address.MapToIPv4().ToString() : ep.Address.ToString();
+            port = ep.Port;
+        }
+        if (kind == ConnectionKind.Tcp) socket.NoDelay = true;
+        var stream = new NetworkStream(socket, ownsSocket: true);
+        await RunClientAsync(stream, kind, ip, port).ConfigureAwait(false);
+    }
+
+    /// <summary>Serves one client over any duplex stream (used by the listeners and by in-memory tests).</summary>
+    public async Task RunClientAsync(Stream stream, ConnectionKind kind, string remoteIp, int remotePort)
+    {
+        ulong id = (ulong)Interlocked.Increment(ref _nextClientId);
+        var client = new ClientConnection(this, id, stream, kind, remoteIp, remotePort);
+        _clients[id] = client;
+        Interlocked.Increment(ref _totalConnections);
+        Log.ClientConnected(id, remoteIp, remotePort);
+        await client.RunAsync().ConfigureAwait(false);
+    }
+
+    internal void OnClientClosed(ClientConnection client)
+    {
+        _clients.TryRemove(client.Id, out _);
+        RecordClosed(client);
+        Log.ClientClosed(client.Id, client.RemoteIp, client.RemotePort, client.ClosedReason?.ToString() ?? "Client Closed");
+    }
+}
