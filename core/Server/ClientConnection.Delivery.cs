@@ -110,13 +110,24 @@ public sealed partial class ClientConnection
                 dest.MarkSlowConsumerLocked();
                 return false;
             }
-            var span = dest._out.Reserve(total);
-            prefix.CopyTo(span);
-            int o = prefix.Length;
-            sid.CopyTo(span[o..]); o += sid.Length;
-            suffix.CopyTo(span[o..]); o += suffix.Length;
-            body.CopyTo(span[o..]); o += (int)body.Length;
-            span[o] = (byte)'\r'; span[o + 1] = (byte)'\n';
+            if (dest._out.TryReserve(total, out var span))
+            {
+                prefix.CopyTo(span);
+                int o = prefix.Length;
+                sid.CopyTo(span[o..]); o += sid.Length;
+                suffix.CopyTo(span[o..]); o += suffix.Length;
+                body.CopyTo(span[o..]); o += (int)body.Length;
+                span[o] = (byte)'\r'; span[o + 1] = (byte)'\n';
+            }
+            else
+            {
+                // Larger than a chunk: spill across chunks.
+                dest._out.Write(prefix);
+                dest._out.Write(sid);
+                dest._out.Write(suffix);
+                dest._out.Write(body);
+                dest._out.Write("\r\n"u8);
+            }
             dest.OutMsgs++;
             dest.OutBytes += body.Length;
             long delivered = ++sub.Delivered;
@@ -182,7 +193,7 @@ public sealed partial class ClientConnection
             lock (_out.Lock)
             {
                 if (_closing) return;
-                var span = _out.Reserve(len);
+                if (_out.IsReleased || !_out.TryReserve(len, out var span)) return;
                 int o = 0;
                 "HMSG "u8.CopyTo(span); o += 5;
                 reply.CopyTo(span[o..]); o += reply.Length;

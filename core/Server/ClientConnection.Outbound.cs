@@ -15,7 +15,7 @@ public sealed partial class ClientConnection
         lock (_out.Lock)
         {
             if (_closeStarted != 0) return;
-            bytes.CopyTo(_out.Reserve(bytes.Length));
+            _out.Write(bytes);
         }
         MarkForFlushSelf();
     }
@@ -71,17 +71,23 @@ public sealed partial class ClientConnection
                 await _writeSignal.WaitAsync().ConfigureAwait(false);
                 while (true)
                 {
-                    ReadOnlyMemory<byte> chunk;
+                    List<ArraySegment<byte>> chunks;
                     lock (_out.Lock)
                     {
                         if (_closeStarted != 0) return;
-                        chunk = _out.TakeForWrite();
+                        chunks = _out.TakeForWrite();
                     }
-                    if (chunk.IsEmpty) break;
+                    if (chunks.Count == 0) break;
                     Volatile.Write(ref _writeStartTicks, Environment.TickCount64);
-                    await _stream.WriteAsync(chunk).ConfigureAwait(false);
-                    Volatile.Write(ref _writeStartTicks, 0);
-                    lock (_out.Lock) _out.Written(chunk.Length);
+                    try
+                    {
+                        foreach (var chunk in chunks) await _stream.WriteAsync(chunk.AsMemory()).ConfigureAwait(false);
+                    }
+                    finally
+                    {
+                        Volatile.Write(ref _writeStartTicks, 0);
+                        lock (_out.Lock) _out.Written(chunks);
+                    }
                 }
                 if (_closing)
                 {

@@ -3,90 +3,126 @@ using System.Buffers;
 namespace NatsBroker.Server;
 
 /// <summary>
-/// A connection's bounded outbound buffer: producers (any reader thread delivering to this client) append
-/// under <see cref="Lock"/>; the connection's single writer swaps the filled buffer for its spare and writes it
-/// outside the lock, so a socket write never blocks producers and one write carries a whole batch.
-/// Buffers come from <see cref="ArrayPool{T}.Shared"/> and are reused: nothing is allocated per message.
-/// Lock order: a producer holds at most one destination's Lock at a time and never takes a server lock inside it.
+/// A connection's bounded outbound buffer, as a list of fixed-size pooled chunks.
+/// <para>
+/// Producers (any reader thread delivering to this client) append under <see cref="Lock"/>; the connection's
+/// single writer swaps the whole chunk list for an empty one and writes it outside the lock, so a socket write
+/// never blocks producers and one wake-up drains a whole batch. Chunks are <see cref="ChunkSize"/> arrays from
+/// <see cref="ChunkPool"/>, so bursts never copy or allocate: a
+/// message that does not fit the current chunk's tail spills into the next.
+/// </para>
+/// Lock order: a producer holds at most one destination's Lock at a time and never takes another lock inside it.
 /// </summary>
 internal sealed class OutboundBuffer
 {
-    private const int InitialSize = 32 * 1024;
-    // Above this, an idle buffer is handed back to the pool instead of being kept for the next burst.
-    private const int RetainSize = 1024 * 1024;
+    public const int ChunkSize = ChunkPool.ChunkSize;
 
     public readonly Lock Lock = new();
-    private byte[] _fill = ArrayPool<byte>.Shared.Rent(InitialSize);
-    private int _fillLength;
-    private byte[] _spare = ArrayPool<byte>.Shared.Rent(InitialSize);
+    private List<ArraySegment<byte>> _fill = new(4);
+    private List<ArraySegment<byte>> _spare = new(4);
+    private byte[]? _current;
+    private int _currentLength;
     private bool _released;
 
-    /// <summary>Bytes queued and not yet written (fill + in-flight write). Guarded by Lock.</summary>
+    /// <summary>Bytes queued and not yet written (queued + in-flight write). Guarded by Lock.</summary>
     public long Pending;
 
-    /// <summary>Reserve <paramref name="length"/> bytes at the end of the fill buffer. Caller holds Lock.</summary>
-    public Span<byte> Reserve(int length)
+    /// <summary>Contiguous space for <paramref name="length"/> bytes in the current chunk, if it fits there. Caller holds Lock.</summary>
+    public bool TryReserve(int length, out Span<byte> span)
     {
-        int needed = _fillLength + length;
-        if (needed > _fill.Length) Grow(needed);
-        var span = _fill.AsSpan(_fillLength, length);
-        _fillLength = needed;
-        Pending += length;
-        return span;
+        if (_current is { } c && _currentLength + length <= c.Length)
+        {
+            span = c.AsSpan(_currentLength, length);
+            _currentLength += length;
+            Pending += length;
+            return true;
+        }
+        if (length <= ChunkSize && !_released)
+        {
+            SealCurrent();
+            _current = ChunkPool.Rent();
+            span = _current.AsSpan(0, length);
+            _currentLength = length;
+            Pending += length;
+            return true;
+        }
+        span = default;
+        return false;
     }
 
-    private void Grow(int needed)
+    /// <summary>Appends bytes, spilling across chunks. Caller holds Lock.</summary>
+    public void Write(ReadOnlySpan<byte> data)
     {
-        int size = Math.Max(needed, _fill.Length * 2);
-        var bigger = ArrayPool<byte>.Shared.Rent(size);
-        _fill.AsSpan(0, _fillLength).CopyTo(bigger);
-        ArrayPool<byte>.Shared.Return(_fill);
-        _fill = bigger;
+        if (_released) return;
+        Pending += data.Length;
+        while (!data.IsEmpty)
+        {
+            if (_current is null || _currentLength == _current.Length)
+            {
+                SealCurrent();
+                _current = ChunkPool.Rent();
+            }
+            int n = Math.Min(data.Length, _current.Length - _currentLength);
+            data[..n].CopyTo(_current.AsSpan(_currentLength));
+            _currentLength += n;
+            data = data[n..];
+        }
     }
 
-    /// <summary>Swap out what is queued for writing. Caller holds Lock. Returns an empty memory when nothing is queued.</summary>
-    public ReadOnlyMemory<byte> TakeForWrite()
+    public void Write(in ReadOnlySequence<byte> data)
     {
-        if (_fillLength == 0 || _released) return ReadOnlyMemory<byte>.Empty;
-        var full = _fill;
-        int length = _fillLength;
+        foreach (var segment in data) Write(segment.Span);
+    }
+
+    private void SealCurrent()
+    {
+        if (_current is null) return;
+        if (_currentLength > 0) _fill.Add(new ArraySegment<byte>(_current, 0, _currentLength));
+        else ChunkPool.Return(_current);
+        _current = null;
+        _currentLength = 0;
+    }
+
+    /// <summary>Takes everything queued for the writer. Caller holds Lock. Empty list = nothing to write.</summary>
+    public List<ArraySegment<byte>> TakeForWrite()
+    {
+        SealCurrent();
+        var taken = _fill;
         _fill = _spare;
-        _fillLength = 0;
-        _spare = full;
-        return new ReadOnlyMemory<byte>(full, 0, length);
+        _spare = taken;
+        return taken;
     }
 
-    /// <summary>After a write completed. Caller holds Lock.</summary>
-    public void Written(int length)
+    /// <summary>After the writer wrote (or dropped) a taken list: returns its chunks. Caller holds Lock.</summary>
+    public void Written(List<ArraySegment<byte>> taken)
     {
-        Pending -= length;
-        if (_spare.Length > RetainSize && !_released)
+        foreach (var seg in taken)
         {
-            ArrayPool<byte>.Shared.Return(_spare);
-            _spare = ArrayPool<byte>.Shared.Rent(InitialSize);
+            Pending -= seg.Count;
+            ChunkPool.Return(seg.Array!);
         }
-        if (_fillLength == 0 && _fill.Length > RetainSize && !_released)
-        {
-            ArrayPool<byte>.Shared.Return(_fill);
-            _fill = ArrayPool<byte>.Shared.Rent(InitialSize);
-        }
+        taken.Clear();
     }
 
-    /// <summary>Drop everything queued (slow consumer, close). Caller holds Lock.</summary>
+    /// <summary>Drops everything queued (slow consumer, abrupt close). Caller holds Lock.</summary>
     public void Discard()
     {
-        Pending -= _fillLength;
-        _fillLength = 0;
+        SealCurrent();
+        foreach (var seg in _fill)
+        {
+            Pending -= seg.Count;
+            ChunkPool.Return(seg.Array!);
+        }
+        _fill.Clear();
     }
 
-    /// <summary>Return the buffers to the pool once the writer has stopped. Caller holds Lock.</summary>
+    /// <summary>Once the writer has stopped: no more appends, all chunks back to the pool. Caller holds Lock.</summary>
     public void Release()
     {
         if (_released) return;
+        Discard();
         _released = true;
-        ArrayPool<byte>.Shared.Return(_fill);
-        ArrayPool<byte>.Shared.Return(_spare);
-        _fill = _spare = [];
-        _fillLength = 0;
     }
+
+    public bool IsReleased => _released;
 }
