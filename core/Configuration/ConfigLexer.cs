@@ -187,10 +187,10 @@ internal sealed class ConfigLexer(string input, string? file)
         switch (c)
         {
             case '\'':
-                return new Token(TokenKind.String, ReadSingleQuoted(), at);
+                return new Token(TokenKind.String, ReadSingleQuoted(at), at);
             case '"':
                 Next();
-                return new Token(TokenKind.String, ReadDoubleQuoted(), at);
+                return new Token(TokenKind.String, ReadDoubleQuoted(at), at);
             case '(':
                 return new Token(TokenKind.String, ReadBlock(), at);
             case '-':
@@ -208,14 +208,15 @@ internal sealed class ConfigLexer(string input, string? file)
         return ReadBareString(_pos, at);
     }
 
-    private string ReadSingleQuoted()
+    // An unterminated string is reported where it starts, which is where the mistake usually is.
+    private string ReadSingleQuoted(SourcePosition start)
     {
         Next();
         int from = _pos;
         while (Peek() != '\'')
         {
             if (AtEof)
-                throw Error("Unexpected EOF.");
+                throw Error(start, "Unexpected EOF.");
             Next();
         }
         string s = _s[from.._pos];
@@ -387,14 +388,14 @@ internal sealed class ConfigLexer(string input, string? file)
     }
 
     /// <summary>A double-quoted string, opening quote consumed; may span lines.</summary>
-    private string ReadDoubleQuoted()
+    private string ReadDoubleQuoted(SourcePosition start)
     {
         var sb = new StringBuilder();
         while (true)
         {
             int c = Peek();
             if (c == Eof)
-                throw Error("Unexpected EOF.");
+                throw Error(start, "Unexpected EOF.");
             if (c == '"')
             {
                 Next();
