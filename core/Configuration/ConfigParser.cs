@@ -67,8 +67,9 @@ public static class ConfigParser
             while (true)
             {
                 _lx.SkipSpacesAndComments();
-                // lex.go lexTop skips a '{' at the top level, so a whole file may be wrapped in { }.
-                if (_lx.Peek() == '{')
+                // lex.go lexTop skips a '{' at the top level, so a whole file may be wrapped in { }; the closing
+                // '}' ends a value or (on its own line) becomes a key Go drops at EOF. We skip both braces.
+                if (_lx.Peek() is '{' or '}')
                 {
                     _lx.Next();
                     continue;
