@@ -258,3 +258,43 @@ public class CommandLineTests
         Assert.Equal("open /nonexistent.conf: no such file or directory", e.Message);
     }
 }
+
+public class CommandLineHostTests
+{
+    private static (int? Code, string Out, string Err) Run(params string[] args)
+    {
+        using var o = new StringWriter();
+        using var e = new StringWriter();
+        int? code = CommandLineHost.Handle(args, o, e, out _);
+        return (code, o.ToString(), e.ToString());
+    }
+
+    [Fact]
+    public void Prints_like_nats_server()
+    {
+        var v = Run("-v");
+        Assert.Equal(0, v.Code);
+        Assert.Equal($"nats-server: v{CommandLine.CompatibleVersion}\n", v.Out.Replace("\r", "", StringComparison.Ordinal));
+
+        var bad = Run("-x");
+        Assert.Equal(2, bad.Code);
+        Assert.StartsWith("flag provided but not defined: -x", bad.Err, StringComparison.Ordinal);
+        Assert.Contains("Usage: nats-server [options]", bad.Out, StringComparison.Ordinal);
+
+        var t = Run("-t");
+        Assert.Equal(1, t.Code);
+        Assert.StartsWith("nats-server: must specify [-c, --config]", t.Err, StringComparison.Ordinal);
+
+        Assert.Null(Run("-p", "4333").Code);
+    }
+
+    [Fact]
+    public void Test_config_reports_valid_file()
+    {
+        using var d = new TempDir();
+        string f = d.Write("ok.conf", "port: 4222\n");
+        var r = Run("-t", "-c", f);
+        Assert.Equal(0, r.Code);
+        Assert.Equal($"nats-server: configuration file {f} is valid", r.Err.Trim());
+    }
+}
