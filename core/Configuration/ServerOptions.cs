@@ -48,7 +48,10 @@ public sealed class ServerOptions
     public string? NoAuthUser { get; set; }
 
     // ---- Monitoring ----
-    public string HttpHost { get; set; } = "0.0.0.0";
+    private string? _httpHost;
+
+    /// <summary>Monitoring bind address; follows <see cref="Host"/> until set, as in nats-server (setBaselineOptions).</summary>
+    public string HttpHost { get => _httpHost ?? Host; set => _httpHost = value; }
     /// <summary>0 = disabled; -1 = random port.</summary>
     public int HttpPort { get; set; }
 
@@ -57,7 +60,10 @@ public sealed class ServerOptions
     public string? StoreDir { get; set; }
     public long JetStreamMaxMemory { get; set; } = -1;
     public long JetStreamMaxStore { get; set; } = -1;
-    /// <summary>Name of the storage engine for file-backed streams ("file" by default).</summary>
+    /// <summary>
+    /// Name of the storage engine for file-backed streams ("file" by default). Our extension, set with
+    /// <c>jetstream { store_engine: name }</c>; nats-server has no such key.
+    /// </summary>
     public string? StorageEngine { get; set; }
 
     // ---- Logging ----
@@ -68,13 +74,20 @@ public sealed class ServerOptions
     public bool Logtime { get; set; } = true;
     public bool LogtimeUtc { get; set; }
     public bool Syslog { get; set; }
+    /// <summary>Log file size that triggers rotation; 0 = no limit (log_size_limit / --log_size_limit).</summary>
+    public long LogSizeLimit { get; set; }
+    /// <summary>Longest traced message payload; 0 = unlimited (max_traced_msg_len).</summary>
+    public int MaxTracedMsgLen { get; set; }
 
     // ---- Process ----
     public string? PidFile { get; set; }
     public string? PortsFileDir { get; set; }
     public TimeSpan LameDuckDuration { get; set; } = TimeSpan.FromMinutes(2);
     public TimeSpan LameDuckGracePeriod { get; set; } = TimeSpan.FromSeconds(10);
+    /// <summary>server_tags split at the first ':' ("az:us-east" → az = us-east; a tag without ':' maps to "").</summary>
     public Dictionary<string, string> Tags { get; set; } = [];
+    /// <summary>server_tags as written, in order (nats-server keeps a plain tag list).</summary>
+    public List<string> ServerTags { get; set; } = [];
 
     public bool AuthRequired =>
         Users.Count > 0 || Username is not null || Authorization is not null;
@@ -87,6 +100,8 @@ public sealed class UserConfig
     /// <summary>Plain text or a bcrypt hash ("$2a$..."), as nats-server accepts.</summary>
     public string? Password { get; set; }
     public Permissions? Permissions { get; set; }
+    /// <summary>allowed_connection_types (STANDARD, WEBSOCKET, LEAFNODE, MQTT); null = any.</summary>
+    public List<string>? AllowedConnectionTypes { get; set; }
 }
 
 /// <summary>Publish/subscribe permissions (server/auth.go Permissions).</summary>
