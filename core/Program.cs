@@ -10,41 +10,15 @@ public static class Program
 {
     public static int Main(string[] args)
     {
-        CommandLineResult cli;
-        try
-        {
-            cli = CommandLine.Parse(args);
-        }
-        catch (ConfigException ex)
-        {
-            Console.Error.WriteLine($"nats-server: {ex.Message}");
-            return 1;
-        }
-        catch (CommandLineException ex)
-        {
-            Console.Error.WriteLine(ex.Message);
-            Console.Error.WriteLine(CommandLine.UsageText);
-            return 2;
-        }
+        // -h, -v, -t, --signal and bad flags/config are answered here, exactly as nats-server answers them.
+        if (CommandLineHost.Handle(args, Console.Out, Console.Error, out var cli) is int exitCode) return exitCode;
 
-        switch (cli.Action)
-        {
-            case CommandLineAction.ShowVersion:
-                Console.WriteLine($"nats-server: v{Server.NatsServer.CompatibleVersion} ({Server.NatsServer.ImplementationName} {Server.NatsServer.ImplementationVersion})");
-                return 0;
-            case CommandLineAction.ShowHelp:
-                Console.WriteLine(CommandLine.UsageText);
-                return 0;
-            case CommandLineAction.TestConfig:
-                Console.WriteLine($"nats-server: configuration file {cli.Options.ConfigFile} test is successful");
-                return 0;
-            case CommandLineAction.Signal:
-                return CommandLine.SendSignal(cli);
-        }
-
-        var options = cli.Options;
+        var options = cli!.Options;
         var level = options.Trace ? LogLevel.Trace : options.Debug ? LogLevel.Debug : LogLevel.Information;
         using var logProvider = new NatsLoggerProvider(level, options.Logtime, options.LogtimeUtc, options.LogFile);
+        var log = logProvider.CreateLogger("nats");
+        foreach (var warning in cli.ConfigWarnings) log.LogWarning("{Warning}", warning.ToString());
+
         var builder = Host.CreateEmptyApplicationBuilder(new HostApplicationBuilderSettings { DisableDefaults = true });
         builder.Logging.ClearProviders();
         builder.Logging.SetMinimumLevel(level);
@@ -61,7 +35,8 @@ public static class Program
         }
         catch (Exception ex) when (ex is System.Net.Sockets.SocketException or IOException or UnauthorizedAccessException or ConfigException)
         {
-            logProvider.CreateLogger("nats").LogCritical("{Error}", ex.Message);
+            // Start-up failures (port in use, unreadable file) end the process with the reason, never silently.
+            log.LogCritical("{Error}", ex.Message);
             return 1;
         }
     }

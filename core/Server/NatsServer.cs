@@ -17,7 +17,7 @@ namespace NatsBroker.Server;
 public sealed partial class NatsServer : IAsyncDisposable
 {
     /// <summary>The nats-server version whose client-visible behaviour we implement; clients gate features on it.</summary>
-    public const string CompatibleVersion = "2.10.29";
+    public const string CompatibleVersion = Configuration.CommandLine.CompatibleVersion;
     public const string ImplementationName = "natsbroker";
     public static readonly string ImplementationVersion =
         typeof(NatsServer).Assembly.GetName().Version?.ToString(3) ?? "0.1.0";
