@@ -8,6 +8,7 @@ namespace NatsBroker.Tests.Server;
 /// (GC.GetTotalAllocatedBytes) around a 1:1 publish/deliver loop driven by blocking raw sockets, which
 /// themselves allocate nothing; the budget absorbs timers and thread-pool bookkeeping, not per-message garbage.
 /// </summary>
+[Collection(AllocationCollection.Name)]
 public class DeliveryAllocationTests
 {
     [Fact]
@@ -57,4 +58,11 @@ public class DeliveryAllocationTests
         // 200k messages: anything per-message would show up as >= 200 KB.
         Assert.True(perMessage < 0.5, $"allocated {allocated} bytes for {measuredBatches * batch} messages ({perMessage:F3} B/msg)");
     }
+}
+
+/// <summary>Allocation is measured process-wide, so these tests run alone, after the parallel ones.</summary>
+[CollectionDefinition(Name, DisableParallelization = true)]
+public sealed class AllocationCollection
+{
+    public const string Name = "Allocation (runs alone)";
 }
