@@ -140,8 +140,9 @@ public sealed class ClientPermissions
     /// </summary>
     public static bool IsSubscribeAllowed(ClientPermissions? permissions, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> queue = default)
     {
-        if (!queue.IsEmpty && queue.SequenceEqual("_sys_"u8)) return false;
-        return permissions is null || permissions.CanSubscribe(subject, queue);
+        // canSubscribe runs first (it may switch the delivery filter on), then the reserved queue is refused.
+        bool allowed = permissions is null || permissions.CanSubscribe(subject, queue);
+        return allowed && !(!queue.IsEmpty && queue.SequenceEqual("_sys_"u8));
     }
 
     internal int PublishCacheCount => Volatile.Read(ref _pubCacheCount);
