@@ -17,6 +17,7 @@ internal unsafe struct EksBlowfish
     /// state = InitState(); ExpandKey(state, salt, key); repeat 2^cost: ExpandKey(state, 0, key); ExpandKey(state, 0, salt).
     /// The key is the password plus a trailing NUL, read cyclically; only its first 72 bytes ever matter.
     /// </summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public void Setup(ReadOnlySpan<byte> password, ReadOnlySpan<byte> salt, int cost)
     {
         fixed (uint* p = _p)
@@ -55,7 +56,9 @@ internal unsafe struct EksBlowfish
         fixed (uint* p = _p)
         fixed (uint* s = _s)
         {
-            Encrypt(p, s, ref left, ref right);
+            ulong lr = Encrypt(p, s, left, right);
+            left = (uint)(lr >> 32);
+            right = (uint)lr;
         }
     }
 
@@ -81,6 +84,7 @@ internal unsafe struct EksBlowfish
     }
 
     /// <summary>XOR the key into P, then re-key P and S by chained encryption, mixing in the salt when given.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private static void ExpandKey(uint* p, uint* s, uint* keyWords, uint* saltWords)
     {
         for (int i = 0; i < BlowfishPi.PWords; i++) p[i] ^= keyWords[i];
@@ -94,7 +98,9 @@ internal unsafe struct EksBlowfish
                 r ^= saltWords[j + 1];
                 j ^= 2;
             }
-            Encrypt(p, s, ref l, ref r);
+            ulong lr = Encrypt(p, s, l, r);
+            l = (uint)(lr >> 32);
+            r = (uint)lr;
             p[i] = l;
             p[i + 1] = r;
         }
@@ -106,26 +112,33 @@ internal unsafe struct EksBlowfish
                 r ^= saltWords[j + 1];
                 j ^= 2;
             }
-            Encrypt(p, s, ref l, ref r);
+            ulong lr = Encrypt(p, s, l, r);
+            l = (uint)(lr >> 32);
+            r = (uint)lr;
             s[i] = l;
             s[i + 1] = r;
         }
     }
 
     /// <summary>ExpandKey(state, 0, salt): the 16-byte salt used as the key (its 4 words cycle over P).</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private static void ExpandKeyWithSaltAsKey(uint* p, uint* s, uint* saltWords)
     {
         for (int i = 0; i < BlowfishPi.PWords; i++) p[i] ^= saltWords[i & 3];
         uint l = 0, r = 0;
         for (int i = 0; i < BlowfishPi.PWords; i += 2)
         {
-            Encrypt(p, s, ref l, ref r);
+            ulong lr = Encrypt(p, s, l, r);
+            l = (uint)(lr >> 32);
+            r = (uint)lr;
             p[i] = l;
             p[i + 1] = r;
         }
         for (int i = 0; i < BlowfishPi.SWords; i += 2)
         {
-            Encrypt(p, s, ref l, ref r);
+            ulong lr = Encrypt(p, s, l, r);
+            l = (uint)(lr >> 32);
+            r = (uint)lr;
             s[i] = l;
             s[i + 1] = r;
         }
@@ -133,20 +146,29 @@ internal unsafe struct EksBlowfish
 
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     private static uint F(uint* s, uint x) =>
-        ((s[x >> 24] + s[256 + ((x >> 16) & 0xFF)]) ^ s[512 + ((x >> 8) & 0xFF)]) + s[768 + (x & 0xFF)];
+        ((s[x >> 24] + (s + 256)[(byte)(x >> 16)]) ^ (s + 512)[(byte)(x >> 8)]) + (s + 768)[(byte)x];
 
-    /// <summary>16 Feistel rounds; the final swap is folded into the output order.</summary>
+    /// <summary>16 Feistel rounds, unrolled; returns (left &lt;&lt; 32) | right with the final swap folded in.</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    private static void Encrypt(uint* p, uint* s, ref uint left, ref uint right)
+    private static ulong Encrypt(uint* p, uint* s, uint xl, uint xr)
     {
-        uint xl = left ^ p[0];
-        uint xr = right;
-        for (int i = 1; i <= 16; i += 2)
-        {
-            xr ^= F(s, xl) ^ p[i];
-            xl ^= F(s, xr) ^ p[i + 1];
-        }
-        left = xr ^ p[17];
-        right = xl;
+        xl ^= p[0];
+        xr ^= F(s, xl) ^ p[1];
+        xl ^= F(s, xr) ^ p[2];
+        xr ^= F(s, xl) ^ p[3];
+        xl ^= F(s, xr) ^ p[4];
+        xr ^= F(s, xl) ^ p[5];
+        xl ^= F(s, xr) ^ p[6];
+        xr ^= F(s, xl) ^ p[7];
+        xl ^= F(s, xr) ^ p[8];
+        xr ^= F(s, xl) ^ p[9];
+        xl ^= F(s, xr) ^ p[10];
+        xr ^= F(s, xl) ^ p[11];
+        xl ^= F(s, xr) ^ p[12];
+        xr ^= F(s, xl) ^ p[13];
+        xl ^= F(s, xr) ^ p[14];
+        xr ^= F(s, xl) ^ p[15];
+        xl ^= F(s, xr) ^ p[16];
+        return ((ulong)(xr ^ p[17]) << 32) | xl;
     }
 }
