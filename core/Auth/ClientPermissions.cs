@@ -1,0 +1,183 @@
+using System.Collections.Concurrent;
+using NatsBroker.Configuration;
+
+namespace NatsBroker.Auth;
+
+/// <summary>
+/// One connection's view of its user's permissions (server/client.go c.perms + c.mperms + c.replies): the
+/// shared compiled rules plus this connection's caches, delivery filter and response tracker. Create one per
+/// authenticated connection (<see cref="IAuthenticator"/> does); <c>null</c> permissions mean "allow all".
+/// <para>Threading: <see cref="CanPublish"/> and <see cref="CanSubscribe"/> are called by the connection's own read
+/// loop; <see cref="IsDeliveryDenied"/> and <see cref="ResponseTracker.OnDelivered"/> by whichever producer delivers
+/// to this connection. All are safe to call concurrently.</para>
+/// </summary>
+public sealed class ClientPermissions
+{
+    /// <summary>Publish cache bound and prune batch (client.go maxPermCacheSize / pruneSize).</summary>
+    public const int MaxPublishCacheSize = 128;
+    public const int PruneSize = 32;
+    /// <summary>Delivery-deny cache bound (client.go maxDenyPermCacheSize).</summary>
+    public const int MaxDenyCacheSize = 256;
+
+    private readonly PermissionRules _rules;
+    private readonly ConcurrentDictionary<byte[], bool> _pubCache = new(ByteKeyComparer.Instance);
+    private readonly ConcurrentDictionary<byte[], bool>.AlternateLookup<ReadOnlySpan<byte>> _pubLookup;
+    private int _pubCacheCount;
+    private int _pubPruning;
+
+    private readonly ConcurrentDictionary<byte[], bool> _denyCache = new(ByteKeyComparer.Instance);
+    private readonly ConcurrentDictionary<byte[], bool>.AlternateLookup<ReadOnlySpan<byte>> _denyLookup;
+    private int _denyCacheCount;
+    private int _denyPruning;
+    private volatile bool _deliveryFilterOn;
+
+    internal ClientPermissions(PermissionRules rules, TimeProvider? time = null)
+    {
+        _rules = rules;
+        _pubLookup = _pubCache.GetAlternateLookup<ReadOnlySpan<byte>>();
+        _denyLookup = _denyCache.GetAlternateLookup<ReadOnlySpan<byte>>();
+        if (rules.Response is { } rp) Responses = new ResponseTracker(rp, time);
+    }
+
+    /// <summary>Compiles <paramref name="permissions"/> for one connection; null stays null (no restrictions).</summary>
+    public static ClientPermissions? Create(Permissions? permissions, TimeProvider? time = null) =>
+        permissions is null ? null : new ClientPermissions(new PermissionRules(permissions), time);
+
+    /// <summary>
+    /// allow_responses tracking, or null. The delivery path calls <see cref="ResponseTracker.OnDelivered"/> with the
+    /// reply subject of every message it hands to this client (client.go deliverMsg, only when non-null).
+    /// </summary>
+    public ResponseTracker? Responses { get; }
+
+    /// <summary>False when neither publish allow nor deny is set: every publish is allowed without a lookup.</summary>
+    public bool HasPublishRules => _rules.HasPublishRules;
+
+    /// <summary>True once a wildcard SUB overlapped a subscribe deny entry (client.go c.mperms != nil).</summary>
+    public bool DeliveryFilterActive => _deliveryFilterOn;
+
+    /// <summary>
+    /// client.go pubAllowedFullCheck: allowed when (no allow list, or an allow entry matches) and no deny entry
+    /// matches; otherwise, with allow_responses, when the subject is a reply this client received and may still
+    /// answer (consumes one response). The rule result is cached per subject (bounded; a hit allocates nothing);
+    /// the response part is never cached, as in nats-server.
+    /// </summary>
+    public bool CanPublish(ReadOnlySpan<byte> subject)
+    {
+        if (!_rules.HasPublishRules) return true;
+        if (!_pubLookup.TryGetValue(subject, out bool allowed))
+        {
+            allowed = EvaluatePublish(subject);
+            if (_pubLookup.TryAdd(subject, allowed) && Interlocked.Increment(ref _pubCacheCount) > MaxPublishCacheSize)
+                Prune(_pubCache, ref _pubCacheCount, ref _pubPruning, MaxPublishCacheSize);
+        }
+        if (!allowed && Responses is { } responses) allowed = responses.TryConsume(subject);
+        return allowed;
+    }
+
+    /// <summary>
+    /// client.go canSubscribe, including its quirks (verified against nats-server 2.9.10):
+    /// <list type="bullet">
+    /// <item>Allow: a plain entry must match (tokens of a wildcard SUB compared literally, see
+    /// <see cref="PermissionMatching"/>). For a queue SUB, if any "subject queue" entry matches the subject the
+    /// queue must match one of them (exact or wildcard-queue subset), whatever the plain entries say.</item>
+    /// <item>Deny: denied when a plain entry matches; for a queue SUB, if any queue-scoped deny entry matches the
+    /// subject, the result is instead "denied iff the queue matches one of them" (so deny ["foo", "foo q1"] lets
+    /// SUB foo q2 through).</item>
+    /// <item>An allowed wildcard SUB that a deny entry is a subset of turns on the delivery filter
+    /// (<see cref="IsDeliveryDenied"/>) for the rest of the connection.</item>
+    /// </list>
+    /// The reserved queue "_sys_" is not checked here; see <see cref="IsSubscribeAllowed"/>.
+    /// </summary>
+    public bool CanSubscribe(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> queue = default)
+    {
+        bool allowed = true;
+        if (_rules.SubscribeAllow is { } allow)
+        {
+            allow.Match(subject, queue, out bool plain, out bool queueEntry, out bool queueOk);
+            allowed = plain;
+            if (!queue.IsEmpty && queueEntry) allowed = queueOk;
+        }
+        if (allowed && _rules.SubscribeDeny is { } deny)
+        {
+            deny.Match(subject, queue, out bool plain, out bool queueEntry, out bool queueOk);
+            allowed = !plain;
+            if (!queue.IsEmpty && queueEntry) allowed = !queueOk;
+
+            if (allowed && !_deliveryFilterOn && PermissionMatching.HasWildcard(subject))
+            {
+                foreach (var d in _rules.DenyFilter)
+                {
+                    if (PermissionMatching.IsSubsetMatch(d, subject))
+                    {
+                        _deliveryFilterOn = true;
+                        break;
+                    }
+                }
+            }
+        }
+        return allowed;
+    }
+
+    /// <summary>
+    /// client.go checkDenySub: should a message on <paramref name="subject"/> be withheld from this client?
+    /// Only after the filter was switched on by <see cref="CanSubscribe"/>; then every subscribe deny entry
+    /// applies (so with deny ["foo.bad", "*.hid"], SUB foo.* also stops foo.hid). Without that trigger nothing is
+    /// filtered, e.g. deny "*.hid" with SUB bar.&gt; still delivers bar.hid, as nats-server does. Cached, bounded.
+    /// </summary>
+    public bool IsDeliveryDenied(ReadOnlySpan<byte> subject)
+    {
+        if (!_deliveryFilterOn) return false;
+        if (_denyLookup.TryGetValue(subject, out bool denied)) return denied;
+        denied = PermissionRules.AnyMatch(_rules.DenyFilter, subject);
+        if (_denyLookup.TryAdd(subject, denied) && Interlocked.Increment(ref _denyCacheCount) > MaxDenyCacheSize)
+            Prune(_denyCache, ref _denyCacheCount, ref _denyPruning, MaxDenyCacheSize);
+        return denied;
+    }
+
+    /// <summary>
+    /// The whole SUB check as client.go processSub does it for CLIENT connections: the permissions (when any)
+    /// and the reserved "_sys_" queue group, which no client may use even without permissions.
+    /// </summary>
+    public static bool IsSubscribeAllowed(ClientPermissions? permissions, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> queue = default)
+    {
+        // canSubscribe runs first (it may switch the delivery filter on), then the reserved queue is refused.
+        bool allowed = permissions is null || permissions.CanSubscribe(subject, queue);
+        return allowed && !(!queue.IsEmpty && queue.SequenceEqual("_sys_"u8));
+    }
+
+    internal int PublishCacheCount => Volatile.Read(ref _pubCacheCount);
+    internal int DenyCacheCount => Volatile.Read(ref _denyCacheCount);
+
+    private bool EvaluatePublish(ReadOnlySpan<byte> subject)
+    {
+        bool allowed = true;
+        if (_rules.PublishAllow is { } allow) allowed = PermissionRules.AnyMatch(allow, subject);
+        if (allowed && _rules.PublishDeny is { } deny) allowed = !PermissionRules.AnyMatch(deny, subject);
+        return allowed;
+    }
+
+    /// <summary>
+    /// client.go prunePubPermsCache: drop arbitrary entries, at least <see cref="PruneSize"/> and until back under
+    /// the bound; one pruner at a time.
+    /// </summary>
+    private static void Prune(ConcurrentDictionary<byte[], bool> cache, ref int count, ref int pruning, int max)
+    {
+        if (Interlocked.CompareExchange(ref pruning, 1, 0) != 0) return;
+        try
+        {
+            int removed = 0;
+            foreach (var key in cache.Keys)
+            {
+                if (cache.TryRemove(key, out _))
+                {
+                    removed++;
+                    if (Interlocked.Decrement(ref count) < max && removed > PruneSize) break;
+                }
+            }
+        }
+        finally
+        {
+            Volatile.Write(ref pruning, 0);
+        }
+    }
+}

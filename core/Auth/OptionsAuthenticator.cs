@@ -1,0 +1,106 @@
+using NatsBroker.Configuration;
+using NatsBroker.Protocol;
+
+namespace NatsBroker.Auth;
+
+/// <summary>
+/// Authentication from the server options, following server/auth.go processClientOrLeafAuthentication for
+/// CLIENT connections (checked against nats-server 2.9.10):
+/// <list type="number">
+/// <item>No users, no user/password, no token configured: everyone is accepted, whatever they send.</item>
+/// <item>A users list: if <c>no_auth_user</c> is set and the CONNECT carries no user, no password and no token,
+/// the client is treated as having sent that user's name <em>and its configured password</em>. A user name
+/// that is present must be in the list (unknown = violation); then the password is compared (plain or bcrypt).
+/// Quirk kept: if the no_auth_user's password is a bcrypt hash, the hash is compared against itself and the
+/// CONNECT is rejected, exactly as nats-server does (its non-CONNECT path, <see cref="AuthenticateWithoutConnect"/>,
+/// does accept).</item>
+/// <item>Otherwise (no user matched): with a token configured, the CONNECT's auth_token must equal it (plain or
+/// bcrypt); else with a single user configured, user must be equal and pass must compare.</item>
+/// <item>Anything else is rejected.</item>
+/// </list>
+/// Later entries of the users list with the same name replace earlier ones (a Go map). Each successful
+/// authentication gets a fresh <see cref="ClientPermissions"/> built from rules compiled once per user.
+/// </summary>
+public sealed class OptionsAuthenticator : IAuthenticator
+{
+    private readonly Dictionary<string, UserEntry> _users = new(StringComparer.Ordinal);
+    private readonly string? _username;
+    private readonly string? _password;
+    private readonly string? _token;
+    private readonly TimeProvider? _time;
+
+    private sealed record UserEntry(string Name, string Password, PermissionRules? Rules);
+
+    public OptionsAuthenticator(ServerOptions options, PasswordVerifier? verifier = null, TimeProvider? time = null)
+    {
+        ArgumentNullException.ThrowIfNull(options);
+        foreach (var u in options.Users)
+            _users[u.User] = new UserEntry(u.User, u.Password ?? "", u.Permissions is null ? null : new PermissionRules(u.Permissions));
+        _username = string.IsNullOrEmpty(options.Username) ? null : options.Username;
+        _password = options.Password ?? "";
+        _token = string.IsNullOrEmpty(options.Authorization) ? null : options.Authorization;
+        NoAuthUser = string.IsNullOrEmpty(options.NoAuthUser) ? null : options.NoAuthUser;
+        AuthRequired = _users.Count > 0 || _username is not null || _token is not null;
+        Verifier = verifier ?? new PasswordVerifier(time: time);
+        _time = time;
+    }
+
+    /// <summary>INFO auth_required; when false <see cref="Authenticate"/> accepts everyone.</summary>
+    public bool AuthRequired { get; }
+    public string? NoAuthUser { get; }
+    public PasswordVerifier Verifier { get; }
+
+    public AuthResult Authenticate(ConnectOptions connect, ClientAuthContext ctx)
+    {
+        ArgumentNullException.ThrowIfNull(connect);
+        if (!AuthRequired) return AuthResult.Allowed();
+
+        string? user = connect.User;
+        string? pass = connect.Pass;
+        UserEntry? entry = null;
+        if (_users.Count > 0)
+        {
+            if (NoAuthUser is not null && string.IsNullOrEmpty(user) && string.IsNullOrEmpty(pass)
+                && string.IsNullOrEmpty(connect.AuthToken) && _users.TryGetValue(NoAuthUser, out var noAuth))
+            {
+                user = noAuth.Name;
+                pass = noAuth.Password;
+            }
+            if (!string.IsNullOrEmpty(user))
+            {
+                if (!_users.TryGetValue(user, out entry)) return AuthResult.Denied;
+            }
+        }
+
+        if (entry is not null)
+        {
+            return Verifier.Compare(entry.Password, pass, entry.Name)
+                ? AuthResult.Allowed(entry.Name, CreatePermissions(entry))
+                : AuthResult.Denied;
+        }
+        if (_token is not null)
+            return Verifier.Compare(_token, connect.AuthToken) ? AuthResult.Allowed() : AuthResult.Denied;
+        if (_username is not null)
+        {
+            if (!string.Equals(_username, connect.User, StringComparison.Ordinal)) return AuthResult.Denied;
+            return Verifier.Compare(_password, connect.Pass, _username) ? AuthResult.Allowed(_username) : AuthResult.Denied;
+        }
+        return AuthResult.Denied;
+    }
+
+    /// <summary>
+    /// The client's first protocol op is not CONNECT while auth is required (server/parser.go): accepted as the
+    /// no_auth_user, without any password check, when one is configured and exists; otherwise an
+    /// Authorization Violation. (Such a client also keeps the default CONNECT options, so verbose is on.)
+    /// </summary>
+    public AuthResult AuthenticateWithoutConnect(ClientAuthContext ctx)
+    {
+        if (!AuthRequired) return AuthResult.Allowed();
+        if (NoAuthUser is not null && _users.TryGetValue(NoAuthUser, out var entry))
+            return AuthResult.Allowed(entry.Name, CreatePermissions(entry));
+        return AuthResult.Denied;
+    }
+
+    private ClientPermissions? CreatePermissions(UserEntry entry) =>
+        entry.Rules is null ? null : new ClientPermissions(entry.Rules, _time);
+}
