@@ -17,7 +17,13 @@ namespace NatsBroker.Auth;
 /// </summary>
 public interface IAuthenticator
 {
+    /// <summary>Whether clients must authenticate (INFO auth_required; ops before CONNECT are violations).</summary>
+    bool AuthRequired { get; }
+
     AuthResult Authenticate(ConnectOptions connect, ClientAuthContext ctx);
+
+    /// <summary>A client's first op is not CONNECT: nats-server admits it as no_auth_user when one is set.</summary>
+    AuthResult AuthenticateWithoutConnect(ClientAuthContext ctx);
 }
 
 /// <summary>What the server knows about the connection apart from its CONNECT.</summary>

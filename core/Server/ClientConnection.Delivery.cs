@@ -1,4 +1,5 @@
 using System.Buffers;
+using NatsBroker.Auth;
 using NatsBroker.Protocol;
 using NatsBroker.Subscriptions;
 
@@ -23,9 +24,14 @@ public sealed partial class ClientConnection
     {
         InMsgs++;
         InBytes += payload.Length;
-        if (_permissions is not null && !CanPublish(subject))
+        if (_permissions is not null && !_permissions.CanPublish(subject))
         {
-            SendError($"Permissions Violation for Publish to \"{System.Text.Encoding.UTF8.GetString(subject)}\"");
+            SendError(AuthErrors.PublishViolation(subject));
+            return;
+        }
+        if (!reply.IsEmpty && IsReservedReply(reply))
+        {
+            SendError(AuthErrors.PublishReplyViolation(reply));
             return;
         }
         if (_verbose) EnqueueProto(ProtocolWriter.Ok);
@@ -50,12 +56,9 @@ public sealed partial class ClientConnection
         }
     }
 
-    private bool CanPublish(ReadOnlySpan<byte> subject)
-    {
-        if (_permissions!.CanPublish(subject)) return true;
-        // allow_responses: a reply subject this client received may be answered.
-        return _responses is not null && _responses.TryConsume(subject);
-    }
+    /// <summary>Reply prefixes reserved for the server (client.go isReservedReply): service imports, JetStream acks, gateways.</summary>
+    private static bool IsReservedReply(ReadOnlySpan<byte> reply) =>
+        reply.StartsWith("_R_."u8) || reply.StartsWith("$JS.ACK."u8) || reply.StartsWith("_GR_."u8);
 
     /// <summary>Picks one member of a queue group; if that member is gone, tries the others in order.</summary>
     private void DeliverToQueue(Subscription[] members, ref OutgoingMessage msg)
@@ -133,7 +136,7 @@ public sealed partial class ClientConnection
             long delivered = ++sub.Delivered;
             if (sub.MaxMessages > 0 && delivered >= sub.MaxMessages) autoUnsub = true;
         }
-        if (dest._responses is not null && !msg.Reply.IsEmpty) dest._responses.OnDelivered(msg.Reply);
+        if (dest._permissions?.Responses is { } responses && !msg.Reply.IsEmpty) responses.OnDelivered(msg.Reply);
         MarkForFlush(dest);
         if (autoUnsub) dest.RemoveSubscription(sub);
         return true;

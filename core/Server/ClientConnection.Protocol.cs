@@ -18,7 +18,6 @@ public sealed partial class ClientConnection
     private bool _headers;
     private bool _noResponders;
     private ClientPermissions? _permissions;
-    private ResponseTracker? _responses;
     private long _lastInTicks;
     private long _lastPingTicks;
     private int _pingsOut;
@@ -53,8 +52,8 @@ public sealed partial class ClientConnection
     {
         if (!AwaitingAuth) return false;
         // nats-server lets a client that skips CONNECT in as no_auth_user (telnet demos).
-        var result = _server.Auth.AuthenticateNoAuthUser();
-        if (result is null) return true;
+        var result = _server.Auth.AuthenticateWithoutConnect(AuthContext());
+        if (!result.Success) return true;
         ApplyAuth(result);
         _connectReceived = true;
         return false;
@@ -87,7 +86,7 @@ public sealed partial class ClientConnection
 
         if (_server.Auth.AuthRequired || opts.User is not null || opts.AuthToken is not null)
         {
-            var result = _server.Auth.Authenticate(opts, new ClientAuthContext(RemoteIp, Kind.ToString()));
+            var result = _server.Auth.Authenticate(opts, AuthContext());
             if (!result.Success)
             {
                 _server.Log.AuthFailed(Id, RemoteIp, opts.User ?? "");
@@ -109,11 +108,16 @@ public sealed partial class ClientConnection
         if (_verbose) EnqueueProto(ProtocolWriter.Ok);
     }
 
+    private ClientAuthContext AuthContext() => new()
+    {
+        ClientId = Id,
+        RemoteEndPoint = System.Net.IPAddress.TryParse(RemoteIp, out var ip) ? new System.Net.IPEndPoint(ip, RemotePort) : null,
+    };
+
     private void ApplyAuth(AuthResult result)
     {
         AuthorizedUser = result.User;
         _permissions = result.Permissions;
-        _responses = _permissions?.CreateResponseTracker();
     }
 
     private void ProcessPing()
@@ -130,17 +134,15 @@ public sealed partial class ClientConnection
 
     private void ProcessSub(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> queue, ReadOnlySpan<byte> sid)
     {
-        if (_permissions is not null && !_permissions.CanSubscribe(subject, queue))
+        if (!ClientPermissions.IsSubscribeAllowed(_permissions, subject, queue))
         {
-            SendError(queue.IsEmpty
-                ? $"Permissions Violation for Subscription to \"{Encoding.UTF8.GetString(subject)}\""
-                : $"Permissions Violation for Subscription to \"{Encoding.UTF8.GetString(subject)}\" using queue \"{Encoding.UTF8.GetString(queue)}\"");
+            SendError(AuthErrors.SubscriptionViolation(subject, queue));
             return;
         }
         int maxTokens = _server.Options.MaxSubTokens;
         if (maxTokens > 0 && Subject.CountTokens(subject) > maxTokens)
         {
-            SendError("maximum subject tokens exceeded");
+            SendError(AuthErrors.SubscriptionTooManyTokens(subject));
             return;
         }
         string sidKey = Encoding.UTF8.GetString(sid);
