@@ -2,6 +2,7 @@ using System.Runtime.InteropServices;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 using NatsBroker.Configuration;
+using NatsBroker.Monitoring;
 using NatsBroker.Server;
 
 namespace NatsBroker.Hosting;
@@ -17,16 +18,18 @@ public sealed class BrokerService(ServerOptions options, Func<ServerOptions?> re
     private const int SigUsr1 = 10, SigUsr2 = 12;
     private readonly List<PosixSignalRegistration> _signals = [];
     private NatsServer? _server;
+    private MonitoringServer? _monitor;
 
     public NatsServer? Server => _server;
 
-    public Task StartAsync(CancellationToken cancellationToken)
+    public async Task StartAsync(CancellationToken cancellationToken)
     {
         var logger = loggers.CreateLogger("nats");
         var server = new NatsServer(options, logger);
         server.Start();
         _server = server;
-        server.WritePortsFile(null);
+        if (options.HttpPort != 0) _monitor = await MonitoringServer.StartAsync(server, logger, cancellationToken).ConfigureAwait(false);
+        server.WritePortsFile(_monitor?.Port);
         if (options.PidFile is { } pid) File.WriteAllText(pid, Environment.ProcessId.ToString(System.Globalization.CultureInfo.InvariantCulture));
 
         _signals.Add(PosixSignalRegistration.Create(PosixSignal.SIGHUP, ctx =>
@@ -62,13 +65,13 @@ public sealed class BrokerService(ServerOptions options, Func<ServerOptions?> re
         }
         server.Log.Ready();
         SystemdNotifier.Notify("READY=1");
-        return Task.CompletedTask;
     }
 
     public async Task StopAsync(CancellationToken cancellationToken)
     {
         SystemdNotifier.Notify("STOPPING=1");
         foreach (var s in _signals) s.Dispose();
+        if (_monitor is not null) await _monitor.DisposeAsync().ConfigureAwait(false);
         if (_server is not null) await _server.ShutdownAsync().ConfigureAwait(false);
         if (options.PidFile is { } pid && File.Exists(pid)) File.Delete(pid);
     }

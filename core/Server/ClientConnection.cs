@@ -49,7 +49,6 @@ public sealed partial class ClientConnection : ISubscriber
         _parser = new ProtocolParser(server.Options.MaxControlLine);
         _maxPayload = server.Options.MaxPayload;
         ConnectedAt = DateTime.UtcNow;
-        LastActivity = ConnectedAt;
         _lastInTicks = Environment.TickCount64;
         _lastPingTicks = _lastInTicks;
     }
@@ -59,7 +58,8 @@ public sealed partial class ClientConnection : ISubscriber
     public string RemoteIp { get; }
     public int RemotePort { get; }
     public DateTime ConnectedAt { get; }
-    public DateTime LastActivity { get; internal set; }
+    /// <summary>Time of the last read from the client (millisecond resolution, derived from the read loop's tick stamp).</summary>
+    public DateTime LastActivity => ConnectedAt.AddMilliseconds(Math.Max(0, Volatile.Read(ref _lastInTicks) - _connectedTicks));
     public ConnectOptions? Connect { get; private set; }
     public string? AuthorizedUser { get; private set; }
     public CloseReason? ClosedReason { get; private set; }
@@ -192,6 +192,7 @@ public sealed partial class ClientConnection : ISubscriber
             _subs.Clear();
         }
         foreach (var s in subs) s.Closed = true;
+        FinalSubscriptions = subs;
         if (subs.Count > 0) _server.SubList.RemoveBatch(subs);
         ShutdownTransport();
         lock (_out.Lock) _out.Release();

@@ -72,6 +72,7 @@ public sealed partial class NatsServer
         next.UnixSocketPath = current.UnixSocketPath;
         _options = next;
         _auth = new OptionsAuthenticator(next);
+        ConfigLoadTime = DateTime.UtcNow;
         Log.Reloaded(ignored.Count == 0 ? "" : $" (not reloadable, kept: {string.Join(", ", ignored)})");
         return ignored;
     }

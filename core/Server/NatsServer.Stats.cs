@@ -41,7 +41,11 @@ public sealed partial class NatsServer
             _closedOutMsgs += c.OutMsgs; _closedOutBytes += c.OutBytes;
             _closedClients.AddLast(new ClosedClientInfo(c.Id, c.RemoteIp, c.RemotePort, c.ConnectedAt, c.ClosedAt ?? DateTime.UtcNow,
                 c.Connect?.Name, c.Connect?.Lang, c.Connect?.Version, c.AuthorizedUser, c.InMsgs, c.InBytes, c.OutMsgs, c.OutBytes,
-                c.ClosedReason?.ToString() ?? "Client Closed"));
+                (c.ClosedReason ?? CloseReason.ClientClosed).ToNatsString())
+            {
+                LastActivity = c.LastActivity,
+                Subscriptions = SubscriptionSnapshot.Of(c.FinalSubscriptions),
+            });
             if (_closedClients.Count > ClosedClientsKept) _closedClients.RemoveFirst();
         }
     }
@@ -49,4 +53,9 @@ public sealed partial class NatsServer
 
 /// <summary>A closed connection as /connz?state=closed reports it.</summary>
 public sealed record ClosedClientInfo(ulong Cid, string Ip, int Port, DateTime Start, DateTime Stop, string? Name, string? Lang,
-    string? Version, string? User, long InMsgs, long InBytes, long OutMsgs, long OutBytes, string Reason);
+    string? Version, string? User, long InMsgs, long InBytes, long OutMsgs, long OutBytes, string Reason)
+{
+    public DateTime LastActivity { get; init; }
+    /// <summary>The subscriptions the connection held when it closed (for /connz?state=closed&amp;subs=1).</summary>
+    public IReadOnlyList<SubscriptionSnapshot> Subscriptions { get; init; } = [];
+}

@@ -1,0 +1,308 @@
+using System.Text.Encodings.Web;
+using System.Text.Json;
+using System.Text.Json.Serialization;
+
+namespace NatsBroker.Monitoring;
+
+// The JSON documents of nats-server 2.9.10's monitoring endpoints (server/monitor.go), field for field where we
+// have the data. Go's `omitempty` is JsonIgnore(WhenWritingDefault/WhenWritingNull); see docs/monitoring.md.
+
+/// <summary>An always-empty object (<c>{}</c>): the option blocks of features we do not have (cluster, gateway, leaf, mqtt, websocket).</summary>
+public sealed class EmptyObject;
+
+public sealed class Varz
+{
+    [JsonPropertyName("server_id")] public string ServerId { get; set; } = "";
+    [JsonPropertyName("server_name")] public string ServerName { get; set; } = "";
+    [JsonPropertyName("version")] public string Version { get; set; } = "";
+    [JsonPropertyName("proto")] public int Proto { get; set; }
+    [JsonPropertyName("go")] public string Go { get; set; } = "";
+    [JsonPropertyName("host")] public string Host { get; set; } = "";
+    [JsonPropertyName("port")] public int Port { get; set; }
+    [JsonPropertyName("auth_required"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public bool AuthRequired { get; set; }
+    [JsonPropertyName("max_connections")] public int MaxConnections { get; set; }
+    [JsonPropertyName("max_subscriptions"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public int MaxSubscriptions { get; set; }
+    /// <summary>Nanoseconds (a Go time.Duration).</summary>
+    [JsonPropertyName("ping_interval")] public long PingInterval { get; set; }
+    [JsonPropertyName("ping_max")] public int PingMax { get; set; }
+    [JsonPropertyName("http_host")] public string HttpHost { get; set; } = "";
+    [JsonPropertyName("http_port")] public int HttpPort { get; set; }
+    [JsonPropertyName("http_base_path")] public string HttpBasePath { get; set; } = "";
+    [JsonPropertyName("https_port")] public int HttpsPort { get; set; }
+    /// <summary>Seconds.</summary>
+    [JsonPropertyName("auth_timeout")] public double AuthTimeout { get; set; }
+    [JsonPropertyName("max_control_line")] public int MaxControlLine { get; set; }
+    [JsonPropertyName("max_payload")] public int MaxPayload { get; set; }
+    [JsonPropertyName("max_pending")] public long MaxPending { get; set; }
+    [JsonPropertyName("cluster")] public EmptyObject Cluster { get; set; } = new();
+    [JsonPropertyName("gateway")] public EmptyObject Gateway { get; set; } = new();
+    [JsonPropertyName("leaf")] public EmptyObject Leaf { get; set; } = new();
+    [JsonPropertyName("mqtt")] public EmptyObject Mqtt { get; set; } = new();
+    [JsonPropertyName("websocket")] public EmptyObject Websocket { get; set; } = new();
+    [JsonPropertyName("jetstream")] public JetStreamVarz JetStream { get; set; } = new();
+    /// <summary>Seconds.</summary>
+    [JsonPropertyName("tls_timeout")] public double TlsTimeout { get; set; }
+    /// <summary>Nanoseconds.</summary>
+    [JsonPropertyName("write_deadline")] public long WriteDeadline { get; set; }
+    [JsonPropertyName("start")] public DateTime Start { get; set; }
+    [JsonPropertyName("now")] public DateTime Now { get; set; }
+    [JsonPropertyName("uptime")] public string Uptime { get; set; } = "";
+    [JsonPropertyName("mem")] public long Mem { get; set; }
+    [JsonPropertyName("cores")] public int Cores { get; set; }
+    [JsonPropertyName("gomaxprocs")] public int GoMaxProcs { get; set; }
+    [JsonPropertyName("cpu")] public double Cpu { get; set; }
+    [JsonPropertyName("connections")] public int Connections { get; set; }
+    [JsonPropertyName("total_connections")] public long TotalConnections { get; set; }
+    [JsonPropertyName("routes")] public int Routes { get; set; }
+    [JsonPropertyName("remotes")] public int Remotes { get; set; }
+    [JsonPropertyName("leafnodes")] public int LeafNodes { get; set; }
+    [JsonPropertyName("in_msgs")] public long InMsgs { get; set; }
+    [JsonPropertyName("out_msgs")] public long OutMsgs { get; set; }
+    [JsonPropertyName("in_bytes")] public long InBytes { get; set; }
+    [JsonPropertyName("out_bytes")] public long OutBytes { get; set; }
+    [JsonPropertyName("slow_consumers")] public long SlowConsumers { get; set; }
+    [JsonPropertyName("subscriptions")] public long Subscriptions { get; set; }
+    [JsonPropertyName("http_req_stats")] public SortedDictionary<string, long> HttpReqStats { get; set; } = new(StringComparer.Ordinal);
+    [JsonPropertyName("config_load_time")] public DateTime ConfigLoadTime { get; set; }
+    [JsonPropertyName("tags"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string[]? Tags { get; set; }
+    [JsonPropertyName("system_account"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? SystemAccount { get; set; }
+}
+
+public sealed class JetStreamVarz
+{
+    [JsonPropertyName("config"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public JetStreamConfigInfo? Config { get; set; }
+    [JsonPropertyName("stats"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public JetStreamStatsInfo? Stats { get; set; }
+}
+
+public sealed class JetStreamConfigInfo
+{
+    [JsonPropertyName("max_memory")] public long MaxMemory { get; set; }
+    [JsonPropertyName("max_storage")] public long MaxStorage { get; set; }
+    [JsonPropertyName("store_dir"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? StoreDir { get; set; }
+}
+
+public sealed class JetStreamStatsInfo
+{
+    [JsonPropertyName("memory")] public ulong Memory { get; set; }
+    [JsonPropertyName("storage")] public ulong Storage { get; set; }
+    [JsonPropertyName("reserved_memory")] public ulong ReservedMemory { get; set; }
+    [JsonPropertyName("reserved_storage")] public ulong ReservedStorage { get; set; }
+    [JsonPropertyName("accounts")] public int Accounts { get; set; }
+    [JsonPropertyName("ha_assets")] public int HaAssets { get; set; }
+    [JsonPropertyName("api")] public JetStreamApiStats Api { get; set; } = new();
+}
+
+public sealed class JetStreamApiStats
+{
+    [JsonPropertyName("total")] public ulong Total { get; set; }
+    [JsonPropertyName("errors")] public ulong Errors { get; set; }
+}
+
+public sealed class Connz
+{
+    [JsonPropertyName("server_id")] public string ServerId { get; set; } = "";
+    [JsonPropertyName("now")] public DateTime Now { get; set; }
+    [JsonPropertyName("num_connections")] public int NumConnections { get; set; }
+    [JsonPropertyName("total")] public int Total { get; set; }
+    [JsonPropertyName("offset")] public int Offset { get; set; }
+    [JsonPropertyName("limit")] public int Limit { get; set; }
+    [JsonPropertyName("connections")] public List<ConnInfo> Connections { get; set; } = [];
+}
+
+public sealed class ConnInfo
+{
+    [JsonPropertyName("cid")] public ulong Cid { get; set; }
+    [JsonPropertyName("kind"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? Kind { get; set; }
+    [JsonPropertyName("type"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? Type { get; set; }
+    [JsonPropertyName("ip")] public string Ip { get; set; } = "";
+    [JsonPropertyName("port")] public int Port { get; set; }
+    [JsonPropertyName("start")] public DateTime Start { get; set; }
+    [JsonPropertyName("last_activity")] public DateTime LastActivity { get; set; }
+    [JsonPropertyName("stop"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public DateTime? Stop { get; set; }
+    [JsonPropertyName("reason"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? Reason { get; set; }
+    [JsonPropertyName("rtt"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? Rtt { get; set; }
+    [JsonPropertyName("uptime")] public string Uptime { get; set; } = "";
+    [JsonPropertyName("idle")] public string Idle { get; set; } = "";
+    [JsonPropertyName("pending_bytes")] public long PendingBytes { get; set; }
+    [JsonPropertyName("in_msgs")] public long InMsgs { get; set; }
+    [JsonPropertyName("out_msgs")] public long OutMsgs { get; set; }
+    [JsonPropertyName("in_bytes")] public long InBytes { get; set; }
+    [JsonPropertyName("out_bytes")] public long OutBytes { get; set; }
+    [JsonPropertyName("subscriptions")] public int Subscriptions { get; set; }
+    [JsonPropertyName("name"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? Name { get; set; }
+    [JsonPropertyName("lang"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? Lang { get; set; }
+    [JsonPropertyName("version"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? Version { get; set; }
+    [JsonPropertyName("authorized_user"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? AuthorizedUser { get; set; }
+    [JsonPropertyName("account"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? Account { get; set; }
+    [JsonPropertyName("subscriptions_list"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public List<string>? SubscriptionsList { get; set; }
+    [JsonPropertyName("subscriptions_list_detail"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public List<SubDetail>? SubscriptionsListDetail { get; set; }
+}
+
+public sealed class SubDetail
+{
+    [JsonPropertyName("account"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? Account { get; set; }
+    [JsonPropertyName("subject")] public string Subject { get; set; } = "";
+    [JsonPropertyName("qgroup"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? Queue { get; set; }
+    [JsonPropertyName("sid")] public string Sid { get; set; } = "";
+    [JsonPropertyName("msgs")] public long Msgs { get; set; }
+    [JsonPropertyName("max"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public long Max { get; set; }
+    [JsonPropertyName("cid")] public ulong Cid { get; set; }
+}
+
+/// <summary>/subsz with a subscriptions list; without one (or with an empty page) nats-server writes only the SubListStats.</summary>
+public sealed class Subsz
+{
+    [JsonPropertyName("server_id")] public string ServerId { get; set; } = "";
+    [JsonPropertyName("now")] public DateTime Now { get; set; }
+    [JsonPropertyName("num_subscriptions")] public long NumSubscriptions { get; set; }
+    [JsonPropertyName("num_cache")] public long NumCache { get; set; }
+    [JsonPropertyName("num_inserts")] public long NumInserts { get; set; }
+    [JsonPropertyName("num_removes")] public long NumRemoves { get; set; }
+    [JsonPropertyName("num_matches")] public long NumMatches { get; set; }
+    [JsonPropertyName("cache_hit_rate")] public double CacheHitRate { get; set; }
+    [JsonPropertyName("max_fanout")] public long MaxFanout { get; set; }
+    [JsonPropertyName("avg_fanout")] public double AvgFanout { get; set; }
+    [JsonPropertyName("total")] public int Total { get; set; }
+    [JsonPropertyName("offset")] public int Offset { get; set; }
+    [JsonPropertyName("limit")] public int Limit { get; set; }
+    [JsonPropertyName("subscriptions_list"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public List<SubDetail>? SubscriptionsList { get; set; }
+}
+
+public sealed class Routez
+{
+    [JsonPropertyName("server_id")] public string ServerId { get; set; } = "";
+    [JsonPropertyName("now")] public DateTime Now { get; set; }
+    [JsonPropertyName("num_routes")] public int NumRoutes { get; set; }
+    [JsonPropertyName("routes")] public List<EmptyObject> Routes { get; set; } = [];
+}
+
+public sealed class Gatewayz
+{
+    [JsonPropertyName("server_id")] public string ServerId { get; set; } = "";
+    [JsonPropertyName("now")] public DateTime Now { get; set; }
+    [JsonPropertyName("outbound_gateways")] public Dictionary<string, EmptyObject> OutboundGateways { get; set; } = [];
+    [JsonPropertyName("inbound_gateways")] public Dictionary<string, EmptyObject> InboundGateways { get; set; } = [];
+}
+
+public sealed class Leafz
+{
+    [JsonPropertyName("server_id")] public string ServerId { get; set; } = "";
+    [JsonPropertyName("now")] public DateTime Now { get; set; }
+    [JsonPropertyName("leafnodes")] public int LeafNodes { get; set; }
+    /// <summary>Always null: nats-server writes <c>"leafs": null</c> when there are none.</summary>
+    [JsonPropertyName("leafs")] public List<EmptyObject>? Leafs { get; set; }
+}
+
+public sealed class Accountz
+{
+    [JsonPropertyName("server_id")] public string ServerId { get; set; } = "";
+    [JsonPropertyName("now")] public DateTime Now { get; set; }
+    [JsonPropertyName("system_account"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? SystemAccount { get; set; }
+    [JsonPropertyName("accounts"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public List<string>? Accounts { get; set; }
+    [JsonPropertyName("account_detail"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public AccountDetail? AccountDetail { get; set; }
+}
+
+public sealed class AccountDetail
+{
+    [JsonPropertyName("account_name")] public string AccountName { get; set; } = "";
+    [JsonPropertyName("update_time")] public DateTime UpdateTime { get; set; }
+    [JsonPropertyName("expired")] public bool Expired { get; set; }
+    [JsonPropertyName("complete")] public bool Complete { get; set; }
+    [JsonPropertyName("jetstream_enabled")] public bool JetStreamEnabled { get; set; }
+    [JsonPropertyName("leafnode_connections")] public int LeafNodeConnections { get; set; }
+    [JsonPropertyName("client_connections")] public int ClientConnections { get; set; }
+    [JsonPropertyName("subscriptions")] public long Subscriptions { get; set; }
+    [JsonPropertyName("sublist_stats")] public Subscriptions.SubListStats? SublistStats { get; set; }
+}
+
+public sealed class AccountStatz
+{
+    [JsonPropertyName("server_id")] public string ServerId { get; set; } = "";
+    [JsonPropertyName("now")] public DateTime Now { get; set; }
+    [JsonPropertyName("account_statz")] public List<AccountStat> Accounts { get; set; } = [];
+}
+
+public sealed class AccountStat
+{
+    [JsonPropertyName("acc")] public string Account { get; set; } = "";
+    [JsonPropertyName("conns")] public int Conns { get; set; }
+    [JsonPropertyName("leafnodes")] public int LeafNodes { get; set; }
+    [JsonPropertyName("total_conns")] public int TotalConns { get; set; }
+    [JsonPropertyName("sent")] public DataStats Sent { get; set; } = new();
+    [JsonPropertyName("received")] public DataStats Received { get; set; } = new();
+    [JsonPropertyName("slow_consumers")] public long SlowConsumers { get; set; }
+}
+
+public sealed class DataStats
+{
+    [JsonPropertyName("msgs")] public long Msgs { get; set; }
+    [JsonPropertyName("bytes")] public long Bytes { get; set; }
+}
+
+public sealed class Jsz
+{
+    [JsonPropertyName("server_id")] public string ServerId { get; set; } = "";
+    [JsonPropertyName("now")] public DateTime Now { get; set; }
+    [JsonPropertyName("disabled"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public bool Disabled { get; set; }
+    [JsonPropertyName("config")] public JetStreamConfigInfo Config { get; set; } = new();
+    [JsonPropertyName("memory")] public ulong Memory { get; set; }
+    [JsonPropertyName("storage")] public ulong Storage { get; set; }
+    [JsonPropertyName("reserved_memory")] public ulong ReservedMemory { get; set; }
+    [JsonPropertyName("reserved_storage")] public ulong ReservedStorage { get; set; }
+    [JsonPropertyName("accounts")] public int Accounts { get; set; }
+    [JsonPropertyName("ha_assets")] public int HaAssets { get; set; }
+    [JsonPropertyName("api")] public JetStreamApiStats Api { get; set; } = new();
+    [JsonPropertyName("streams")] public int Streams { get; set; }
+    [JsonPropertyName("consumers")] public int Consumers { get; set; }
+    [JsonPropertyName("messages")] public ulong Messages { get; set; }
+    [JsonPropertyName("bytes")] public ulong Bytes { get; set; }
+}
+
+public sealed class HealthStatus
+{
+    [JsonPropertyName("status")] public string Status { get; set; } = "ok";
+    [JsonPropertyName("error"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? Error { get; set; }
+}
+
+/// <summary>Writes DateTime as Go's encoding/json writes time.Time (RFC 3339, UTC, trimmed fraction).</summary>
+public sealed class GoTimeConverter : JsonConverter<DateTime>
+{
+    public override DateTime Read(ref Utf8JsonReader reader, Type typeToConvert, JsonSerializerOptions options) =>
+        DateTime.Parse(reader.GetString()!, System.Globalization.CultureInfo.InvariantCulture,
+            System.Globalization.DateTimeStyles.AdjustToUniversal | System.Globalization.DateTimeStyles.AssumeUniversal);
+
+    public override void Write(Utf8JsonWriter writer, DateTime value, JsonSerializerOptions options) =>
+        writer.WriteStringValue(GoFormat.Time(value));
+}
+
+[JsonSourceGenerationOptions(WriteIndented = true, Converters = [typeof(GoTimeConverter)])]
+[JsonSerializable(typeof(Varz))]
+[JsonSerializable(typeof(Connz))]
+[JsonSerializable(typeof(Subsz))]
+[JsonSerializable(typeof(Subscriptions.SubListStats))]
+[JsonSerializable(typeof(Routez))]
+[JsonSerializable(typeof(Gatewayz))]
+[JsonSerializable(typeof(Leafz))]
+[JsonSerializable(typeof(Accountz))]
+[JsonSerializable(typeof(AccountStatz))]
+[JsonSerializable(typeof(Jsz))]
+[JsonSerializable(typeof(HealthStatus))]
+[JsonSerializable(typeof(Dictionary<string, EmptyObject>))]
+public sealed partial class MonitorJsonContext : JsonSerializerContext
+{
+    /// <summary>Indented like Go's MarshalIndent("", "  "); "µs" and other non-ASCII text are written as-is, as Go does.</summary>
+    public static MonitorJsonContext Indented { get; } = new(new JsonSerializerOptions
+    {
+        WriteIndented = true,
+        Encoder = JavaScriptEncoder.UnsafeRelaxedJsonEscaping,
+        Converters = { new GoTimeConverter() },
+    });
+
+    /// <summary>Compact, as /healthz is written (json.Marshal).</summary>
+    public static MonitorJsonContext Compact { get; } = new(new JsonSerializerOptions
+    {
+        WriteIndented = false,
+        Encoder = JavaScriptEncoder.UnsafeRelaxedJsonEscaping,
+        Converters = { new GoTimeConverter() },
+    });
+}

@@ -1,0 +1,71 @@
+using System.Collections.Concurrent;
+using System.Text.Json;
+using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Logging;
+using NatsBroker.Configuration;
+using NatsBroker.Hosting;
+
+namespace NatsBroker.Tests.Monitoring;
+
+public sealed class BrokerServiceMonitoringTests
+{
+    private sealed class CapturingLoggerFactory : ILoggerFactory, ILoggerProvider, ILogger
+    {
+        public ConcurrentQueue<string> Lines { get; } = new();
+        public ILogger CreateLogger(string categoryName) => this;
+        public void AddProvider(ILoggerProvider provider) { }
+        public IDisposable? BeginScope<TState>(TState state) where TState : notnull => null;
+        public bool IsEnabled(LogLevel logLevel) => true;
+        public void Log<TState>(LogLevel logLevel, EventId eventId, TState state, Exception? exception, Func<TState, Exception?, string> formatter) =>
+            Lines.Enqueue(formatter(state, exception));
+        public void Dispose() { }
+    }
+
+    private sealed class Lifetime : IHostApplicationLifetime
+    {
+        public CancellationToken ApplicationStarted => CancellationToken.None;
+        public CancellationToken ApplicationStopping => CancellationToken.None;
+        public CancellationToken ApplicationStopped => CancellationToken.None;
+        public void StopApplication() { }
+    }
+
+    [Fact]
+    public async Task HttpPort_StartsMonitor_LogsAndWritesPortsFile()
+    {
+        var dir = Directory.CreateTempSubdirectory("natsbroker-svc");
+        var loggers = new CapturingLoggerFactory();
+        var options = new ServerOptions { Host = "127.0.0.1", Port = -1, HttpHost = "127.0.0.1", HttpPort = -1, PortsFileDir = dir.FullName };
+        var service = new BrokerService(options, () => null, loggers, new Lifetime());
+        try
+        {
+            await service.StartAsync(CancellationToken.None);
+            var line = Assert.Single(loggers.Lines, l => l.StartsWith("Starting http monitor on 127.0.0.1:", StringComparison.Ordinal));
+            int port = int.Parse(line[(line.LastIndexOf(':') + 1)..], System.Globalization.CultureInfo.InvariantCulture);
+
+            var file = Path.Combine(dir.FullName, $"nats-server_{Environment.ProcessId}.ports");
+            using (var doc = JsonDocument.Parse(await File.ReadAllTextAsync(file)))
+            {
+                Assert.Equal([$"http://127.0.0.1:{port}"], doc.RootElement.GetProperty("monitoring").EnumerateArray().Select(e => e.GetString()));
+            }
+
+            using var http = new HttpClient();
+            Assert.Equal("{\"status\":\"ok\"}", await http.GetStringAsync($"http://127.0.0.1:{port}/healthz"));
+        }
+        finally
+        {
+            await service.StopAsync(CancellationToken.None);
+            dir.Delete(recursive: true);
+        }
+    }
+
+    [Fact]
+    public async Task HttpPortZero_NoMonitor()
+    {
+        var loggers = new CapturingLoggerFactory();
+        var options = new ServerOptions { Host = "127.0.0.1", Port = -1 };
+        var service = new BrokerService(options, () => null, loggers, new Lifetime());
+        await service.StartAsync(CancellationToken.None);
+        await service.StopAsync(CancellationToken.None);
+        Assert.DoesNotContain(loggers.Lines, l => l.Contains("http monitor", StringComparison.Ordinal));
+    }
+}
