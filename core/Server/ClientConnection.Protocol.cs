@@ -120,6 +120,43 @@ public sealed partial class ClientConnection
         _permissions = result.Permissions;
     }
 
+    /// <summary>After a config reload: re-authenticate, swap permissions, drop subscriptions no longer allowed.</summary>
+    internal void OnReload(Configuration.ServerOptions options, IAuthenticator auth)
+    {
+        _maxPayload = options.MaxPayload;
+        if (!_connectReceived || _closing) return;
+        if (auth.AuthRequired)
+        {
+            var result = Connect is { } connect ? auth.Authenticate(connect, AuthContext()) : auth.AuthenticateWithoutConnect(AuthContext());
+            if (!result.Success)
+            {
+                SendErrorAndClose(ErrorMessages.AuthorizationViolation, CloseReason.AuthenticationViolation);
+                return;
+            }
+            ApplyAuth(result);
+        }
+        else
+        {
+            _permissions = null;
+        }
+        if (_permissions is null) return;
+        List<Subscription> revoked = [];
+        lock (_subsLock)
+        {
+            foreach (var (key, sub) in _subs)
+            {
+                if (!ClientPermissions.IsSubscribeAllowed(_permissions, sub.Subject, sub.Queue)) revoked.Add(sub);
+            }
+            foreach (var sub in revoked) _subs.Remove(Encoding.UTF8.GetString(sub.Sid));
+        }
+        foreach (var sub in revoked)
+        {
+            sub.Closed = true;
+            _server.SubList.Remove(sub);
+            SendError(AuthErrors.SubscriptionRevoked(sub.Subject, sub.Sid));
+        }
+    }
+
     private void ProcessPing()
     {
         EnqueueProto(ProtocolWriter.Pong);

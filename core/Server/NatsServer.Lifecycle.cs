@@ -72,6 +72,9 @@ public sealed partial class NatsServer
         next.UnixSocketPath = current.UnixSocketPath;
         _options = next;
         _auth = new OptionsAuthenticator(next);
+        // Existing connections stay, but are re-checked against the new users and limits, as nats-server's
+        // reloadAuthorization does: invalid credentials are closed, permissions and limits replaced.
+        foreach (var c in _clients.Values) c.OnReload(next, _auth);
         ConfigLoadTime = DateTime.UtcNow;
         Log.Reloaded(ignored.Count == 0 ? "" : $" (not reloadable, kept: {string.Join(", ", ignored)})");
         return ignored;
