@@ -379,15 +379,18 @@ public sealed class RawClient : IAsyncDisposable
         }
     }
 
-    /// <summary>Reads a MSG or HMSG (with payload). Server PINGs are answered and skipped. Returns null when closed.</summary>
-    public async Task<NatsMessage?> ReadMessageAsync(TimeSpan? timeout = null)
+    /// <summary>
+    /// Reads a MSG or HMSG (with payload). Server PINGs are answered and skipped; PONGs are skipped (and counted in
+    /// <see cref="PongsSkipped"/>) when <paramref name="skipPongs"/>. Anything else fails the test. Returns null when closed.
+    /// </summary>
+    public async Task<NatsMessage?> ReadMessageAsync(TimeSpan? timeout = null, bool skipPongs = false)
     {
         var sw = Stopwatch.StartNew();
         var limit = timeout ?? DefaultTimeout;
         while (true)
         {
             var remaining = limit - sw.Elapsed;
-            var (ok, msg) = await WaitAsync<NatsMessage?>(TryTakeMessage, remaining > TimeSpan.Zero ? remaining : TimeSpan.FromMilliseconds(1), "MSG/HMSG").ConfigureAwait(false);
+            var (ok, msg) = await WaitAsync<NatsMessage?>(skipPongs ? TryTakeMessageSkippingPongs : TryTakeMessage, remaining > TimeSpan.Zero ? remaining : TimeSpan.FromMilliseconds(1), "MSG/HMSG").ConfigureAwait(false);
             if (!ok)
             {
                 return null;
@@ -405,9 +408,24 @@ public sealed class RawClient : IAsyncDisposable
     }
 
     /// <summary>Reads a message and asserts it is one; fails on anything else (e.g. -ERR) or on close.</summary>
-    public async Task<NatsMessage> ExpectMessageAsync(TimeSpan? timeout = null) =>
-        await ReadMessageAsync(timeout).ConfigureAwait(false)
+    public async Task<NatsMessage> ExpectMessageAsync(TimeSpan? timeout = null, bool skipPongs = false) =>
+        await ReadMessageAsync(timeout, skipPongs).ConfigureAwait(false)
         ?? throw new Xunit.Sdk.XunitException($"connection closed ({CloseReason}) while expecting a message");
+
+    /// <summary>PONG lines skipped by <see cref="ReadMessageAsync"/> with skipPongs.</summary>
+    public int PongsSkipped { get; private set; }
+
+    private bool TryTakeMessageSkippingPongs(ReadOnlySpan<byte> data, out int consumed, out NatsMessage? msg)
+    {
+        while (data.StartsWith("PONG\r\n"u8))
+        {
+            data = data[6..];
+            _start += 6;
+            PongsSkipped++;
+        }
+
+        return TryTakeMessage(data, out consumed, out msg);
+    }
 
     private static bool TryTakeMessage(ReadOnlySpan<byte> data, out int consumed, out NatsMessage? msg)
     {
