@@ -34,7 +34,8 @@ public sealed class LimitsTests(ITestOutputHelper output, ServerPool pool) : Pro
         Assert.Equal(["PING", "PING", "-ERR 'Stale Connection'"], lines);
         await answering;
         Assert.False(healthy.IsClosed);
-        Assert.Empty(await healthy.PingAsync());
+        // A server PING may have arrived after the answering loop ended.
+        Assert.All(await healthy.PingAsync(), l => Assert.Equal("PING", l));
     }
 
     [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
