@@ -11,11 +11,12 @@ public sealed class ServerPool : IAsyncLifetime
 {
     private readonly ConcurrentDictionary<(ServerKind, string), Lazy<Task<ServerProcess>>> _servers = new();
 
-    public async Task<ServerProcess> GetAsync(ServerKind kind, string? config = null)
+    /// <param name="instance">Distinguishes several servers of the same kind and config (e.g. two Go servers).</param>
+    public async Task<ServerProcess> GetAsync(ServerKind kind, string? config = null, int instance = 0)
     {
-        var key = (kind, config ?? "");
+        var key = (kind, (config ?? "") + "\0" + instance);
         var lazy = _servers.GetOrAdd(key, k => new Lazy<Task<ServerProcess>>(
-            () => ServerProcess.StartAsync(k.Item1, new ServerStartOptions { Config = config })));
+            () => ServerProcess.StartAsync(kind, new ServerStartOptions { Config = config })));
         var server = await lazy.Value.ConfigureAwait(false);
         if (server.HasExited)
         {
