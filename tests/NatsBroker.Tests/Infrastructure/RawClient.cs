@@ -555,7 +555,7 @@ public sealed class RawClient : IAsyncDisposable
         {
             _socket.Close(0);
         }
-        catch (SocketException)
+        catch (Exception e) when (e is SocketException or ObjectDisposedException)
         {
         }
     }
@@ -587,8 +587,9 @@ public sealed class RawClient : IAsyncDisposable
         {
             _socket.Shutdown(SocketShutdown.Both);
         }
-        catch (SocketException)
+        catch (Exception e) when (e is SocketException or ObjectDisposedException)
         {
+            // Already closed (Abort) or reset by the peer.
         }
 
         _socket.Dispose();
