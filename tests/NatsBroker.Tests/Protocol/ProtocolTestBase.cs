@@ -1,0 +1,52 @@
+using NatsBroker.Tests.Infrastructure;
+using Xunit.Abstractions;
+
+namespace NatsBroker.Tests.Protocol;
+
+/// <summary>Shared plumbing: a per-class server pool, the visible skip, and connection helpers.</summary>
+public abstract class ProtocolTestBase(ITestOutputHelper output, ServerPool pool) : IClassFixture<ServerPool>
+{
+    protected const string Quiet = """{"verbose":false,"pedantic":false}""";
+    protected const string QuietHeaders = """{"verbose":false,"pedantic":false,"headers":true}""";
+
+    protected ITestOutputHelper Output { get; } = output;
+
+    /// <summary>A shared server for this class (null = not runnable here, already reported).</summary>
+    protected async Task<ServerProcess?> SharedAsync(ServerKind kind, string? config = null)
+    {
+        if (Servers.Unavailable(kind, Output))
+        {
+            return null;
+        }
+
+        var s = await pool.GetAsync(kind, config);
+        Output.WriteLine($"using {s}");
+        return s;
+    }
+
+    /// <summary>A dedicated server for one test (null = not runnable here, already reported). Dispose it.</summary>
+    protected async Task<ServerProcess?> OwnAsync(ServerKind kind, string? config = null)
+    {
+        if (Servers.Unavailable(kind, Output))
+        {
+            return null;
+        }
+
+        return await ServerProcess.StartAsync(kind, new ServerStartOptions { Config = config }, Output);
+    }
+
+    protected static Task<RawClient> Connected(ServerProcess s, string connect = Quiet) => RawClient.ConnectAndHandshakeAsync(s, connect);
+
+    /// <summary>Opens a connection, reads INFO, sends <paramref name="connect"/> (no PING).</summary>
+    protected static async Task<RawClient> Raw(ServerProcess s, string? connect = null)
+    {
+        var c = await RawClient.ConnectAsync(s);
+        await c.ReadInfoAsync();
+        if (connect is not null)
+        {
+            await c.SendLineAsync("CONNECT " + connect);
+        }
+
+        return c;
+    }
+}
