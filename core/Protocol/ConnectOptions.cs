@@ -5,12 +5,13 @@ namespace NatsBroker.Protocol;
 /// <summary>
 /// The JSON body of a client's CONNECT (server/client.go ClientOpts):
 /// <c>CONNECT {"verbose":false,"pedantic":false,"tls_required":false,"name":"","lang":"go","version":"1.2.2","protocol":1}</c>.
-/// Unknown fields are ignored, as nats-server does.
+/// Unknown fields are ignored, as nats-server does. Missing fields keep nats-server's defaults
+/// (server/client.go defaultOpts): verbose, pedantic and echo are on.
 /// </summary>
 public sealed class ConnectOptions
 {
-    [JsonPropertyName("verbose")] public bool Verbose { get; set; }
-    [JsonPropertyName("pedantic")] public bool Pedantic { get; set; }
+    [JsonPropertyName("verbose")] public bool Verbose { get; set; } = true;
+    [JsonPropertyName("pedantic")] public bool Pedantic { get; set; } = true;
     [JsonPropertyName("tls_required")] public bool TlsRequired { get; set; }
     [JsonPropertyName("echo")] public bool Echo { get; set; } = true;
     [JsonPropertyName("headers")] public bool Headers { get; set; }

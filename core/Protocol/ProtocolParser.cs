@@ -254,6 +254,9 @@ public sealed class ProtocolParser
             return true;
         }
 
+        // nats-server checks the byte after the payload as soon as it arrives.
+        if (buf.Length > totalSize && !IsCarriageReturnAt(buf, totalSize)) return Fail(handler, ProtocolError.UnknownOperation);
+
         // Split message: keep the arguments until the payload arrives.
         subject.CopyTo(_pubArgs);
         reply.CopyTo(_pubArgs.AsSpan(subject.Length));
@@ -269,7 +272,15 @@ public sealed class ProtocolParser
         where THandler : IProtocolHandler
     {
         long need = (long)_totalSize + 2;
-        if (buf.Length < need) return false;
+        if (buf.Length < need)
+        {
+            if (buf.Length > _totalSize && !IsCarriageReturnAt(buf, _totalSize))
+            {
+                _awaitingPayload = false;
+                Fail(handler, ProtocolError.UnknownOperation);
+            }
+            return false;
+        }
         _awaitingPayload = false;
         if (!IsTerminator(buf, _totalSize))
         {
@@ -291,6 +302,13 @@ public sealed class ProtocolParser
         Span<byte> two = stackalloc byte[2];
         buf.Slice(size, 2).CopyTo(two);
         return two[0] == '\r' && two[1] == '\n';
+    }
+
+    private static bool IsCarriageReturnAt(in ReadOnlySequence<byte> buf, int index)
+    {
+        var first = buf.FirstSpan;
+        if (first.Length > index) return first[index] == '\r';
+        return buf.Slice(index, 1).FirstSpan[0] == '\r';
     }
 
     /// <summary>Checks an incomplete line: a bad first byte or an over-long line fails now, not at the newline.</summary>

@@ -107,12 +107,6 @@ public sealed partial class ClientConnection
         lock (dest._out.Lock)
         {
             if (dest._closing) return false;
-            if (dest._out.Pending + total > _server.Options.MaxPending)
-            {
-                // Slow consumer: the client cannot keep up; close it, keep everyone else flowing.
-                dest.MarkSlowConsumerLocked();
-                return false;
-            }
             if (dest._out.TryReserve(total, out var span))
             {
                 prefix.CopyTo(span);
@@ -131,6 +125,15 @@ public sealed partial class ClientConnection
                 dest._out.Write(body);
                 dest._out.Write("\r\n"u8);
             }
+            long maxPending = _server.Options.MaxPending;
+            if (dest._out.Pending > maxPending)
+            {
+                // Slow consumer: the client cannot keep up; close it, keep everyone else flowing (client.go queueOutbound).
+                dest.MarkSlowConsumerLocked();
+                return false;
+            }
+            // Over 75% of max_pending: the publisher pauses briefly at the end of this read (fast producer stall).
+            if (dest._out.Pending > maxPending / 4 * 3 && !ReferenceEquals(dest, this)) _stallOn = dest;
             dest.OutMsgs++;
             dest.OutBytes += body.Length;
             long delivered = ++sub.Delivered;
@@ -208,6 +211,30 @@ public sealed partial class ClientConnection
             }
             MarkForFlush(this);
             return;
+        }
+    }
+
+    // A destination over 75% of max_pending seen during this read batch (client.go stalledWait).
+    private ClientConnection? _stallOn;
+    private static readonly TimeSpan StallMin = TimeSpan.FromMilliseconds(2);
+    private static readonly TimeSpan StallMax = TimeSpan.FromMilliseconds(5);
+    private const long StallTotalAllowedMs = 10;
+
+    /// <summary>
+    /// Fast-producer stall: before reading more, wait (bounded: 2 ms, 5 ms when the destination is over
+    /// max_pending, 10 ms per read) for a backed-up destination to drain below 75% of max_pending. Pushes back on
+    /// the publisher's socket instead of cutting off a subscriber that is merely slower than one producer burst.
+    /// </summary>
+    private async ValueTask StallAsync(ClientConnection dest)
+    {
+        long maxPending = _server.Options.MaxPending;
+        long start = Environment.TickCount64;
+        while (!dest._closing && !_closing && dest.PendingBytes > maxPending / 4 * 3)
+        {
+            long budget = dest.PendingBytes >= maxPending ? (long)StallMax.TotalMilliseconds : (long)StallMin.TotalMilliseconds;
+            long elapsed = Environment.TickCount64 - start;
+            if (elapsed >= Math.Min(budget, StallTotalAllowedMs)) break;
+            await Task.Delay(1).ConfigureAwait(false);
         }
     }
 

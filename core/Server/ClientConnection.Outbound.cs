@@ -10,27 +10,22 @@ public sealed partial class ClientConnection
     private long _writeStartTicks;
 
     /// <summary>Queue a protocol line for this client (the caller or the batch end wakes the writer).</summary>
-    internal void EnqueueProto(ReadOnlySpan<byte> bytes)
+    /// <param name="wake">False when the caller wakes the writer itself (e.g. right after, to close).</param>
+    internal void EnqueueProto(ReadOnlySpan<byte> bytes, bool wake = true)
     {
         lock (_out.Lock)
         {
             if (_closeStarted != 0) return;
             _out.Write(bytes);
         }
-        MarkForFlushSelf();
+        if (wake) _writeSignal.Set();
     }
 
     /// <summary>-ERR '...' to this client (the connection stays open unless the caller closes it).</summary>
-    internal void SendError(string text)
+    internal void SendError(string text, bool wake = true)
     {
-        EnqueueProto(ProtocolWriter.Error(text));
+        EnqueueProto(ProtocolWriter.Error(text), wake);
         _server.Log.ClientError(Id, RemoteIp, text);
-    }
-
-    private void MarkForFlushSelf()
-    {
-        // Inside our own read loop the batch end flushes; from any other thread wake the writer now.
-        _writeSignal.Set();
     }
 
     private void SendInfo()

@@ -12,8 +12,9 @@ public sealed partial class ClientConnection
 {
     private int _maxPayload;
     private bool _connectReceived;
-    private bool _verbose;
-    private bool _pedantic;
+    // nats-server's defaultOpts apply until CONNECT says otherwise (a telnet client gets +OK).
+    private bool _verbose = true;
+    private bool _pedantic = true;
     private bool _echo = true;
     private bool _headers;
     private bool _noResponders;
@@ -293,6 +294,8 @@ public sealed partial class ClientConnection
         }
         long interval = (long)opts.PingInterval.TotalMilliseconds;
         if (interval <= 0 || nowTicks - _lastPingTicks < interval) return;
+        // A client that sent us something within the interval is alive: no PING needed (client.go processPingTimer).
+        if (_pingsOut == 0 && nowTicks - Volatile.Read(ref _lastInTicks) < interval) return;
         _lastPingTicks = nowTicks;
         if (_pingsOut + 1 > opts.MaxPingsOut)
         {

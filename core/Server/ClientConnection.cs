@@ -34,11 +34,12 @@ public sealed partial class ClientConnection : ISubscriber
     private readonly SubjectResultCache _l1 = new();
     private readonly Dictionary<string, Subscription> _subs = new(StringComparer.Ordinal);
     private readonly Lock _subsLock = new();
+    private readonly bool _overConnectionLimit;
     private int _closeStarted;
     private volatile bool _closing;
     private volatile bool _closeAfterFlush;
 
-    internal ClientConnection(NatsServer server, ulong id, Stream stream, ConnectionKind kind, string remoteIp, int remotePort)
+    internal ClientConnection(NatsServer server, ulong id, Stream stream, ConnectionKind kind, string remoteIp, int remotePort, bool overConnectionLimit = false)
     {
         _server = server;
         Id = id;
@@ -46,6 +47,7 @@ public sealed partial class ClientConnection : ISubscriber
         Kind = kind;
         RemoteIp = remoteIp;
         RemotePort = remotePort;
+        _overConnectionLimit = overConnectionLimit;
         _parser = new ProtocolParser(server.Options.MaxControlLine);
         _maxPayload = server.Options.MaxPayload;
         ConnectedAt = DateTime.UtcNow;
@@ -54,6 +56,8 @@ public sealed partial class ClientConnection : ISubscriber
     }
 
     public ulong Id { get; }
+    /// <summary>A server-internal session (start-up warm-up): not counted in statistics or monitoring.</summary>
+    internal bool IsInternal { get; init; }
     public ConnectionKind Kind { get; }
     public string RemoteIp { get; }
     public int RemotePort { get; }
@@ -85,7 +89,7 @@ public sealed partial class ClientConnection : ISubscriber
         try
         {
             SendInfo();
-            if (_server.ConnectionLimitExceeded)
+            if (_overConnectionLimit)
             {
                 SendErrorAndClose(ErrorMessages.MaxConnectionsExceeded, CloseReason.MaxConnectionsExceeded);
             }
@@ -124,6 +128,11 @@ public sealed partial class ClientConnection : ISubscriber
                 var consumed = _parser.Parse(buffer, new Handler(this), out var examined);
                 FlushDestinations();
                 reader.AdvanceTo(consumed, examined);
+                if (_stallOn is { } stalled)
+                {
+                    _stallOn = null;
+                    await StallAsync(stalled).ConfigureAwait(false);
+                }
                 if (result.IsCompleted || result.IsCanceled)
                 {
                     if (!_closing) CloseNow(CloseReason.ClientClosed);
@@ -140,7 +149,8 @@ public sealed partial class ClientConnection : ISubscriber
     /// <summary>Queue -ERR, flush what is queued, then close (the client sees the error before EOF).</summary>
     internal void SendErrorAndClose(string error, CloseReason reason)
     {
-        SendError(error);
+        // One wake-up for both, so the client sees the error and the close together.
+        SendError(error, wake: false);
         CloseAfterFlush(reason);
     }
 

@@ -25,6 +25,7 @@ public sealed partial class NatsServer
             : o.Host is "::" ? IPAddress.IPv6Any
             : IPAddress.TryParse(o.Host, out var ip) ? ip
             : Dns.GetHostAddresses(o.Host).First();
+        WarmUp();
         var tcp = new Socket(address.AddressFamily, SocketType.Stream, ProtocolType.Tcp);
         tcp.SetSocketOption(SocketOptionLevel.Socket, SocketOptionName.ReuseAddress, true);
         tcp.Bind(new IPEndPoint(address, o.Port < 0 ? 0 : o.Port));
@@ -70,7 +71,7 @@ public sealed partial class NatsServer
                 socket.Dispose();
                 continue;
             }
-            _ = Task.Run(() => AcceptClientAsync(socket, kind));
+            AcceptClient(socket, kind);
         }
     }
 

@@ -49,8 +49,6 @@ public sealed partial class NatsServer : IAsyncDisposable
     public IEnumerable<ClientConnection> Clients => _clients.Values;
     public int ClientCount => _clients.Count;
 
-    internal bool ConnectionLimitExceeded => _clients.Count > _options.MaxConnections;
-
     /// <summary>A random server id shaped like nats-server's (56 base32 chars, 'N' prefix of a server nkey).</summary>
     private static string NewServerId()
     {
@@ -105,7 +103,11 @@ public sealed partial class NatsServer : IAsyncDisposable
         }
     }
 
-    internal async Task AcceptClientAsync(Socket socket, ConnectionKind kind)
+    /// <summary>
+    /// Registers an accepted socket in accept order (so max_connections rejects the newest, as nats-server does)
+    /// and runs it on the thread pool.
+    /// </summary>
+    internal void AcceptClient(Socket socket, ConnectionKind kind)
     {
         string ip = "";
         int port = 0;
@@ -115,23 +117,28 @@ public sealed partial class NatsServer : IAsyncDisposable
             port = ep.Port;
         }
         if (kind == ConnectionKind.Tcp) socket.NoDelay = true;
-        var stream = new NetworkStream(socket, ownsSocket: true);
-        await RunClientAsync(stream, kind, ip, port).ConfigureAwait(false);
+        var client = Register(new NetworkStream(socket, ownsSocket: true), kind, ip, port);
+        _ = Task.Run(client.RunAsync);
     }
 
     /// <summary>Serves one client over any duplex stream (used by the listeners and by in-memory tests).</summary>
-    public async Task RunClientAsync(Stream stream, ConnectionKind kind, string remoteIp, int remotePort)
+    public Task RunClientAsync(Stream stream, ConnectionKind kind, string remoteIp, int remotePort) =>
+        Register(stream, kind, remoteIp, remotePort).RunAsync();
+
+    private ClientConnection Register(Stream stream, ConnectionKind kind, string remoteIp, int remotePort)
     {
         ulong id = (ulong)Interlocked.Increment(ref _nextClientId);
-        var client = new ClientConnection(this, id, stream, kind, remoteIp, remotePort);
+        bool overLimit = _clients.Count >= _options.MaxConnections;
+        var client = new ClientConnection(this, id, stream, kind, remoteIp, remotePort, overLimit);
         _clients[id] = client;
         Interlocked.Increment(ref _totalConnections);
         Log.ClientConnected(id, remoteIp, remotePort);
-        await client.RunAsync().ConfigureAwait(false);
+        return client;
     }
 
     internal void OnClientClosed(ClientConnection client)
     {
+        if (client.IsInternal) return;
         _clients.TryRemove(client.Id, out _);
         RecordClosed(client);
         Log.ClientClosed(client.Id, client.RemoteIp, client.RemotePort, client.ClosedReason?.ToString() ?? "Client Closed");

@@ -1,0 +1,38 @@
+using System.Text;
+using NatsBroker.Transport;
+
+namespace NatsBroker.Server;
+
+public sealed partial class NatsServer
+{
+    /// <summary>
+    /// Runs one scripted session (CONNECT, SUB, PUB, HPUB, request with no responders, UNSUB, PING) over the
+    /// in-memory transport before listening, so the first real client does not pay for JIT compilation of the
+    /// protocol paths (tens of milliseconds that show up as first-connect latency). Not counted in statistics.
+    /// </summary>
+    internal void WarmUp()
+    {
+        var (serverEnd, clientEnd) = InMemoryTransport.CreatePair();
+        ulong id = (ulong)Interlocked.Increment(ref _nextClientId);
+        var client = new ClientConnection(this, id, serverEnd, ConnectionKind.InMemory, "", 0) { IsInternal = true };
+        var run = Task.Run(client.RunAsync);
+        var script = Encoding.ASCII.GetBytes(
+            "CONNECT {\"verbose\":false,\"pedantic\":false,\"headers\":true,\"no_responders\":true,\"name\":\"warmup\"}\r\n" +
+            "SUB _warmup.> 1\r\nSUB _warmup.q q 2\r\nPUB _warmup.q 2\r\nhi\r\nHPUB _warmup.h r 12 14\r\nNATS/1.0\r\n\r\nhi\r\n" +
+            "SUB _warmup_inbox 3\r\nPUB _nobody _warmup_inbox 0\r\n\r\nUNSUB 1\r\nUNSUB 2 5\r\nPING\r\n");
+        clientEnd.Write(script);
+        clientEnd.Flush();
+        var buf = new byte[8192];
+        var seen = new StringBuilder();
+        var deadline = Environment.TickCount64 + 5000;
+        while (!seen.ToString().Contains("PONG", StringComparison.Ordinal) && Environment.TickCount64 < deadline)
+        {
+            var read = clientEnd.ReadAsync(buf).AsTask();
+            if (!read.Wait(TimeSpan.FromSeconds(5)) || read.Result == 0) break;
+            seen.Append(Encoding.ASCII.GetString(buf, 0, read.Result));
+        }
+        clientEnd.Dispose();
+        client.CloseNow(CloseReason.ClientClosed);
+        run.Wait(TimeSpan.FromSeconds(5));
+    }
+}
