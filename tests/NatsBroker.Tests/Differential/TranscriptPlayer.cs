@@ -14,6 +14,9 @@ public static class TranscriptPlayer
 {
     public const int QuietMs = 100;
 
+    /// <summary>Longer quiet wait after the last step.</summary>
+    public const int FinalQuietMs = 300;
+
     /// <summary>INFO keys whose presence is compared.</summary>
     private static readonly string[] InfoKeys =
     [
@@ -44,8 +47,12 @@ public static class TranscriptPlayer
                 sb.Append($"%conn {name}\n");
             }
 
+            // Liveness probe after each step: a fresh connection must get its INFO, which shows the server is being
+            // scheduled (on a loaded machine a quiet period alone can be a starved server). Not with max_connections,
+            // where the probe would take a connection slot.
+            var probe = t.Config is null || !t.Config.Contains("max_connections", StringComparison.Ordinal);
             await OpenAsync("a");
-            await CollectAsync(conns, received);
+            await CollectAsync(conns, received, QuietMs);
             foreach (var step in t.Steps)
             {
                 switch (step.Kind)
@@ -79,8 +86,15 @@ public static class TranscriptPlayer
                         break;
                 }
 
-                await CollectAsync(conns, received);
+                if (probe)
+                {
+                    await ProbeAsync(server);
+                }
+
+                await CollectAsync(conns, received, QuietMs);
             }
+
+            await CollectAsync(conns, received, FinalQuietMs);
 
             foreach (var name in order)
             {
@@ -107,13 +121,26 @@ public static class TranscriptPlayer
         return sb.ToString();
     }
 
-    private static async Task CollectAsync(Dictionary<string, RawClient> conns, Dictionary<string, List<byte>> received)
+    private static async Task ProbeAsync(ServerProcess server)
     {
-        // Wait until every connection has been quiet for QuietMs (bounded).
+        try
+        {
+            await using var p = await RawClient.ConnectAsync(server);
+            await p.ReadLineAsync(TimeSpan.FromSeconds(5));
+        }
+        catch (Exception e) when (e is TimeoutException or System.Net.Sockets.SocketException or OperationCanceledException)
+        {
+            // The comparison will show whatever this caused.
+        }
+    }
+
+    private static async Task CollectAsync(Dictionary<string, RawClient> conns, Dictionary<string, List<byte>> received, int quietMs)
+    {
+        // Wait until every connection has been quiet for quietMs (bounded).
         var deadline = DateTime.UtcNow.AddSeconds(5);
         while (DateTime.UtcNow < deadline)
         {
-            await Task.Delay(QuietMs);
+            await Task.Delay(quietMs);
             var any = false;
             foreach (var (name, c) in conns)
             {
