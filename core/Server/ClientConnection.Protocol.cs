@@ -20,7 +20,6 @@ public sealed partial class ClientConnection
     private bool _noResponders;
     private ClientPermissions? _permissions;
     private long _lastInTicks;
-    private long _lastPingTicks;
     private int _pingsOut;
 
     /// <summary>
@@ -36,7 +35,7 @@ public sealed partial class ClientConnection
         public void OnConnect(ReadOnlySpan<byte> json) => c.ProcessConnect(json);
         public void OnInfo(ReadOnlySpan<byte> json) { }
         public void OnPing() => c.ProcessPing();
-        public void OnPong() => c._pingsOut = 0;
+        public void OnPong() => c.ProcessPong();
         public void OnClientError(ReadOnlySpan<byte> text) => c.CloseNow(CloseReason.ParseError);
         public void OnPubArgs(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, int headerSize, int totalSize)
             => c.ProcessPubArgs(subject);
@@ -106,6 +105,11 @@ public sealed partial class ClientConnection
             SendErrorAndClose(ErrorMessages.NoRespondersRequiresHeaders, CloseReason.NoRespondersRequiresHeaders);
             return;
         }
+        // CONNECT gives a first RTT estimate (time since accept) and restarts the ping timer, as nats-server does.
+        long now = Environment.TickCount64;
+        Volatile.Write(ref _rttMs, Math.Max(1, now - _connectedTicks));
+        _rttMeasured = true;
+        ScheduleFirstPing(now);
         if (_verbose) EnqueueProto(ProtocolWriter.Ok);
     }
 
@@ -293,18 +297,49 @@ public sealed partial class ClientConnection
             return;
         }
         long interval = (long)opts.PingInterval.TotalMilliseconds;
-        if (interval <= 0 || nowTicks - _lastPingTicks < interval) return;
-        // A client that sent us something within the interval is alive: no PING needed (client.go processPingTimer).
-        if (_pingsOut == 0 && nowTicks - Volatile.Read(ref _lastInTicks) < interval) return;
-        _lastPingTicks = nowTicks;
+        if (interval <= 0) return;
+        if (_nextPingTicks == 0) ScheduleFirstPing(_connectedTicks);
+        if (nowTicks < _nextPingTicks) return;
+        _nextPingTicks = nowTicks + interval;
+        // Once RTT is known, a client that sent us something within the interval needs no PING (processPingTimer).
+        if (_rttMeasured && nowTicks - Volatile.Read(ref _lastInTicks) < interval) return;
         if (_pingsOut + 1 > opts.MaxPingsOut)
         {
             SendErrorAndClose(ErrorMessages.StaleConnection, CloseReason.StaleConnection);
             return;
         }
         _pingsOut++;
+        Volatile.Write(ref _pingSentTicks, nowTicks);
         EnqueueProto(ProtocolWriter.Ping);
-        _writeSignal.Set();
+    }
+
+    private const long FirstClientPingIntervalMs = 2000;
+    private long _nextPingTicks;
+    private long _pingSentTicks;
+    private long _rttMs;
+    private bool _rttMeasured;
+
+    /// <summary>
+    /// The first PING comes ~2 s after accept or CONNECT (or after the ping interval if shorter), plus up to 20%
+    /// jitter (client.go setFirstPingTimer, firstClientPingInterval).
+    /// </summary>
+    private void ScheduleFirstPing(long fromTicks)
+    {
+        long interval = (long)_server.Options.PingInterval.TotalMilliseconds;
+        if (interval <= 0) return;
+        long first = Math.Min(interval, FirstClientPingIntervalMs);
+        _nextPingTicks = fromTicks + first + Random.Shared.NextInt64(Math.Max(1, first / 5));
+    }
+
+    private void ProcessPong()
+    {
+        _pingsOut = 0;
+        long sent = Volatile.Read(ref _pingSentTicks);
+        if (sent != 0)
+        {
+            Volatile.Write(ref _rttMs, Math.Max(0, Environment.TickCount64 - sent));
+            _rttMeasured = true;
+        }
     }
 
     private long ConnectedTicks => _connectedTicks;

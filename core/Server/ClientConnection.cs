@@ -52,7 +52,6 @@ public sealed partial class ClientConnection : ISubscriber
         _maxPayload = server.Options.MaxPayload;
         ConnectedAt = DateTime.UtcNow;
         _lastInTicks = Environment.TickCount64;
-        _lastPingTicks = _lastInTicks;
     }
 
     public ulong Id { get; }

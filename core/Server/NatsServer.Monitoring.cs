@@ -61,8 +61,8 @@ public sealed partial class ClientConnection
     /// <summary>The subscriptions held when the connection closed; null while open.</summary>
     internal List<Subscription>? FinalSubscriptions { get; private set; }
 
-    /// <summary>Round-trip time measured with server PINGs; not measured yet, so zero (connz rtt "0s").</summary>
-    public TimeSpan Rtt => TimeSpan.Zero;
+    /// <summary>Round-trip time of the first server PING answered (connz rtt); zero until measured.</summary>
+    public TimeSpan Rtt => TimeSpan.FromMilliseconds(Volatile.Read(ref _rttMs));
 }
 
 /// <summary>A copy of one subscription's monitoring fields (subject, queue, sid, delivered count, auto-unsub max, owner cid).</summary>

@@ -12,6 +12,21 @@ public sealed partial class NatsServer
     /// </summary>
     internal void WarmUp()
     {
+        // A scratch routing table, so the warm-up leaves no trace in /subsz statistics.
+        var realSubList = SubList;
+        SubList = new Subscriptions.SubList();
+        try
+        {
+            RunWarmUpSession();
+        }
+        finally
+        {
+            SubList = realSubList;
+        }
+    }
+
+    private void RunWarmUpSession()
+    {
         var (serverEnd, clientEnd) = InMemoryTransport.CreatePair();
         ulong id = (ulong)Interlocked.Increment(ref _nextClientId);
         var client = new ClientConnection(this, id, serverEnd, ConnectionKind.InMemory, "", 0) { IsInternal = true };

@@ -39,7 +39,7 @@ public sealed partial class NatsServer : IAsyncDisposable
     }
 
     public ServerOptions Options => _options;
-    public SubList SubList { get; } = new();
+    public SubList SubList { get; private set; } = new();
     internal IAuthenticator Auth => _auth;
     internal ServerLog Log { get; }
     public string ServerId { get; }
