@@ -1,0 +1,20 @@
+using NatsBroker.Bench.Scenarios.Core;
+
+namespace NatsBroker.Bench.Scenarios;
+
+/// <summary>Every scenario, in report order. Adding a scenario is one line here plus its class.</summary>
+internal static class ScenarioCatalog
+{
+    public static IReadOnlyList<IScenario> All() =>
+    [
+        // Core, raw-protocol generator. Counts are quick-mode defaults (full mode x4, smoke mode /100).
+        new PubSubScenario("pub-16", "publish only", pubs: 1, subs: 0, payload: 16, defaultCount: 3_000_000),
+        new PubSubScenario("pub-128", "publish only", pubs: 1, subs: 0, payload: 128, defaultCount: 2_000_000),
+        new PubSubScenario("pubsub-16", "pub/sub 1:1", pubs: 1, subs: 1, payload: 16, defaultCount: 1_500_000),
+        new PubSubScenario("pubsub-16k", "pub/sub 1:1", pubs: 1, subs: 1, payload: 16 * 1024, defaultCount: 20_000),
+        new PubSubScenario("fanout-128", "fan-out 1:4", pubs: 1, subs: 4, payload: 128, defaultCount: 400_000),
+        new PubSubScenario("4x4-128", "4 pub x 4 sub", pubs: 4, subs: 4, payload: 128, defaultCount: 400_000),
+        new RequestReplyScenario("reqrep-128", "request/reply 1 client, 1 service", clients: 1, services: 1, queue: false, payload: 128, defaultCount: 4_000),
+        new RequestReplyScenario("qreqrep-16", "request/reply 10 clients, 2 queue services", clients: 10, services: 2, queue: true, payload: 16, defaultCount: 20_000),
+    ];
+}
