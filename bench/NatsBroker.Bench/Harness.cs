@@ -227,6 +227,11 @@ internal sealed class Harness
                 }
                 catch (Exception) when (ctx.Failure is not null)
                 {
+                    if (ctx.Failure is NotSupportedByServerException ns)
+                    {
+                        throw new NotSupportedByServerException(ns.Message, ns);
+                    }
+
                     throw new ScenarioFailedException(ctx.Failure.Message, ctx.Failure);
                 }
 

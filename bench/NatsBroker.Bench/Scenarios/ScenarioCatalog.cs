@@ -1,4 +1,5 @@
 using NatsBroker.Bench.Scenarios.Core;
+using NatsBroker.Bench.Scenarios.JetStream;
 
 namespace NatsBroker.Bench.Scenarios;
 
@@ -16,5 +17,18 @@ internal static class ScenarioCatalog
         new PubSubScenario("4x4-128", "4 pub x 4 sub", pubs: 4, subs: 4, payload: 128, defaultCount: 400_000),
         new RequestReplyScenario("reqrep-128", "request/reply 1 client, 1 service", clients: 1, services: 1, queue: false, payload: 128, defaultCount: 4_000),
         new RequestReplyScenario("qreqrep-16", "request/reply 10 clients, 2 queue services", clients: 10, services: 2, queue: true, payload: 16, defaultCount: 20_000),
+        new RequestReplyScenario("reqrep150-256", "request/reply 150 concurrent requesters", clients: 150, services: 1, queue: false, payload: 256, defaultCount: 6_000),
+        new RequestReplyScenario("reqrep150-1k", "request/reply 150 concurrent requesters", clients: 150, services: 1, queue: false, payload: 1024, defaultCount: 6_000),
+        new RequestReplyScenario("reqrep150-4k", "request/reply 150 concurrent requesters", clients: 150, services: 1, queue: false, payload: 4096, defaultCount: 6_000),
+
+        // JetStream, raw generator ("not supported" rows when the server has no JetStream).
+        new JsSyncPublishScenario("js-syncpub-16-mem", 16, "memory", defaultCount: 4_000),
+        new JsAsyncPublishScenario("js-asyncpub-128-file", 128, "file", defaultCount: 100_000),
+        new JsOrderedConsumerScenario("js-ordered-128", 128, defaultCount: 200_000),
+        new JsFetchScenario("js-fetch-128", 128, defaultCount: 200_000),
+        new JsWorkQueueScenario("js-wq250-256", 256, defaultCount: 5_000),
+        new JsWorkQueueScenario("js-wq250-1k", 1024, defaultCount: 5_000),
+        new JsWorkQueueScenario("js-wq250-4k", 4096, defaultCount: 2_500),
+        new JsWorkQueueScenario("js-wq250-64k", 64 * 1024, defaultCount: 750),
     ];
 }

@@ -85,7 +85,7 @@ internal sealed class ScenarioContext : IDisposable
                 }
                 catch (Exception ex) when (!_stopping)
                 {
-                    Abort(new InvalidOperationException($"{name}: {ex.Message}", ex));
+                    Abort(ex is NotSupportedByServerException ? ex : new InvalidOperationException($"{name}: {ex.Message}", ex));
                 }
                 catch (Exception) when (_stopping)
                 {
