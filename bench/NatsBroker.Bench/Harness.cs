@@ -277,7 +277,7 @@ internal sealed class Harness
         double? el = ok ? r.ElapsedSeconds : null;
         double? rate = ok ? r.MsgPerSec : null;
         double? mb = ok ? r.MsgPerSec * sc.PayloadBytes / 1e6 : null;
-        double? dps = ok && r.ElapsedSeconds > 0 ? r.Deliveries / r.ElapsedSeconds : null;
+        double? dps = ok && r.ElapsedSeconds > 0 && r.Deliveries > 0 ? r.Deliveries / r.ElapsedSeconds : null;
         double? srvPct = ok ? N(r.ServerCpuSeconds / r.CpuWindowSeconds * 100) : null;
         double? genPct = ok ? N(r.GeneratorCpuSeconds / r.CpuWindowSeconds * 100) : null;
         string status = r.Status switch { RunStatus.Ok => "ok", RunStatus.NotSupported => "not supported", _ => "error" };

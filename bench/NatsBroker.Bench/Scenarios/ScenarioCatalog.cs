@@ -1,5 +1,7 @@
 using NatsBroker.Bench.Scenarios.Core;
+using System.Text.Json.Nodes;
 using NatsBroker.Bench.Scenarios.JetStream;
+using NatsBroker.Bench.Scenarios.NatsJs;
 
 namespace NatsBroker.Bench.Scenarios;
 
@@ -30,5 +32,19 @@ internal static class ScenarioCatalog
         new JsWorkQueueScenario("js-wq250-1k", 1024, defaultCount: 5_000),
         new JsWorkQueueScenario("js-wq250-4k", 4096, defaultCount: 2_500),
         new JsWorkQueueScenario("js-wq250-64k", 64 * 1024, defaultCount: 750),
+
+        // The same workloads through the nats.js client library (smaller counts): what a library user sees.
+        new NatsJsScenario("njs-pub-16", "publish only", "pubsub", 16, 500_000, extra: new() { ["pubs"] = 1, ["subs"] = 0 }),
+        new NatsJsScenario("njs-pub-128", "publish only", "pubsub", 128, 400_000, extra: new() { ["pubs"] = 1, ["subs"] = 0 }),
+        new NatsJsScenario("njs-pubsub-16", "pub/sub 1:1", "pubsub", 16, 300_000, extra: new() { ["pubs"] = 1, ["subs"] = 1 }),
+        new NatsJsScenario("njs-pubsub-16k", "pub/sub 1:1", "pubsub", 16 * 1024, 10_000, extra: new() { ["pubs"] = 1, ["subs"] = 1 }),
+        new NatsJsScenario("njs-fanout-128", "fan-out 1:4", "pubsub", 128, 100_000, extra: new() { ["pubs"] = 1, ["subs"] = 4 }),
+        new NatsJsScenario("njs-4x4-128", "4 pub x 4 sub", "pubsub", 128, 100_000, extra: new() { ["pubs"] = 4, ["subs"] = 4 }),
+        new NatsJsScenario("njs-reqrep-128", "request/reply 1 client, 1 service", "reqrep", 128, 2_000, latency: true, extra: new() { ["clients"] = 1, ["services"] = 1, ["queue"] = false }),
+        new NatsJsScenario("njs-qreqrep-16", "request/reply 10 clients, 2 queue services", "reqrep", 16, 5_000, latency: true, extra: new() { ["clients"] = 10, ["services"] = 2, ["queue"] = true }),
+        new NatsJsScenario("njs-js-syncpub-16-mem", "JetStream sync publish, memory", "js-syncpub", 16, 2_000, latency: true, jetStream: true, extra: new() { ["storage"] = "memory" }),
+        new NatsJsScenario("njs-js-asyncpub-128-file", "JetStream async publish (256 in flight), file", "js-asyncpub", 128, 20_000, jetStream: true, extra: new() { ["storage"] = "file" }),
+        new NatsJsScenario("njs-js-ordered-128", "JetStream ordered consumer, file", "js-ordered", 128, 50_000, jetStream: true),
+        new NatsJsScenario("njs-js-fetch-128", "JetStream durable pull fetch (batch 500), file", "js-fetch", 128, 50_000, jetStream: true),
     ];
 }
