@@ -284,6 +284,8 @@ internal sealed class Harness
         return new RunRecord(sc.Name, sc.Generator, server, rep, status, r.Note, count, r.Messages, r.Deliveries, el, rate, mb, dps,
             ok ? r.P50Us : null, ok ? r.P95Us : null, ok ? r.P99Us : null,
             ok ? N(r.ServerCpuSeconds) : null, srvPct, ok ? N(r.GeneratorCpuSeconds) : null, genPct, ok ? N(r.CpuWindowSeconds) : null,
+            ok && r.Messages > 0 ? N(r.ServerCpuSeconds * 1e9 / r.Messages) : null,
+            ok && r.Messages > 0 ? N(r.GeneratorCpuSeconds * 1e9 / r.Messages) : null,
             r.ServerPeakRssBytes >= 0 ? r.ServerPeakRssBytes : null);
     }
 
@@ -313,7 +315,7 @@ internal sealed class Harness
             if (ok.Count == 0)
             {
                 var first = rs.FirstOrDefault(r => r.Status == "error") ?? rs.FirstOrDefault();
-                return new SideSummary(first?.Status ?? "n/a", first?.Note, 0, null, null, null, null, null, null, null, null, null, null, null);
+                return new SideSummary(first?.Status ?? "n/a", first?.Note, 0, null, null, null, null, null, null, null, null, null, null, null, null, null);
             }
 
             string status = ok.Count == rs.Count ? "ok" : $"ok ({rs.Count - ok.Count} of {rs.Count} runs failed)";
@@ -323,6 +325,7 @@ internal sealed class Harness
                 Median(ok.Select(r => r.MBPerSec)), Median(ok.Select(r => r.DeliveriesPerSec)),
                 Median(ok.Select(r => r.P50Us)), Median(ok.Select(r => r.P95Us)), Median(ok.Select(r => r.P99Us)),
                 Median(ok.Select(r => r.ServerCpuPercent)), Median(ok.Select(r => r.GeneratorCpuPercent)),
+                Median(ok.Select(r => r.ServerCpuNsPerMsg)), Median(ok.Select(r => r.GeneratorCpuNsPerMsg)),
                 ok.Max(r => r.ServerPeakRssBytes));
         }
 

@@ -92,14 +92,14 @@ internal static class Report
 
         sb.AppendLine("## CPU and memory (medians over the timed windows)");
         sb.AppendLine();
-        sb.AppendLine("Server CPU % and generator CPU % are CPU seconds / wall seconds of the timed window (100% = one core; the machine has " + m.Cores.ToString(Inv) + "). The raw generator's CPU is this bench process (all threads); nats.js's is the node process. Peak RSS is the server's VmHWM.");
+        sb.AppendLine("CPU % = CPU seconds / wall seconds of the timed window (100% = one core; the machine has " + m.Cores.ToString(Inv) + "). ns/msg = CPU nanoseconds per message (request) of the timed part: less sensitive to other load on the machine than %. The raw generator's CPU is this whole bench process (all threads); nats.js's is the node process. Peak RSS is the server's VmHWM. The generator is not the bottleneck when its ns/msg is well below the server's.");
         sb.AppendLine();
-        sb.AppendLine("| Scenario | Gen | Go server CPU % | Go gen CPU % | Go peak RSS | ours server CPU % | ours gen CPU % | ours peak RSS | Go deliveries/s | ours deliveries/s |");
-        sb.AppendLine("|---|---|---|---|---|---|---|---|---|---|");
+        sb.AppendLine("| Scenario | Gen | Go server CPU % | Go server ns/msg | gen CPU % (Go runs) | gen ns/msg (Go runs) | Go peak RSS | ours server CPU % | ours server ns/msg | gen CPU % (ours runs) | ours peak RSS | Go deliveries/s | ours deliveries/s |");
+        sb.AppendLine("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
         foreach (var s in r.Summaries)
         {
             sb.AppendLine(CultureInfo.InvariantCulture,
-                $"| `{s.Scenario}` | {s.Generator} | {Cell(s.Go, x => F0(x.ServerCpuPercent))} | {Cell(s.Go, x => F0(x.GeneratorCpuPercent))} | {Cell(s.Go, x => Mb(x.PeakRssBytes))} | {Cell(s.Ours, x => F0(x.ServerCpuPercent))} | {Cell(s.Ours, x => F0(x.GeneratorCpuPercent))} | {Cell(s.Ours, x => Mb(x.PeakRssBytes))} | {Cell(s.Go, x => Rate(x.MedianDeliveriesPerSec))} | {Cell(s.Ours, x => Rate(x.MedianDeliveriesPerSec))} |");
+                $"| `{s.Scenario}` | {s.Generator} | {Cell(s.Go, x => F0(x.ServerCpuPercent))} | {Cell(s.Go, x => F0(x.ServerCpuNsPerMsg))} | {Cell(s.Go, x => F0(x.GeneratorCpuPercent))} | {Cell(s.Go, x => F0(x.GeneratorCpuNsPerMsg))} | {Cell(s.Go, x => Mb(x.PeakRssBytes))} | {Cell(s.Ours, x => F0(x.ServerCpuPercent))} | {Cell(s.Ours, x => F0(x.ServerCpuNsPerMsg))} | {Cell(s.Ours, x => F0(x.GeneratorCpuPercent))} | {Cell(s.Ours, x => Mb(x.PeakRssBytes))} | {Cell(s.Go, x => Rate(x.MedianDeliveriesPerSec))} | {Cell(s.Ours, x => Rate(x.MedianDeliveriesPerSec))} |");
         }
 
         var notes = r.Summaries

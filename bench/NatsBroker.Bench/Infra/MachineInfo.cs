@@ -17,7 +17,7 @@ internal sealed record MachineInfo(string CpuModel, int Cores, string Os, string
         }
 
         string os = RuntimeInformation.OSDescription;
-        string nats = goPath is null ? "not installed" : RunForLine(goPath, "--version") ?? "unknown";
+        string nats = goPath is null ? "not installed" : (RunForLine(goPath, "--version") ?? "unknown").Replace("nats-server: ", "", StringComparison.Ordinal);
         string node = RunForLine("node", "--version") ?? "not installed";
         string natsJs = "not installed";
         try

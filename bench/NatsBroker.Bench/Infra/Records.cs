@@ -23,6 +23,8 @@ internal sealed record RunRecord(
     double? GeneratorCpuSeconds,
     double? GeneratorCpuPercent,
     double? CpuWindowSeconds,
+    double? ServerCpuNsPerMsg,
+    double? GeneratorCpuNsPerMsg,
     long? ServerPeakRssBytes);
 
 /// <summary>Medians over the repetitions of one scenario on one server.</summary>
@@ -40,6 +42,8 @@ internal sealed record SideSummary(
     double? P99Us,
     double? ServerCpuPercent,
     double? GeneratorCpuPercent,
+    double? ServerCpuNsPerMsg,
+    double? GeneratorCpuNsPerMsg,
     long? PeakRssBytes);
 
 internal sealed record ScenarioSummary(
