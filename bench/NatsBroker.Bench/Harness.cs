@@ -201,7 +201,9 @@ internal sealed class Harness
     {
         ScenarioResult res;
         ServerProcess? server = null;
-        string runId = seq.ToString(Inv) + Environment.ProcessId.ToString(Inv);
+        var wall = Stopwatch.StartNew();
+        // Constant length: subjects built from it have the same size in every run (each run has its own server).
+        string runId = seq.ToString("D6", Inv);
         try
         {
             if (sc.Generator == "nats.js" && NatsJsSetup.Unavailable is not null)
@@ -256,7 +258,7 @@ internal sealed class Harness
             server?.Dispose();
         }
 
-        return ToRecord(sc, side.Label, rep, count, res);
+        return ToRecord(sc, side.Label, rep, count, res) with { WallSeconds = Math.Round(wall.Elapsed.TotalSeconds, 3) };
     }
 
     private static string Flatten(Exception ex)

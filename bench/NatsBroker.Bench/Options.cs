@@ -39,9 +39,9 @@ internal sealed class Options
 
     public double TimeoutSeconds { get; set; } = 60;
 
-    public int RepsOrDefault => Reps ?? Mode switch { BenchMode.Smoke => 1, BenchMode.Quick => 3, _ => 5 };
+    public int RepsOrDefault => Reps ?? Mode switch { BenchMode.Smoke => 1, BenchMode.Quick => 2, _ => 5 };
 
-    public double ModeScale => Mode switch { BenchMode.Smoke => 0.01, BenchMode.Quick => 1, _ => 4 } * Scale;
+    public double ModeScale => Mode switch { BenchMode.Smoke => 0.01, BenchMode.Quick => 1, _ => 3 } * Scale;
 
     public string ModeName => Mode.ToString().ToLowerInvariant();
 
@@ -50,9 +50,9 @@ internal sealed class Options
 
           dotnet run -c Release --project bench/NatsBroker.Bench -- [options]
 
-          --quick               quick mode (3 reps, default counts; < 3 min)
+          --quick               quick mode (2 reps, default counts; < 3 min)
           --smoke               smoke mode (1 rep, counts / 100; < 60 s; no timing claims)
-          (default)             full mode (5 reps, counts x 4; < 25 min on 2 cores)
+          (default)             full mode (5 reps, counts x 3; < 25 min on 2 cores)
           --filter a,b          only scenarios whose name contains any of the strings (e.g. pubsub,reqrep)
           --gen raw|natsjs|all  which load generators to run (default all)
           --reps N              repetitions per server (alternating ours, Go, ours, Go ...)

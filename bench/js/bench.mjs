@@ -153,6 +153,23 @@ async function asyncPublish(js, subject, count, window) {
   await Promise.all(ring.filter(Boolean));
 }
 
+// Untimed fill of a stream: core publishes (the stream captures its subject), then wait for the stream count.
+async function prefill(nc, jsm, stream, subject, count) {
+  const flushEvery = 8192;
+  for (let i = 0; i < count; i++) {
+    nc.publish(subject, payload);
+    if (i % flushEvery === flushEvery - 1) await nc.flush();
+  }
+  await nc.flush();
+  const deadline = Date.now() + 20000;
+  for (;;) {
+    const si = await jsm.streams.info(stream);
+    if (si.state.messages === count) return;
+    if (si.state.messages > count || Date.now() > deadline) throw new Error(`stream holds ${si.state.messages} messages after filling ${count}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 async function jsSyncPub() {
   const nc = await conn("njs-js-sync");
   const { jsm, js, stream, subject } = await jsSetup(nc, "SP", cfg.storage ?? "memory");
@@ -186,8 +203,8 @@ async function jsAsyncPub() {
 
 async function jsOrdered() {
   const nc = await conn("njs-js-ordered");
-  const { js, stream, subject } = await jsSetup(nc, "OC", "file");
-  await asyncPublish(js, subject, n, 1024);
+  const { jsm, js, stream, subject } = await jsSetup(nc, "OC", "file");
+  await prefill(nc, jsm, stream, subject, n);
   const readAll = async (count) => {
     const c = await js.consumers.get(stream); // ordered consumer
     const iter = await c.consume({ max_messages: 1000 });
@@ -210,7 +227,7 @@ async function jsFetch() {
   const nc = await conn("njs-js-fetch");
   const { jsm, js, stream, subject } = await jsSetup(nc, "PF", "file");
   const warm = Math.min(Math.max(500, Math.floor(n / 5)), 50000);
-  await asyncPublish(js, subject, warm + n, 1024);
+  await prefill(nc, jsm, stream, subject, warm + n);
   await jsm.consumers.add(stream, { durable_name: "bench", ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, max_ack_pending: 20000 });
   const c = await js.consumers.get(stream, "bench");
   const fetchN = async (count) => {

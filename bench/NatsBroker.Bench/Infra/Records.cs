@@ -25,7 +25,11 @@ internal sealed record RunRecord(
     double? CpuWindowSeconds,
     double? ServerCpuNsPerMsg,
     double? GeneratorCpuNsPerMsg,
-    long? ServerPeakRssBytes);
+    long? ServerPeakRssBytes)
+{
+    /// <summary>Wall time of the whole run: server start, connections, warm-up, timed part, checks, stop.</summary>
+    public double WallSeconds { get; init; }
+}
 
 /// <summary>Medians over the repetitions of one scenario on one server.</summary>
 internal sealed record SideSummary(

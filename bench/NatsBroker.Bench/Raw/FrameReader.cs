@@ -39,6 +39,9 @@ internal sealed class FrameReader
 
     public long BytesReceived { get; private set; }
 
+    /// <summary>With batched reads a receive timeout only means "nothing yet": keep reading.</summary>
+    public bool TimeoutIsIdle { get; set; }
+
     // Fields of the last frame (offsets into the buffer).
     private int _lineStart;
     private int _lineLen;
@@ -292,7 +295,25 @@ internal sealed class FrameReader
             }
 
             BeforeBlockingRead?.Invoke();
-            int r = _socket.Receive(_buf, _end, _buf.Length - _end, SocketFlags.None);
+            int r;
+            if (TimeoutIsIdle)
+            {
+                r = _socket.Receive(_buf.AsSpan(_end), SocketFlags.None, out var err);
+                if (err != SocketError.Success)
+                {
+                    if (err is SocketError.TimedOut or SocketError.WouldBlock)
+                    {
+                        continue;
+                    }
+
+                    throw new SocketException((int)err);
+                }
+            }
+            else
+            {
+                r = _socket.Receive(_buf, _end, _buf.Length - _end, SocketFlags.None);
+            }
+
             if (r <= 0)
             {
                 throw new EndOfStreamException("connection closed by server");
