@@ -34,7 +34,9 @@ internal sealed class ScenarioContext : IDisposable
         RepoRoot = repoRoot;
         RequestTimeout = requestTimeout;
         Deadline = Stopwatch.GetTimestamp() + (long)(timeout.TotalSeconds * Stopwatch.Frequency);
-        _watchdog = new Timer(_ => Abort(new TimeoutException($"scenario exceeded its {timeout.TotalSeconds:0} s limit")), null, timeout, System.Threading.Timeout.InfiniteTimeSpan);
+        // The waits (ctx.Wait/Join, flow gate) time out at the deadline with a message saying what they waited for;
+        // the watchdog, a little later, closes every connection so that a worker blocked in a read returns too.
+        _watchdog = new Timer(_ => Abort(new TimeoutException($"scenario exceeded its {timeout.TotalSeconds:0} s limit")), null, timeout + TimeSpan.FromSeconds(2), System.Threading.Timeout.InfiniteTimeSpan);
     }
 
     public IPEndPoint Endpoint { get; }
