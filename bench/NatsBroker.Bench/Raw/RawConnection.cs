@@ -32,9 +32,12 @@ internal sealed class RawConnection : IDisposable
         var s = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp) { NoDelay = true };
         try
         {
-            using (var cts = new CancellationTokenSource(timeout))
+            // A synchronous connect keeps the socket in blocking mode: on Unix, one async operation switches a .NET
+            // socket to non-blocking for good, and every later blocking Receive is then emulated through the
+            // epoll thread (a wake-up and an event handoff per read, several times the CPU). Bounded by a timer.
+            using (new Timer(_ => s.Dispose(), null, timeout, Timeout.InfiniteTimeSpan))
             {
-                s.ConnectAsync(ep, cts.Token).AsTask().GetAwaiter().GetResult();
+                s.Connect(ep);
             }
 
             s.ReceiveTimeout = (int)timeout.TotalMilliseconds;
