@@ -121,7 +121,12 @@ internal sealed class Harness
                 foreach (var side in sides)
                 {
                     runSeq++;
-                    var rec = RunOne(sc, side, rep, count, tmp, runSeq);
+                    // A server that said "not supported" once for this scenario is not asked again (each such
+                    // answer may cost a request timeout); the row keeps its reason.
+                    var earlier = _runs.FirstOrDefault(r => r.Scenario == sc.Name && r.Server == side.Label && r.Status == "not supported");
+                    var rec = earlier is not null
+                        ? earlier with { Rep = rep }
+                        : RunOne(sc, side, rep, count, tmp, runSeq);
                     _runs.Add(rec);
                     Console.WriteLine(FormatProgress(rec, reps));
                 }
