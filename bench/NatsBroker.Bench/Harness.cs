@@ -144,7 +144,8 @@ internal sealed class Harness
         // --- report ---------------------------------------------------------------------------------------
         var summaries = scenarios.Select(s => Summarize(s, ours is null ? null : "ours", go is null ? null : "go")).ToList();
         var report = new BenchReport(_o.ModeName, started, total.Elapsed.TotalSeconds, reps, machine, go?.Display, ours?.Display, oursUnavailable, goUnavailable, GeneratorNote, summaries, _runs);
-        string outDir = _o.OutDir ?? Path.Combine(_root, "bench", "results");
+        // Smoke runs (CI, tests) write to the git-ignored bench/results/tmp so they never dirty the tree.
+        string outDir = _o.OutDir ?? (_o.Mode == BenchMode.Smoke ? Path.Combine(_root, "bench", "results", "tmp") : Path.Combine(_root, "bench", "results"));
         var files = Report.Write(report, outDir);
         Console.WriteLine();
         Console.WriteLine(Report.Markdown(report));

@@ -64,7 +64,7 @@ internal sealed class Options
           --no-ours / --no-go   run one side only
           --no-build            do not build core/ (expects core/bin/Release/net10.0/NatsBroker.dll)
           --timeout S           bound for one run of one scenario in seconds (default 60)
-          --out DIR             output directory (default bench/results)
+          --out DIR             output directory (default bench/results; smoke: bench/results/tmp, git-ignored)
           --list                list scenarios and exit
         """;
 

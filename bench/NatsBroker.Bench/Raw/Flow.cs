@@ -161,6 +161,9 @@ internal sealed class BulkPublisher
 
     public RawConnection Conn { get; }
 
+    /// <summary>Frames written per socket send.</summary>
+    public int FramesPerBatch => _framesPerBuf;
+
     public long EndTimestamp { get; private set; }
 
     public void Publish(long n, FlowGate? gate)

@@ -64,15 +64,17 @@ internal sealed class PubSubScenario : IScenario
         }
 
         var frame = Frames.Pub(subject, null, PayloadBytes);
-        // Keep at most ~24 MB of frames in flight per subscriber (socket buffers included): below the 64 MB
-        // slow-consumer limit, above what the loopback socket buffers hold, so the gate rarely stalls.
-        var gate = new FlowGate(subs, Math.Max(4096, 24L * 1024 * 1024 / frame.Length), ctx);
         var pubs = new BulkPublisher[_pubs];
         for (int i = 0; i < _pubs; i++)
         {
             pubs[i] = new BulkPublisher(ctx.Connect("pub" + i), frame);
         }
 
+        // Keep at most ~24 MB of frames in flight per subscriber (socket buffers included): below the 64 MB
+        // slow-consumer limit, above what the loopback socket buffers hold, so the gate rarely stalls. At least
+        // two send batches per publisher, or the gate could never open.
+        long window = Math.Max(2L * _pubs * pubs[0].FramesPerBatch, 24L * 1024 * 1024 / frame.Length);
+        var gate = new FlowGate(subs, window, ctx);
         foreach (var s in subs)
         {
             ctx.StartWorker("sub-reader", () => s.Run(warmTotal, warmTotal + total));
