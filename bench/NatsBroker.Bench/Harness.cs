@@ -57,10 +57,10 @@ internal sealed class Harness
         }
         else
         {
-            string? goPath = _o.GoCmd ?? FindOnPath("nats-server");
+            string? goPath = _o.GoCmd is null ? FindOnPath("nats-server") : File.Exists(_o.GoCmd) ? _o.GoCmd : FindOnPath(_o.GoCmd);
             if (goPath is null)
             {
-                goUnavailable = "nats-server not found on PATH. Install it (Debian: sudo apt-get install nats-server) or pass --go-cmd PATH.";
+                goUnavailable = (_o.GoCmd is null ? "nats-server not found on PATH." : $"nats-server not found at '{_o.GoCmd}'.") + " Install it (Debian: sudo apt-get install nats-server) or pass --go-cmd PATH.";
                 Console.WriteLine("WARNING: " + goUnavailable + " Running ours alone.");
             }
             else

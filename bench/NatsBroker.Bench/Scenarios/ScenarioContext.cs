@@ -227,9 +227,16 @@ internal sealed class ScenarioContext : IDisposable
             ts = [.. _threads];
         }
 
+        // One budget for all workers: a worker parked on a start signal that never came (the run failed before
+        // it) is a background thread and must not hold the harness for seconds each.
+        var budget = Stopwatch.StartNew();
         foreach (var t in ts)
         {
-            t.Join(2000);
+            int left = 3000 - (int)budget.ElapsedMilliseconds;
+            if (left <= 0 || !t.Join(left))
+            {
+                break;
+            }
         }
     }
 }
