@@ -1,0 +1,1 @@
+[module: System.Runtime.CompilerServices.SkipLocalsInit]

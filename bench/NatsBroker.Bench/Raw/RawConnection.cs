@@ -1,0 +1,145 @@
+using System.Net;
+using System.Net.Sockets;
+using System.Text;
+
+namespace NatsBroker.Bench.Raw;
+
+/// <summary>
+/// One NATS client connection speaking the raw text protocol over a blocking socket. Sends are serialized by a
+/// lock (taken once per batch, not per message). Every wait is bounded: the handshake by a receive timeout, later
+/// reads by the scenario watchdog, which disposes the connection.
+/// </summary>
+internal sealed class RawConnection : IDisposable
+{
+    private readonly Socket _socket;
+    private readonly Lock _sendLock = new();
+    private int _disposed;
+
+    private RawConnection(Socket socket, int readBuffer)
+    {
+        _socket = socket;
+        Reader = new FrameReader(socket, this, readBuffer);
+    }
+
+    public FrameReader Reader { get; }
+
+    public string ServerInfo { get; private set; } = "";
+
+    public long BytesSent { get; private set; }
+
+    public static RawConnection Connect(IPEndPoint ep, string name, TimeSpan timeout, bool headers = false, int readBuffer = 256 * 1024)
+    {
+        var s = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp) { NoDelay = true };
+        try
+        {
+            // A synchronous connect keeps the socket in blocking mode: on Unix, one async operation switches a .NET
+            // socket to non-blocking for good, and every later blocking Receive is then emulated through the
+            // epoll thread (a wake-up and an event handoff per read, several times the CPU). Bounded by a timer.
+            using (new Timer(_ => s.Dispose(), null, timeout, Timeout.InfiniteTimeSpan))
+            {
+                s.Connect(ep);
+            }
+
+            s.ReceiveTimeout = (int)timeout.TotalMilliseconds;
+            var c = new RawConnection(s, readBuffer);
+            if (c.Reader.Next() != FrameKind.Info)
+            {
+                throw new InvalidDataException("server did not start with INFO: " + c.Reader.LineText);
+            }
+
+            c.ServerInfo = c.Reader.LineText;
+            string h = headers ? "true" : "false";
+            string connect = "CONNECT {\"verbose\":false,\"pedantic\":false,\"tls_required\":false,\"name\":\"" + name +
+                             "\",\"lang\":\"raw-bench\",\"version\":\"1.0\",\"protocol\":1,\"headers\":" + h +
+                             ",\"no_responders\":" + h + "}\r\nPING\r\n";
+            c.Send(Encoding.ASCII.GetBytes(connect));
+            c.WaitPong();
+            s.ReceiveTimeout = 0;
+            return c;
+        }
+        catch
+        {
+            s.Dispose();
+            throw;
+        }
+    }
+
+    public void SetReceiveTimeout(TimeSpan t) => _socket.ReceiveTimeout = (int)t.TotalMilliseconds;
+
+    /// <summary>
+    /// Throughput readers: the kernel wakes the reader only when <paramref name="lowWater"/> bytes are buffered
+    /// (SO_RCVLOWAT) or after <paramref name="timeoutMs"/> with whatever is there. Fewer, larger reads: the
+    /// generator's CPU per message drops; the end of a run is seen at most timeoutMs late.
+    /// </summary>
+    public void EnableBatchedReads(int lowWater = 64 * 1024, int timeoutMs = 2)
+    {
+        try
+        {
+            _socket.SetSocketOption(SocketOptionLevel.Socket, SocketOptionName.ReceiveLowWater, lowWater);
+            _socket.ReceiveTimeout = timeoutMs;
+            Reader.TimeoutIsIdle = true;
+        }
+        catch (SocketException)
+        {
+            // not supported: plain reads
+        }
+    }
+
+    public void Send(ReadOnlySpan<byte> data)
+    {
+        lock (_sendLock)
+        {
+            BytesSent += data.Length;
+            while (!data.IsEmpty)
+            {
+                int n = _socket.Send(data, SocketFlags.None);
+                data = data[n..];
+            }
+        }
+    }
+
+    public void Send(string ascii) => Send(Encoding.ASCII.GetBytes(ascii));
+
+    /// <summary>PING and wait for the PONG: the server has processed everything sent before.</summary>
+    public void Flush()
+    {
+        Send("PING\r\n"u8);
+        WaitPong();
+    }
+
+    /// <summary>Reads until PONG. Only for connections on which no other thread reads.</summary>
+    public void WaitPong()
+    {
+        while (true)
+        {
+            switch (Reader.Next())
+            {
+                case FrameKind.Pong:
+                    return;
+                case FrameKind.Err:
+                    throw new InvalidOperationException("server error: " + Reader.LineText);
+                default:
+                    continue;
+            }
+        }
+    }
+
+    public void Dispose()
+    {
+        if (Interlocked.Exchange(ref _disposed, 1) == 0)
+        {
+            try
+            {
+                _socket.Shutdown(SocketShutdown.Both);
+            }
+            catch (SocketException)
+            {
+            }
+            catch (ObjectDisposedException)
+            {
+            }
+
+            _socket.Dispose();
+        }
+    }
+}

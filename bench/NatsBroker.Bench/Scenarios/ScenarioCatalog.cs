@@ -1,0 +1,50 @@
+using NatsBroker.Bench.Scenarios.Core;
+using System.Text.Json.Nodes;
+using NatsBroker.Bench.Scenarios.JetStream;
+using NatsBroker.Bench.Scenarios.NatsJs;
+
+namespace NatsBroker.Bench.Scenarios;
+
+/// <summary>Every scenario, in report order. Adding a scenario is one line here plus its class.</summary>
+internal static class ScenarioCatalog
+{
+    public static IReadOnlyList<IScenario> All() =>
+    [
+        // Core, raw-protocol generator. Counts are quick-mode defaults (full mode x3, smoke mode /100).
+        new PubSubScenario("pub-16", "publish only", pubs: 1, subs: 0, payload: 16, defaultCount: 3_000_000),
+        new PubSubScenario("pub-128", "publish only", pubs: 1, subs: 0, payload: 128, defaultCount: 2_000_000),
+        new PubSubScenario("pubsub-16", "pub/sub 1:1", pubs: 1, subs: 1, payload: 16, defaultCount: 1_500_000),
+        new PubSubScenario("pubsub-16k", "pub/sub 1:1", pubs: 1, subs: 1, payload: 16 * 1024, defaultCount: 20_000),
+        new PubSubScenario("fanout-128", "fan-out 1:4", pubs: 1, subs: 4, payload: 128, defaultCount: 400_000),
+        new PubSubScenario("4x4-128", "4 pub x 4 sub", pubs: 4, subs: 4, payload: 128, defaultCount: 400_000),
+        new RequestReplyScenario("reqrep-128", "request/reply 1 client, 1 service", clients: 1, services: 1, queue: false, payload: 128, defaultCount: 4_000),
+        new RequestReplyScenario("qreqrep-16", "request/reply 10 clients, 2 queue services", clients: 10, services: 2, queue: true, payload: 16, defaultCount: 20_000),
+        new RequestReplyScenario("reqrep150-256", "request/reply 150 concurrent requesters", clients: 150, services: 1, queue: false, payload: 256, defaultCount: 3_000),
+        new RequestReplyScenario("reqrep150-1k", "request/reply 150 concurrent requesters", clients: 150, services: 1, queue: false, payload: 1024, defaultCount: 3_000),
+        new RequestReplyScenario("reqrep150-4k", "request/reply 150 concurrent requesters", clients: 150, services: 1, queue: false, payload: 4096, defaultCount: 3_000),
+
+        // JetStream, raw generator ("not supported" rows when the server has no JetStream).
+        new JsSyncPublishScenario("js-syncpub-16-mem", 16, "memory", defaultCount: 4_000),
+        new JsAsyncPublishScenario("js-asyncpub-128-file", 128, "file", defaultCount: 60_000),
+        new JsOrderedConsumerScenario("js-ordered-128", 128, defaultCount: 100_000),
+        new JsFetchScenario("js-fetch-128", 128, defaultCount: 60_000),
+        new JsWorkQueueScenario("js-wq250-256", 256, defaultCount: 2_500),
+        new JsWorkQueueScenario("js-wq250-1k", 1024, defaultCount: 2_500),
+        new JsWorkQueueScenario("js-wq250-4k", 4096, defaultCount: 1_500),
+        new JsWorkQueueScenario("js-wq250-64k", 64 * 1024, defaultCount: 500),
+
+        // The same workloads through the nats.js client library (smaller counts): what a library user sees.
+        new NatsJsScenario("njs-pub-16", "publish only", "pubsub", 16, 300_000, extra: new() { ["pubs"] = 1, ["subs"] = 0 }),
+        new NatsJsScenario("njs-pub-128", "publish only", "pubsub", 128, 200_000, extra: new() { ["pubs"] = 1, ["subs"] = 0 }),
+        new NatsJsScenario("njs-pubsub-16", "pub/sub 1:1", "pubsub", 16, 200_000, extra: new() { ["pubs"] = 1, ["subs"] = 1 }),
+        new NatsJsScenario("njs-pubsub-16k", "pub/sub 1:1", "pubsub", 16 * 1024, 10_000, extra: new() { ["pubs"] = 1, ["subs"] = 1 }),
+        new NatsJsScenario("njs-fanout-128", "fan-out 1:4", "pubsub", 128, 100_000, extra: new() { ["pubs"] = 1, ["subs"] = 4 }),
+        new NatsJsScenario("njs-4x4-128", "4 pub x 4 sub", "pubsub", 128, 100_000, extra: new() { ["pubs"] = 4, ["subs"] = 4 }),
+        new NatsJsScenario("njs-reqrep-128", "request/reply 1 client, 1 service", "reqrep", 128, 1_000, latency: true, extra: new() { ["clients"] = 1, ["services"] = 1, ["queue"] = false }),
+        new NatsJsScenario("njs-qreqrep-16", "request/reply 10 clients, 2 queue services", "reqrep", 16, 5_000, latency: true, extra: new() { ["clients"] = 10, ["services"] = 2, ["queue"] = true }),
+        new NatsJsScenario("njs-js-syncpub-16-mem", "JetStream sync publish, memory", "js-syncpub", 16, 1_000, latency: true, jetStream: true, extra: new() { ["storage"] = "memory" }),
+        new NatsJsScenario("njs-js-asyncpub-128-file", "JetStream async publish (256 in flight), file", "js-asyncpub", 128, 8_000, jetStream: true, extra: new() { ["storage"] = "file" }),
+        new NatsJsScenario("njs-js-ordered-128", "JetStream ordered consumer, file", "js-ordered", 128, 30_000, jetStream: true),
+        new NatsJsScenario("njs-js-fetch-128", "JetStream durable pull fetch (batch 500), file", "js-fetch", 128, 20_000, jetStream: true),
+    ];
+}

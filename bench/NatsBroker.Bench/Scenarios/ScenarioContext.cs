@@ -1,0 +1,259 @@
+using System.Collections.Concurrent;
+using System.Diagnostics;
+using System.Net;
+using NatsBroker.Bench.Infra;
+using NatsBroker.Bench.Raw;
+
+namespace NatsBroker.Bench.Scenarios;
+
+/// <summary>
+/// What a scenario run gets: the server address, its count, CPU sampling marks, worker threads, and a deadline.
+/// All connections made through <see cref="Connect"/> are closed when the run ends or times out, which unblocks
+/// any worker stuck in a read: a broken server produces an error, not a hang.
+/// </summary>
+internal sealed class ScenarioContext : IDisposable
+{
+    private readonly ConcurrentBag<IDisposable> _tracked = [];
+    private readonly List<Thread> _threads = [];
+    private readonly int _serverPid;
+    private volatile Exception? _failure;
+    private volatile bool _stopping;
+    private long _startTs;
+    private double _startSelfCpu;
+    private double _startServerCpu;
+    private long _cpuStartTs;
+    private Timer? _watchdog;
+
+    public ScenarioContext(IPEndPoint endpoint, int serverPid, long count, TimeSpan timeout, string runId, string repoRoot, TimeSpan requestTimeout)
+    {
+        Endpoint = endpoint;
+        _serverPid = serverPid;
+        Count = count;
+        Timeout = timeout;
+        RunId = runId;
+        RepoRoot = repoRoot;
+        RequestTimeout = requestTimeout;
+        Deadline = Stopwatch.GetTimestamp() + (long)(timeout.TotalSeconds * Stopwatch.Frequency);
+        // The waits (ctx.Wait/Join, flow gate) time out at the deadline with a message saying what they waited for;
+        // the watchdog, a little later, closes every connection so that a worker blocked in a read returns too.
+        _watchdog = new Timer(_ => Abort(new TimeoutException($"scenario exceeded its {timeout.TotalSeconds:0} s limit")), null, timeout + TimeSpan.FromSeconds(2), System.Threading.Timeout.InfiniteTimeSpan);
+    }
+
+    public IPEndPoint Endpoint { get; }
+
+    public string Url => $"nats://{Endpoint.Address}:{Endpoint.Port}";
+
+    public int ServerPid => _serverPid;
+
+    public long Count { get; }
+
+    public TimeSpan Timeout { get; }
+
+    /// <summary>Bound for a single JetStream API request or request/reply round trip during setup.</summary>
+    public TimeSpan RequestTimeout { get; }
+
+    public long Deadline { get; }
+
+    /// <summary>Unique token for subjects/stream names of this run.</summary>
+    public string RunId { get; }
+
+    public string RepoRoot { get; }
+
+    public bool Stopping => _stopping;
+
+    public Exception? Failure => _failure;
+
+    public ScenarioResult Result { get; } = new();
+
+    public RawConnection Connect(string name, bool headers = false, int readBuffer = 256 * 1024)
+    {
+        ThrowIfFailed();
+        var c = RawConnection.Connect(Endpoint, name, TimeSpan.FromSeconds(5), headers, readBuffer);
+        _tracked.Add(c);
+        return c;
+    }
+
+    public void Track(IDisposable d) => _tracked.Add(d);
+
+    /// <summary>Starts a background worker; an exception in it fails the run (unless the run is stopping).</summary>
+    public Thread StartWorker(string name, Action body, int stackSize = 0)
+    {
+        var t = new Thread(
+            () =>
+            {
+                try
+                {
+                    body();
+                }
+                catch (Exception ex) when (!_stopping)
+                {
+                    Abort(ex is NotSupportedByServerException ? ex : new InvalidOperationException($"{name}: {ex.Message}", ex));
+                }
+                catch (Exception) when (_stopping)
+                {
+                    // connections are closed at the end of the run; readers exit through here
+                }
+            },
+            stackSize) { IsBackground = true, Name = name };
+        lock (_threads)
+        {
+            _threads.Add(t);
+        }
+
+        t.Start();
+        return t;
+    }
+
+    /// <summary>Records a failure and closes every connection so blocked workers return.</summary>
+    public void Abort(Exception ex)
+    {
+        if (_failure is null)
+        {
+            _failure = ex;
+        }
+
+        CloseAll();
+    }
+
+    public void ThrowIfFailed()
+    {
+        var f = _failure;
+        if (f is not null)
+        {
+            throw new ScenarioFailedException(f.Message, f);
+        }
+    }
+
+    /// <summary>Waits for an event, bounded by the run deadline; fails fast if a worker failed.</summary>
+    public void Wait(WaitHandle h, string what)
+    {
+        while (!h.WaitOne(50))
+        {
+            ThrowIfFailed();
+            if (Stopwatch.GetTimestamp() > Deadline)
+            {
+                throw new TimeoutException("timed out waiting for " + what);
+            }
+        }
+
+        ThrowIfFailed();
+    }
+
+    public void Wait(ManualResetEventSlim h, string what) => Wait(h.WaitHandle, what);
+
+    public void Join(Thread t, string what)
+    {
+        while (!t.Join(50))
+        {
+            ThrowIfFailed();
+            if (Stopwatch.GetTimestamp() > Deadline)
+            {
+                throw new TimeoutException("timed out waiting for " + what);
+            }
+        }
+
+        ThrowIfFailed();
+    }
+
+    /// <summary>Start of the timed window: records time and CPU of this process and of the server.</summary>
+    public void MarkStart()
+    {
+        ThrowIfFailed();
+        _startSelfCpu = ProcStats.SelfCpuSeconds();
+        _startServerCpu = ProcStats.CpuSeconds(_serverPid);
+        _cpuStartTs = Stopwatch.GetTimestamp();
+        _startTs = _cpuStartTs;
+    }
+
+    public long StartTimestamp => _startTs;
+
+    /// <summary>End of the timed window; <paramref name="endTimestamp"/> is when the last message was seen (default: now).</summary>
+    public void MarkEnd(long endTimestamp = 0, double? generatorCpuSeconds = null)
+    {
+        long now = Stopwatch.GetTimestamp();
+        double self = ProcStats.SelfCpuSeconds();
+        double srv = ProcStats.CpuSeconds(_serverPid);
+        if (endTimestamp == 0)
+        {
+            endTimestamp = now;
+        }
+
+        Result.ElapsedSeconds = (endTimestamp - _startTs) / (double)Stopwatch.Frequency;
+        Result.CpuWindowSeconds = (now - _cpuStartTs) / (double)Stopwatch.Frequency;
+        Result.GeneratorCpuSeconds = generatorCpuSeconds ?? (self - _startSelfCpu);
+        Result.ServerCpuSeconds = srv - _startServerCpu;
+    }
+
+    /// <summary>Marks for an external generator (node): server CPU only.</summary>
+    public void MarkServerStart()
+    {
+        _startServerCpu = ProcStats.CpuSeconds(_serverPid);
+        _cpuStartTs = Stopwatch.GetTimestamp();
+        _startTs = _cpuStartTs;
+    }
+
+    public void MarkServerEnd()
+    {
+        long now = Stopwatch.GetTimestamp();
+        Result.ServerCpuSeconds = ProcStats.CpuSeconds(_serverPid) - _startServerCpu;
+        Result.CpuWindowSeconds = (now - _cpuStartTs) / (double)Stopwatch.Frequency;
+    }
+
+    private void CloseAll()
+    {
+        _stopping = _stopping || _failure is not null;
+        foreach (var d in _tracked)
+        {
+            try
+            {
+                d.Dispose();
+            }
+            catch (Exception)
+            {
+                // best effort
+            }
+        }
+    }
+
+    public void Dispose()
+    {
+        _stopping = true;
+        _watchdog?.Dispose();
+        _watchdog = null;
+        CloseAll();
+        Thread[] ts;
+        lock (_threads)
+        {
+            ts = [.. _threads];
+        }
+
+        // One budget for all workers: a worker parked on a start signal that never came (the run failed before
+        // it) is a background thread and must not hold the harness for seconds each.
+        var budget = Stopwatch.StartNew();
+        foreach (var t in ts)
+        {
+            int left = 3000 - (int)budget.ElapsedMilliseconds;
+            if (left <= 0 || !t.Join(left))
+            {
+                break;
+            }
+        }
+    }
+}
+
+internal sealed class ScenarioFailedException : Exception
+{
+    public ScenarioFailedException(string message, Exception inner)
+        : base(message, inner)
+    {
+    }
+
+    public ScenarioFailedException()
+    {
+    }
+
+    public ScenarioFailedException(string message)
+        : base(message)
+    {
+    }
+}
