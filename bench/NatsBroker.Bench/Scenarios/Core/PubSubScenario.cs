@@ -45,7 +45,9 @@ internal sealed class PubSubScenario : IScenario
     {
         string subject = "bench.ps." + ctx.RunId;
         long perPub = Math.Max(1, ctx.Count / _pubs);
-        long warmPerPub = Math.Clamp(perPub / 5, 100, 400_000);
+        // Warm-up long enough (about a second of traffic) for a JIT-compiled server to reach its optimised code
+        // (.NET tiers up after ~100 ms of calls plus background compilation); capped by bytes for big payloads.
+        long warmPerPub = Math.Clamp(perPub / 2, 100, Math.Min(2_000_000, Math.Max(1000, 256L * 1024 * 1024 / Math.Max(1, PayloadBytes) / _pubs)));
         long total = perPub * _pubs;
         long warmTotal = warmPerPub * _pubs;
 
