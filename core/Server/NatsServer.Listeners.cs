@@ -25,6 +25,7 @@ public sealed partial class NatsServer
             : o.Host is "::" ? IPAddress.IPv6Any
             : IPAddress.TryParse(o.Host, out var ip) ? ip
             : Dns.GetHostAddresses(o.Host).First();
+        if (o.JetStream) Log.JetStreamNotAvailable();
         WarmUp();
         var tcp = new Socket(address.AddressFamily, SocketType.Stream, ProtocolType.Tcp);
         tcp.SetSocketOption(SocketOptionLevel.Socket, SocketOptionName.ReuseAddress, true);

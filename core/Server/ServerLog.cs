@@ -17,6 +17,9 @@ internal sealed partial class ServerLog(ILogger logger)
     [LoggerMessage(Level = LogLevel.Information, Message = "Listening for client connections on unix socket {Path}")]
     public partial void ListeningUnix(string path);
 
+    [LoggerMessage(Level = LogLevel.Warning, Message = "JetStream was requested, but this server does not implement the JetStream API yet: it runs without JetStream")]
+    public partial void JetStreamNotAvailable();
+
     [LoggerMessage(Level = LogLevel.Information, Message = "Server is ready")]
     public partial void Ready();
 
