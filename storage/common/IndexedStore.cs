@@ -86,7 +86,7 @@ internal abstract class IndexedStore : IStreamStore
         lock (Sync)
         {
             if (IsClosed) return;
-            if (ExpireLocked(NowNanos())) OnOperationDone(true);
+            ExpireLocked(NowNanos());
         }
     }
 
@@ -184,7 +184,8 @@ internal abstract class IndexedStore : IStreamStore
         var lim = Limits;
         if (lim.MaxMessagesPerSubject > 0)
         {
-            while (subj.Count > (ulong)lim.MaxMessagesPerSubject) RemoveLocked(subj.First, RemoveKind.Lazy);
+            // Durable: a per-subject removal in the middle cannot be re-derived at recovery once other deletes happened.
+            while (subj.Count > (ulong)lim.MaxMessagesPerSubject) RemoveLocked(subj.First, RemoveKind.Durable);
         }
         if (lim.MaxMessages > 0)
         {
@@ -206,7 +207,7 @@ internal abstract class IndexedStore : IStreamStore
             var over = new List<SubjectInfo>();
             foreach (var s in Subjects.All) if (s.Count > (ulong)lim.MaxMessagesPerSubject) over.Add(s);
             foreach (var s in over)
-                while (s.Count > (ulong)lim.MaxMessagesPerSubject) RemoveLocked(s.First, RemoveKind.Lazy);
+                while (s.Count > (ulong)lim.MaxMessagesPerSubject) RemoveLocked(s.First, RemoveKind.Durable);
         }
         if (lim.MaxMessages > 0) while (Msgs > (ulong)lim.MaxMessages) RemoveLocked(First, RemoveKind.Lazy);
         if (lim.MaxBytes > 0) while (Bytes > (ulong)lim.MaxBytes && Msgs > 0) RemoveLocked(First, RemoveKind.Lazy);
@@ -597,7 +598,7 @@ internal abstract class IndexedStore : IStreamStore
     {
         lock (Sync)
         {
-            if (!IsClosed && (Limits.MaxAge > TimeSpan.Zero || _ttl.Count > 0) && ExpireLocked(NowNanos())) OnOperationDone(true);
+            if (!IsClosed && (Limits.MaxAge > TimeSpan.Zero || _ttl.Count > 0)) ExpireLocked(NowNanos());
             return new StreamState
             {
                 Messages = Msgs,
@@ -771,9 +772,10 @@ internal class MemoryConsumerStore(string name, Action<string>? onDelete = null)
 
     public StoreStatus Delete()
     {
+        // Unregister first, outside Gate: the store takes its own lock and then consumer gates (lock order).
+        onDelete?.Invoke(Name);
         lock (Gate)
         {
-            onDelete?.Invoke(Name);
             return DeleteFiles();
         }
     }
