@@ -90,7 +90,8 @@ internal sealed class FileStore : IndexedStore
 
     public override string EngineName => FileStoreFactory.EngineName;
 
-    internal static bool IsDiskFull(IOException e) => (e.HResult & 0xFFFF) is 28 or 0x70 or 0x27;
+    internal static bool IsDiskFull(IOException e)
+        => (e.HResult & 0xFFFF) is 28 or 0x70 or 0x27 || e.Message.Contains("No space left", StringComparison.OrdinalIgnoreCase);
 
     // ================= open / recovery =================
 
@@ -293,6 +294,8 @@ internal sealed class FileStore : IndexedStore
             off = next;
         }
         _diskBytes += blk.Size;
+        blk.Reserved = isLast ? Math.Max(_opt.BlockSize, blk.Size) : blk.Size;
+        _diskBytes += blk.Reserved - blk.Size;
         if (isLast)
         {
             _tail = blk;
@@ -381,14 +384,26 @@ internal sealed class FileStore : IndexedStore
 
     private void NewTailBlock(ulong startSeq)
     {
-        uint id = ++_maxBlockId;
+        // Each block reserves its full size up front (fallocate through PreallocationSize), so a full disk shows
+        // up here, when a block is created, and never as a failed write of bytes already acknowledged.
+        if (_opt.DiskLimitBytes > 0 && _diskBytes + _opt.BlockSize > _opt.DiskLimitBytes)
+            throw new IOException($"No space left on device (disk_limit_bytes {_opt.DiskLimitBytes} reached)", 28);
+        uint id = _maxBlockId + 1;
         var path = Path.Combine(_blockDir, Format.BlockName(id));
-        var file = new FileStream(path, FileMode.Create, FileAccess.ReadWrite, FileShare.Read, 0);
+        var file = new FileStream(path, new FileStreamOptions
+        {
+            Mode = FileMode.Create,
+            Access = FileAccess.ReadWrite,
+            Share = FileShare.Read,
+            BufferSize = 0,
+            PreallocationSize = _opt.BlockSize,
+        });
+        _maxBlockId = id;
         var cache = RentBuffer(_opt.BlockSize);
         Format.WriteBlockHeader(cache, id, startSeq, Msgs > 0 ? First : startSeq);
-        var b = new MsgBlock { Id = id, Path = path, File = file, StartSeq = startSeq, Floor = Msgs > 0 ? First : startSeq, Size = Format.BlockHeaderSize, Cache = cache };
+        var b = new MsgBlock { Id = id, Path = path, File = file, StartSeq = startSeq, Floor = Msgs > 0 ? First : startSeq, Size = Format.BlockHeaderSize, Cache = cache, Reserved = _opt.BlockSize };
         AddBlock(b);
-        _diskBytes += Format.BlockHeaderSize;
+        _diskBytes += b.Reserved;
         if (_tail is not null && _tail != b) KeepCached(_tail);
         _tail = b;
     }
@@ -425,7 +440,20 @@ internal sealed class FileStore : IndexedStore
             var st = FlushTailLocked();
             if (st != StoreStatus.Ok) return st;
             if (_sync != SyncPolicy.Periodic) SyncBlock(t);
-            NewTailBlock(nextSeq);
+            try
+            {
+                NewTailBlock(nextSeq);
+            }
+            catch (IOException e)
+            {
+                LastError = $"cannot create a new block: {e.Message}";
+                return IsDiskFull(e) ? StoreStatus.DiskFull : StoreStatus.IoError;
+            }
+            catch (UnauthorizedAccessException e)
+            {
+                LastError = $"cannot create a new block: {e.Message}";
+                return StoreStatus.IoError;
+            }
             t = _tail;
         }
         if (t.Size + len > t.Cache!.Length)
@@ -477,7 +505,6 @@ internal sealed class FileStore : IndexedStore
         try
         {
             _tail.File.SetLength(len);
-            _diskBytes -= _tail.Flushed - len;
             _tail.Flushed = len;
         }
         catch (IOException)
@@ -510,10 +537,11 @@ internal sealed class FileStore : IndexedStore
         long n = t.Size - t.Flushed;
         try
         {
-            if (_opt.DiskLimitBytes > 0 && _diskBytes + n > _opt.DiskLimitBytes)
+            long grow = Math.Max(0, t.Size - Math.Max(t.Reserved, t.Flushed));
+            if (grow > 0 && _opt.DiskLimitBytes > 0 && _diskBytes + grow > _opt.DiskLimitBytes)
                 throw new IOException($"No space left on device (disk_limit_bytes {_opt.DiskLimitBytes} reached)", 28);
             RandomAccess.Write(t.Handle, t.Cache.AsSpan((int)t.Flushed, (int)n), t.Flushed);
-            _diskBytes += n;
+            _diskBytes += grow;
             t.Flushed = t.Size;
             t.NeedsSync = true;
             if (_writeFailed)
@@ -725,7 +753,7 @@ internal sealed class FileStore : IndexedStore
         _cached.Remove(b);
         if (b.Cache is not null) ReturnBuffer(b.Cache);
         b.Cache = null;
-        _diskBytes -= b.Flushed;
+        _diskBytes -= Math.Max(b.Reserved, b.Flushed);
         b.File.Dispose();
         try { System.IO.File.Delete(b.Path); }
         catch (IOException e) { LastError = $"cannot delete {b.Path}: {e.Message}"; }

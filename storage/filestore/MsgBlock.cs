@@ -19,6 +19,8 @@ internal sealed class MsgBlock
     public bool NeedsSync;
     /// <summary>Whole-block image (always present for the newest block, which is written from it); null when evicted.</summary>
     public byte[]? Cache;
+    /// <summary>Disk space accounted to the block (its preallocation, or its size if larger).</summary>
+    public long Reserved;
     public int Live;
     public int Tombstones;
 }
