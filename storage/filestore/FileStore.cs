@@ -455,6 +455,9 @@ internal sealed class FileStore : IndexedStore
                 return StoreStatus.IoError;
             }
             t = _tail;
+            _emptyBlocks = true;
+            CompactEmptyBlocks();
+            t = _tail; // carried tombstones may have rolled the newest block again
         }
         if (t.Size + len > t.Cache!.Length)
         {
@@ -691,7 +694,11 @@ internal sealed class FileStore : IndexedStore
         if (_recovering) return;
         if (kind == RemoveKind.Erase) EraseInPlace(b, (int)(entry.Location & 0xFFFFFFFF), entry.Aux, seq);
         if (kind != RemoveKind.Lazy) AppendControl(Format.TypeTombstone, seq);
-        if (b.Live == 0 && b != _tail) RemoveBlock(b);
+        if (b.Live == 0)
+        {
+            if (b != _tail) RemoveBlock(b);
+            else _emptyBlocks = true;
+        }
     }
 
     private void EraseInPlace(MsgBlock b, int off, int len, ulong seq)
@@ -710,6 +717,37 @@ internal sealed class FileStore : IndexedStore
             {
                 LastError = $"erase of sequence {seq} failed: {e.Message}";
             }
+        }
+    }
+
+    private bool _compacting;
+    /// <summary>Some block may have no live message (set when a block's live count hits 0 or a block rolls).</summary>
+    private bool _emptyBlocks;
+
+    /// <summary>
+    /// Deletes every older block without a live message, e.g. blocks that only ever held tombstones, once
+    /// the tombstones that still matter are carried forward. Runs at block roll and after explicit operations.
+    /// </summary>
+    private void CompactEmptyBlocks()
+    {
+        if (_compacting || _recovering || !_emptyBlocks) return;
+        _compacting = true;
+        _emptyBlocks = false;
+        try
+        {
+            for (int i = 0; i < _blocks.Count; i++)
+            {
+                var b = _blocks[i];
+                if (b.Live == 0 && b != _tail)
+                {
+                    RemoveBlock(b);
+                    if (!_byId.ContainsKey(b.Id)) i--;
+                }
+            }
+        }
+        finally
+        {
+            _compacting = false;
         }
     }
 
@@ -801,6 +839,7 @@ internal sealed class FileStore : IndexedStore
         if (_persistedFloor < First) WriteFloorRecord();
         // Explicit operations reach the OS at once (a process crash keeps them); fsync per policy.
         var st = FlushTailLocked();
+        if (st == StoreStatus.Ok) CompactEmptyBlocks();
         if (st == StoreStatus.Ok && _sync == SyncPolicy.Always) st = SyncBlock(_tail);
         return st;
     }
