@@ -31,7 +31,8 @@ internal struct IndexEntry
 /// </summary>
 internal sealed class SequenceIndex
 {
-    private const int Shift = 12;
+    // 1024 entries x 48 B = 48 KiB: below the large-object threshold, so growth never allocates on the LOH.
+    private const int Shift = 10;
     private const int ChunkSize = 1 << Shift;
     private const int Mask = ChunkSize - 1;
     private const int MaxFree = 8;

@@ -372,12 +372,12 @@ internal sealed class FileStore : IndexedStore
     private byte[] RentBuffer(int size)
     {
         if (size <= _opt.BlockSize && _pool.Count > 0) return _pool.Pop();
-        return new byte[Math.Max(size, _opt.BlockSize)];
+        return GC.AllocateUninitializedArray<byte>(Math.Max(size, _opt.BlockSize));
     }
 
     private void ReturnBuffer(byte[] b)
     {
-        if (b.Length == _opt.BlockSize && _pool.Count < 2) _pool.Push(b);
+        if (b.Length == _opt.BlockSize && _pool.Count < 4) _pool.Push(b);
     }
 
     // ================= writing =================
@@ -651,9 +651,23 @@ internal sealed class FileStore : IndexedStore
         int off = (int)(entry.Location & 0xFFFFFFFF);
         int len = entry.Aux;
         ReadOnlySpan<byte> rec;
+        if (b.Cache is null)
+        {
+            // Sequential cold reads (each starting where the previous one ended) load the whole block once.
+            _seqRun = b.Id == _coldBlock && off == _coldNext ? _seqRun + 1 : 0;
+            _coldBlock = b.Id;
+            _coldNext = off + len;
+            if (_seqRun >= 2 && _opt.CacheBlocks > 0 && b.Size <= _opt.BlockSize) LoadBlockCache(b);
+        }
         if (b.Cache is not null && off + len <= b.Size)
         {
             rec = b.Cache.AsSpan(off, len);
+            // Blocks loaded from disk are checked record by record; the newest block was written by this process.
+            if (b != _tail && (!Format.TryRecord(rec, out var c) || c.Seq != seq || c.Type != Format.TypeMessage))
+            {
+                LastError = $"block {Format.BlockName(b.Id)}: sequence {seq} at offset {off} failed its checksum";
+                return StoreStatus.Corrupt;
+            }
         }
         else
         {
@@ -683,6 +697,35 @@ internal sealed class FileStore : IndexedStore
         var dst = into.Prepare(seq, r.Timestamp, r.Ttl, r.SubjectLength, r.HeadersLength, r.PayloadLength);
         rec.Slice(Format.RecordHeaderSize, len - Format.RecordOverhead).CopyTo(dst);
         return StoreStatus.Ok;
+    }
+
+    private uint _coldBlock;
+    private long _coldNext;
+    private int _seqRun;
+
+    /// <summary>
+    /// Loads a whole block into a pooled cache buffer, for sequential readers (consumers catching up);
+    /// random reads stay single preads.
+    /// </summary>
+    private void LoadBlockCache(MsgBlock b)
+    {
+        var buf = RentBuffer((int)b.Size);
+        try
+        {
+            int n = RandomAccess.Read(b.Handle, buf.AsSpan(0, (int)b.Size), 0);
+            if (n < b.Size)
+            {
+                ReturnBuffer(buf);
+                return;
+            }
+        }
+        catch (IOException)
+        {
+            ReturnBuffer(buf);
+            return;
+        }
+        b.Cache = buf;
+        KeepCached(b);
     }
 
     // ================= removal / compaction =================

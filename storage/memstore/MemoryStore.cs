@@ -82,7 +82,9 @@ internal sealed class MemoryStore : IndexedStore
 
     private Slab NewSlab(int need)
     {
-        byte[] data = need <= _slabSize ? (_free.Count > 0 ? _free.Pop() : new byte[_slabSize]) : new byte[need];
+        byte[] data = need <= _slabSize
+            ? (_free.Count > 0 ? _free.Pop() : GC.AllocateUninitializedArray<byte>(_slabSize))
+            : GC.AllocateUninitializedArray<byte>(need);
         if (_count == _slabs.Length)
         {
             var n = new Slab?[_slabs.Length * 2];
