@@ -101,9 +101,13 @@ public static class ConsumerStateCodec
         else if (sseq > st.Delivered.Stream) st.Delivered = st.Delivered with { Stream = sseq };
     }
 
-    /// <summary>Applies an ack: removes the pending entry and advances the ack floor past everything no longer pending.</summary>
+    /// <summary>
+    /// Applies an ack: removes the pending entry and moves the ack floor up to just below the lowest message
+    /// still pending. The walk starts at the old floor, which only rises, so acks cost amortized O(1).
+    /// </summary>
     public static void ApplyAcked(ConsumerState st, ulong dseq, ulong sseq)
     {
+        _ = dseq;
         st.Pending.Remove(sseq);
         st.Redelivered.Remove(sseq);
         if (st.Pending.Count == 0)
@@ -111,14 +115,10 @@ public static class ConsumerStateCodec
             st.AckFloor = st.Delivered;
             return;
         }
-        // Floor = just below the lowest still-pending message.
-        ulong minS = ulong.MaxValue, minC = ulong.MaxValue;
-        foreach (var kv in st.Pending)
-        {
-            if (kv.Key < minS) { minS = kv.Key; minC = kv.Value.ConsumerSequence; }
-        }
-        var floor = new SequencePair(minC - 1, minS - 1);
-        if (floor.Stream > st.AckFloor.Stream) st.AckFloor = floor;
-        _ = dseq;
+        if (sseq <= st.AckFloor.Stream) return;
+        ulong q = st.AckFloor.Stream + 1;
+        while (q <= st.Delivered.Stream && !st.Pending.ContainsKey(q)) q++;
+        if (q > st.Delivered.Stream) st.AckFloor = st.Delivered;
+        else if (q - 1 > st.AckFloor.Stream) st.AckFloor = new SequencePair(st.Pending[q].ConsumerSequence - 1, q - 1);
     }
 }

@@ -148,6 +148,7 @@ internal sealed class FileStore : IndexedStore
             var tmp = metaPath + ".tmp";
             System.IO.File.WriteAllText(tmp, $"{Format.MetaMagic}\nversion={Format.Version}\nstream={Config.StreamName}\n");
             System.IO.File.Move(tmp, metaPath, overwrite: true);
+            DirectorySync.Sync(_dir);
         }
         Directory.CreateDirectory(_blockDir);
         Directory.CreateDirectory(_consumerDir);
@@ -404,6 +405,7 @@ internal sealed class FileStore : IndexedStore
         var b = new MsgBlock { Id = id, Path = path, File = file, StartSeq = startSeq, Floor = Msgs > 0 ? First : startSeq, Size = Format.BlockHeaderSize, Cache = cache, Reserved = _opt.BlockSize };
         AddBlock(b);
         _diskBytes += b.Reserved;
+        if (_sync != SyncPolicy.Periodic) DirectorySync.Sync(_blockDir);
         if (_tail is not null && _tail != b) KeepCached(_tail);
         _tail = b;
     }
@@ -860,6 +862,7 @@ internal sealed class FileStore : IndexedStore
         var st = FlushTailLocked();
         if (st == StoreStatus.Ok) st = SyncBlock(_tail);
         if (st != StoreStatus.Ok) return st;
+        DirectorySync.Sync(_blockDir);
         foreach (var b in old)
         {
             b.Live = 0;

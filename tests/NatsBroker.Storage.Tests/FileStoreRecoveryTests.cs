@@ -266,4 +266,25 @@ public sealed class FileStoreRecoveryTests : IDisposable
         for (ulong q = 2; q <= 40; q += 2) Assert.Equal(StoreStatus.Deleted, s.Load(q, m));
         AssertReadable(s, 41, 400);
     }
+
+    [Fact]
+    public void Erase_overwrites_the_bytes_on_disk()
+    {
+        var s = Open(SyncPolicy.Always);
+        s.Put("a", "before");
+        s.Put("secret", "SECRET-PAYLOAD-XYZ");
+        s.Put("a", "after");
+        Assert.Equal(StoreStatus.Ok, s.Erase(2));
+        Close(s);
+        foreach (var b in Blocks())
+        {
+            var bytes = System.IO.File.ReadAllBytes(b);
+            Assert.True(bytes.AsSpan().IndexOf("SECRET-PAYLOAD-XYZ"u8) < 0, $"payload still in {b}");
+        }
+        s = Open();
+        Assert.Empty(s.RecoveryReport);
+        Assert.Equal(StoreStatus.Deleted, s.Load(2, new StoredMessage()));
+        Assert.Equal("after", S(s.Get(3).Payload));
+        Assert.Equal(2UL, s.GetState().Messages);
+    }
 }
