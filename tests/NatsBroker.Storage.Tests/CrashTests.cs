@@ -18,10 +18,14 @@ public sealed class CrashTests(ITestOutputHelper output)
     {
         public ulong ReadyLast;
         public readonly List<ulong> Acked = [];
+        public readonly List<ulong> Removed = [];
+        public ulong CompactedTo;
+        public readonly List<ulong> MaybeRemoved = [];
+        public ulong MaybeCompactedTo;
         public string? Error;
     }
 
-    private static async Task<ChildRun> RunAndKill(string dir, string mode, int killAfterMs, int minAcks, long maxMsgs)
+    private static async Task<ChildRun> RunAndKill(string dir, string mode, int killAfterMs, int minAcks, long maxMsgs, bool ops = false)
     {
         var psi = new ProcessStartInfo(Dotnet)
         {
@@ -34,6 +38,7 @@ public sealed class CrashTests(ITestOutputHelper output)
         psi.ArgumentList.Add(mode);
         psi.ArgumentList.Add("65536");
         psi.ArgumentList.Add(maxMsgs.ToString(System.Globalization.CultureInfo.InvariantCulture));
+        if (ops) psi.ArgumentList.Add("ops");
         var run = new ChildRun();
         using var p = Process.Start(psi)!;
         var readyTcs = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
@@ -49,6 +54,21 @@ public sealed class CrashTests(ITestOutputHelper output)
                         && ulong.TryParse(line.AsSpan(2, line.Length - 5), System.Globalization.CultureInfo.InvariantCulture, out var seq))
                     {
                         lock (run.Acked) run.Acked.Add(seq);
+                    }
+                }
+                else if (line.Length > 2 && line[1] == ' ' && line[0] is 'R' or 'C' or 'r' or 'c'
+                    && line.EndsWith(" ok", StringComparison.Ordinal)
+                    && ulong.TryParse(line.AsSpan(2, line.Length - 5), System.Globalization.CultureInfo.InvariantCulture, out var opSeq))
+                {
+                    lock (run.Acked)
+                    {
+                        switch (line[0])
+                        {
+                            case 'R': run.Removed.Add(opSeq); break;
+                            case 'C': run.CompactedTo = Math.Max(run.CompactedTo, opSeq); break;
+                            case 'r': run.MaybeRemoved.Add(opSeq); break;
+                            default: run.MaybeCompactedTo = Math.Max(run.MaybeCompactedTo, opSeq); break;
+                        }
                     }
                 }
                 else if (line.StartsWith("READY ", StringComparison.Ordinal))
@@ -151,6 +171,56 @@ public sealed class CrashTests(ITestOutputHelper output)
                 output.WriteLine($"{mode} kill {i}: acked {run.Acked.Count}, present {present}, last {st.LastSequence}, lost-acked {missing}, report [{string.Join("; ", store.RecoveryReport)}]");
             }
             output.WriteLine($"{mode}: {kills} kills, {totalAcked} acks, {lost} acknowledged appends lost");
+        }
+        finally
+        {
+            try { Directory.Delete(dir, true); } catch (IOException) { }
+        }
+    }
+
+    [Fact]
+    public async Task Sync_always_keeps_acknowledged_removes_and_compacts_across_20_sigkills()
+    {
+        var dir = U.TempDir("crash-ops");
+        var rnd = new Random(Environment.TickCount);
+        var removed = new HashSet<ulong>();
+        var acked = new HashSet<ulong>();
+        var maybeRemoved = new HashSet<ulong>();
+        ulong compactedTo = 0, maybeCompactedTo = 0, lastSeen = 0;
+        int kills = 20, removesChecked = 0;
+        try
+        {
+            for (int i = 0; i < kills; i++)
+            {
+                var run = await RunAndKill(dir, "always", rnd.Next(50, 300), minAcks: 1, maxMsgs: 0, ops: true);
+                Assert.True(run.Error is null, run.Error);
+                acked.UnionWith(run.Acked);
+                removed.UnionWith(run.Removed);
+                compactedTo = Math.Max(compactedTo, run.CompactedTo);
+                // An operation announced but not confirmed before the kill may or may not have happened.
+                maybeRemoved.UnionWith(run.MaybeRemoved);
+                maybeCompactedTo = Math.Max(maybeCompactedTo, run.MaybeCompactedTo);
+                var r = OpenStore(dir, SyncPolicy.Always, 0);
+                Assert.True(r.IsOk, r.Error);
+                using var store = r.Store!;
+                VerifyAllPresent(store, 0);
+                var st = store.GetState();
+                Assert.True(st.LastSequence >= lastSeen);
+                lastSeen = st.LastSequence;
+                Assert.True(st.FirstSequence >= compactedTo || st.Messages == 0, $"compact to {compactedTo} undone: first {st.FirstSequence}");
+                var m = new StoredMessage();
+                foreach (var q in removed)
+                {
+                    Assert.True(store.Load(q, m) != StoreStatus.Ok, $"kill {i}: removed sequence {q} came back");
+                }
+                foreach (var q in acked)
+                {
+                    if (q >= maybeCompactedTo && !removed.Contains(q) && !maybeRemoved.Contains(q)) Assert.True(store.Load(q, m) == StoreStatus.Ok, $"kill {i}: acknowledged {q} missing");
+                }
+                removesChecked = removed.Count;
+                output.WriteLine($"ops kill {i}: acked {run.Acked.Count}, removed {run.Removed.Count}, compacted to {compactedTo}, present {st.Messages}, blocks {Directory.GetFiles(Path.Combine(dir, "msgs")).Length}");
+            }
+            output.WriteLine($"always+ops: {kills} kills, {acked.Count} acks, {removesChecked} removes, all kept");
         }
         finally
         {
