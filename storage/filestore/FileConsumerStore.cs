@@ -11,9 +11,12 @@ internal sealed class FileConsumerStore : MemoryConsumerStore
     private bool _dirty;
     private bool _deleted;
 
-    public FileConsumerStore(string name, string path, bool syncAlways, Action<string> onDelete, ConsumerState? initial)
+    private readonly Action _onDirty;
+
+    public FileConsumerStore(string name, string path, bool syncAlways, Action<string> onDelete, Action onDirty, ConsumerState? initial)
         : base(name, onDelete)
     {
+        _onDirty = onDirty;
         _path = path;
         _syncAlways = syncAlways;
         initial?.CopyTo(State);
@@ -23,7 +26,9 @@ internal sealed class FileConsumerStore : MemoryConsumerStore
     protected override StoreStatus Persist()
     {
         _dirty = true;
-        return _syncAlways ? WriteLocked() : StoreStatus.Ok;
+        if (_syncAlways) return WriteLocked();
+        _onDirty();
+        return StoreStatus.Ok;
     }
 
     /// <summary>Writes the state if it changed (called by the store's flush loop and at close).</summary>

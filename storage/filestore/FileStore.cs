@@ -75,7 +75,10 @@ internal sealed class FileStore : IndexedStore
     private bool _writeFailed;
     private Timer? _flushTimer;
     private int _flushing;
-    private long _lastSyncTicks;
+    private Timer? _syncTimer;
+    private TimeSpan _flushPeriod;
+    private int _flushArmed;
+    private int _syncArmed;
     private readonly SyncPolicy _sync;
     private uint _maxBlockId;
 
@@ -119,8 +122,10 @@ internal sealed class FileStore : IndexedStore
         }
         fs.StartExpiryTimer();
         var period = config.FlushInterval > TimeSpan.Zero ? config.FlushInterval : TimeSpan.FromMilliseconds(10);
-        fs._lastSyncTicks = Environment.TickCount64;
-        fs._flushTimer = new Timer(static s => ((FileStore)s!).FlushTick(), fs, period, period);
+        fs._flushPeriod = period;
+        // One-shot timers, armed only when there is something to do: an idle store costs nothing.
+        fs._flushTimer = new Timer(static s => ((FileStore)s!).FlushTick(), fs, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
+        fs._syncTimer = new Timer(static s => ((FileStore)s!).SyncTick(), fs, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
         return StoreOpenResult.Ok(fs);
     }
 
@@ -201,7 +206,9 @@ internal sealed class FileStore : IndexedStore
                 Report($"consumer '{name}': {err}; its state starts empty");
                 cs = null;
             }
-            RegisterConsumer(name, new FileConsumerStore(name, f, _sync == SyncPolicy.Always, ForgetConsumer, cs));
+            var fc = new FileConsumerStore(name, f, _sync == SyncPolicy.Always, ForgetFileConsumer, ArmFlush, cs);
+            _fileConsumers.Add(fc);
+            RegisterConsumer(name, fc);
         }
         return (StoreStatus.Ok, null);
     }
@@ -502,6 +509,7 @@ internal sealed class FileStore : IndexedStore
         t.Live++;
         entry.Location = ((long)t.Id << 32) | (uint)off;
         entry.Aux = len;
+        if (t.Flushed < t.Size) ArmFlush();
         return StoreStatus.Ok;
     }
 
@@ -525,6 +533,7 @@ internal sealed class FileStore : IndexedStore
         Format.WriteRecord(t.Cache.AsSpan((int)t.Size, len), type, seq, 0, 0, default, default, default);
         t.Size += len;
         if (type == Format.TypeTombstone) t.Tombstones++;
+        ArmFlush();
     }
 
     private void WriteFloorRecord()
@@ -549,6 +558,7 @@ internal sealed class FileStore : IndexedStore
             _diskBytes += grow;
             t.Flushed = t.Size;
             t.NeedsSync = true;
+            ArmSync();
             if (_writeFailed)
             {
                 _writeFailed = false;
@@ -584,9 +594,27 @@ internal sealed class FileStore : IndexedStore
         }
     }
 
+    /// <summary>Schedules the background flush (once per flush interval at most). Thread-safe, lock-free.</summary>
+    internal void ArmFlush()
+    {
+        if (Volatile.Read(ref _flushArmed) == 0 && Interlocked.Exchange(ref _flushArmed, 1) == 0)
+            _flushTimer?.Change(_flushPeriod, Timeout.InfiniteTimeSpan);
+    }
+
+    private void ArmSync()
+    {
+        if (_sync == SyncPolicy.Periodic && Volatile.Read(ref _syncArmed) == 0 && Interlocked.Exchange(ref _syncArmed, 1) == 0)
+            _syncTimer?.Change(Config.SyncInterval, Timeout.InfiniteTimeSpan);
+    }
+
     private void FlushTick()
     {
-        if (Interlocked.Exchange(ref _flushing, 1) == 1) return;
+        Volatile.Write(ref _flushArmed, 0); // writes from here on arm the next tick
+        if (Interlocked.Exchange(ref _flushing, 1) == 1)
+        {
+            ArmFlush();
+            return;
+        }
         try
         {
             List<MsgBlock>? toSync = null;
@@ -594,19 +622,13 @@ internal sealed class FileStore : IndexedStore
             lock (Sync)
             {
                 if (IsClosed) return;
-                if (_persistedFloor < First && (Msgs > 0 || First > _persistedFloor)) WriteFloorRecord();
-                FlushTailLocked();
-                bool due = _sync == SyncPolicy.AsyncPersist
-                    || (_sync == SyncPolicy.Periodic && Environment.TickCount64 - _lastSyncTicks >= (long)Config.SyncInterval.TotalMilliseconds);
-                if (due)
+                if (_persistedFloor < First) WriteFloorRecord();
+                if (FlushTailLocked() != StoreStatus.Ok) ArmFlush(); // retry (a full disk may clear)
+                if (_sync == SyncPolicy.AsyncPersist)
                 {
-                    _lastSyncTicks = Environment.TickCount64;
                     foreach (var b in _blocks) if (b.NeedsSync) (toSync ??= []).Add(b);
                 }
-                foreach (var name in ConsumerNames())
-                {
-                    if (OpenConsumer(name, out var c) == StoreStatus.Ok && c is FileConsumerStore f) (consumers ??= []).Add(f);
-                }
+                foreach (var c in _fileConsumers) (consumers ??= []).Add(c);
             }
             // fsync outside the lock: appends go on meanwhile.
             if (toSync is not null) foreach (var b in toSync) SyncBlock(b);
@@ -616,6 +638,20 @@ internal sealed class FileStore : IndexedStore
         {
             Volatile.Write(ref _flushing, 0);
         }
+    }
+
+    /// <summary>Periodic fsync: SyncInterval after the first unsynced write.</summary>
+    private void SyncTick()
+    {
+        Volatile.Write(ref _syncArmed, 0);
+        List<MsgBlock>? toSync = null;
+        lock (Sync)
+        {
+            if (IsClosed) return;
+            FlushTailLocked();
+            foreach (var b in _blocks) if (b.NeedsSync) (toSync ??= []).Add(b);
+        }
+        if (toSync is not null) foreach (var b in toSync) SyncBlock(b);
     }
 
     public override ValueTask<StoreStatus> FlushAsync(CancellationToken cancellationToken = default)
@@ -632,10 +668,7 @@ internal sealed class FileStore : IndexedStore
                 var s2 = SyncBlock(b);
                 if (st == StoreStatus.Ok) st = s2;
             }
-            foreach (var name in ConsumerNames())
-            {
-                if (OpenConsumer(name, out var c) == StoreStatus.Ok && c is FileConsumerStore f) consumers.Add(f);
-            }
+            consumers.AddRange(_fileConsumers);
         }
         foreach (var c in consumers)
         {
@@ -737,6 +770,7 @@ internal sealed class FileStore : IndexedStore
         if (!_byId.TryGetValue((uint)(entry.Location >> 32), out var b)) return;
         b.Live--;
         if (_recovering) return;
+        if (kind == RemoveKind.Lazy) ArmFlush(); // the new floor is written by the next flush
         if (kind == RemoveKind.Erase) EraseInPlace(b, (int)(entry.Location & 0xFFFFFFFF), entry.Aux, seq);
         if (kind != RemoveKind.Lazy) AppendControl(Format.TypeTombstone, seq);
         if (b.Live == 0)
@@ -757,6 +791,7 @@ internal sealed class FileStore : IndexedStore
             {
                 RandomAccess.Write(b.Handle, buf, off);
                 b.NeedsSync = true;
+                ArmSync();
             }
             catch (IOException e)
             {
@@ -892,12 +927,29 @@ internal sealed class FileStore : IndexedStore
 
     // ================= consumers / lifetime =================
 
+    private readonly List<FileConsumerStore> _fileConsumers = [];
+
     protected override IConsumerStore CreateConsumerStore(string name)
-        => new FileConsumerStore(name, Path.Combine(_consumerDir, name + ".cs"), _sync == SyncPolicy.Always, ForgetConsumer, null);
+    {
+        var c = new FileConsumerStore(name, Path.Combine(_consumerDir, name + ".cs"), _sync == SyncPolicy.Always, ForgetFileConsumer, ArmFlush, null);
+        _fileConsumers.Add(c);
+        ArmFlush();
+        return c;
+    }
+
+    private void ForgetFileConsumer(string name)
+    {
+        lock (Sync)
+        {
+            _fileConsumers.RemoveAll(c => c.Name == name);
+            ForgetConsumer(name);
+        }
+    }
 
     protected override void CloseEngine()
     {
         _flushTimer?.Dispose();
+        _syncTimer?.Dispose();
         if (_persistedFloor < First) WriteFloorRecord();
         FlushTailLocked();
         foreach (var b in _blocks) SyncBlock(b);
@@ -915,6 +967,7 @@ internal sealed class FileStore : IndexedStore
     protected override StoreStatus DeleteEngine()
     {
         _flushTimer?.Dispose();
+        _syncTimer?.Dispose();
         CloseFiles();
         try
         {

@@ -287,4 +287,25 @@ public sealed class FileStoreRecoveryTests : IDisposable
         Assert.Equal("after", S(s.Get(3).Payload));
         Assert.Equal(2UL, s.GetState().Messages);
     }
+
+    [Fact]
+    public async Task Periodic_mode_hands_data_to_the_os_within_the_flush_interval()
+    {
+        var s = Open();
+        s.Put("a", "flush-me-1");
+        Assert.Equal(StoreStatus.Ok, s.OpenConsumer("c", out var c));
+        c!.UpdateDelivered(1, 1, 1, 5);
+        var block = Blocks()[^1];
+        var deadline = DateTime.UtcNow.AddSeconds(5);
+        bool seen = false;
+        while (!seen && DateTime.UtcNow < deadline)
+        {
+            await Task.Delay(20);
+            using var f = new FileStream(block, FileMode.Open, FileAccess.Read, FileShare.ReadWrite);
+            var bytes = new byte[f.Length];
+            f.ReadExactly(bytes);
+            seen = bytes.AsSpan().IndexOf("flush-me-1"u8) >= 0 && System.IO.File.Exists(Path.Combine(_dir, "obs", "c.cs"));
+        }
+        Assert.True(seen, "data or consumer state not written by the background flush");
+    }
 }
