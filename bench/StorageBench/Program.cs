@@ -40,9 +40,9 @@ void Measure(string engine, string name, long ops, Action body)
 
 (long, long) Alloc() => (GC.GetAllocatedBytesForCurrentThread(), GC.GetTotalAllocatedBytes(false));
 
-IStreamStore Open(string engine, string tag, StreamLimits? limits = null)
+IStreamStore Open(string engine, string tag, StreamLimits? limits = null, SyncPolicy sync = SyncPolicy.Periodic)
 {
-    var cfg = new StreamStoreConfig { StreamName = tag, Limits = limits ?? StreamLimits.None, Sync = SyncPolicy.Periodic };
+    var cfg = new StreamStoreConfig { StreamName = tag, Limits = limits ?? StreamLimits.None, Sync = sync };
     IStreamStoreFactory f = engine == "memory" ? new MemoryStoreFactory() : new FileStoreFactory();
     var dir = Path.Combine(baseDir, engine + "-" + tag);
     var r = f.Open(cfg, f.IsPersistent ? dir : null);
@@ -112,6 +112,38 @@ foreach (var engine in new[] { "memory", "file" })
             for (int i = 0; i < appendN; i++) s.Append(subj[i & 15], default, payload);
         });
         s.Delete();
+    }
+
+    // ---- durability modes (file only): sync always = write + fsync per append; async persist ----
+    if (engine == "file")
+    {
+        foreach (var (mode, n) in new[] { (SyncPolicy.Always, quick ? 500 : 3000), (SyncPolicy.AsyncPersist, appendN) })
+        {
+            using var s = Open(engine, "sync" + mode, null, mode);
+            var subj = Subjects("dur", 16);
+            for (int i = 0; i < Math.Min(n, 1000); i++) s.Append(subj[i & 15], default, payload);
+            Measure(engine, $"append 128 B, sync {mode}", n, () =>
+            {
+                for (int i = 0; i < n; i++) s.Append(subj[i & 15], default, payload);
+            });
+            s.Delete();
+        }
+        {
+            // Sync always with 8 concurrent writers: appends waiting at the same time share one fsync.
+            using var s = Open(engine, "syncgroup", null, SyncPolicy.Always);
+            var subj = Subjects("grp", 8);
+            int per = quick ? 200 : 1500;
+            Measure(engine, "append 128 B, sync Always, 8 writers", per * 8, () =>
+            {
+                var threads = Enumerable.Range(0, 8).Select(t => new Thread(() =>
+                {
+                    for (int i = 0; i < per; i++) s.Append(subj[t], default, payload);
+                })).ToList();
+                threads.ForEach(t => t.Start());
+                threads.ForEach(t => t.Join());
+            });
+            s.Delete();
+        }
     }
 
     // ---- load last by subject: 10k subjects ----

@@ -96,18 +96,32 @@ internal abstract class IndexedStore : IStreamStore
 
     public AppendResult Append(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload, long timestamp = 0, long ttl = 0)
     {
+        ulong seq;
+        StoreStatus st;
+        long ticket;
         lock (Sync)
         {
             long now = NowNanos();
             if (timestamp == 0) timestamp = now;
-            ulong seq = Last + 1;
-            var st = AppendLocked(seq, timestamp, now, subject, headers, payload, ttl);
-            return new AppendResult(st, st == StoreStatus.Ok ? seq : 0, timestamp);
+            seq = Last + 1;
+            st = AppendLocked(seq, timestamp, now, subject, headers, payload, ttl);
+            ticket = TakeDurabilityTicket();
         }
+        // Durability waits happen outside the lock, so concurrent appenders share one fsync (group commit).
+        if (ticket != 0 && st == StoreStatus.Ok) st = WaitDurable(ticket);
+        return new AppendResult(st, st == StoreStatus.Ok ? seq : 0, timestamp);
     }
+
+    /// <summary>Returns (and clears) the durability ticket of the write just made under the lock; 0 = none needed.</summary>
+    protected virtual long TakeDurabilityTicket() => 0;
+
+    /// <summary>Blocks, outside the lock, until the write with <paramref name="ticket"/> is durable.</summary>
+    protected virtual StoreStatus WaitDurable(long ticket) => StoreStatus.Ok;
 
     public StoreStatus AppendAt(ulong sequence, long timestamp, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload, long ttl = 0)
     {
+        StoreStatus st;
+        long ticket;
         lock (Sync)
         {
             if (sequence <= Last) return StoreStatus.SequenceMismatch;
@@ -118,8 +132,10 @@ internal abstract class IndexedStore : IStreamStore
                 var sk = SkipLocked(sequence - 1, persist: false);
                 if (sk != StoreStatus.Ok) return sk;
             }
-            return AppendLocked(sequence, timestamp, now, subject, headers, payload, ttl);
+            st = AppendLocked(sequence, timestamp, now, subject, headers, payload, ttl);
+            ticket = TakeDurabilityTicket();
         }
+        return ticket != 0 && st == StoreStatus.Ok ? WaitDurable(ticket) : st;
     }
 
     private StoreStatus AppendLocked(ulong seq, long ts, long now, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload, long ttl)

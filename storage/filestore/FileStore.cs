@@ -494,10 +494,10 @@ internal sealed class FileStore : IndexedStore
         int off = (int)t.Size;
         Format.WriteRecord(t.Cache.AsSpan(off, len), Format.TypeMessage, seq, ts, ttl, subject, headers, payload);
         t.Size += len;
-        if (_sync == SyncPolicy.Always || t.Size - t.Flushed >= _opt.CoalesceBytes)
+        // Sync-always appends are written and fsynced by the group-commit leader (WaitDurable), outside the lock.
+        if (_sync != SyncPolicy.Always && t.Size - t.Flushed >= _opt.CoalesceBytes)
         {
             st = FlushTailLocked();
-            if (st == StoreStatus.Ok && _sync == SyncPolicy.Always) st = SyncBlock(t);
             if (st != StoreStatus.Ok)
             {
                 // Not acknowledged: forget the record (the file is cut back to the last good length).
@@ -509,7 +509,8 @@ internal sealed class FileStore : IndexedStore
         t.Live++;
         entry.Location = ((long)t.Id << 32) | (uint)off;
         entry.Aux = len;
-        if (t.Flushed < t.Size) ArmFlush();
+        if (_sync == SyncPolicy.Always) _ticket = ++_written;
+        else if (t.Flushed < t.Size) ArmFlush();
         return StoreStatus.Ok;
     }
 
@@ -574,23 +575,94 @@ internal sealed class FileStore : IndexedStore
         }
     }
 
-    private StoreStatus SyncBlock(MsgBlock b)
+    private StoreStatus SyncBlock(MsgBlock b, bool force = false)
     {
-        if (!b.NeedsSync) return StoreStatus.Ok;
+        if (!force && !Volatile.Read(ref b.NeedsSync)) return StoreStatus.Ok;
+        // Cleared before the fsync: a write that lands after this sets it again; one before is covered.
+        Volatile.Write(ref b.NeedsSync, false);
         try
         {
             b.File.Flush(flushToDisk: true);
-            b.NeedsSync = false;
+            Interlocked.Increment(ref _fsyncs);
             return StoreStatus.Ok;
         }
         catch (IOException e)
         {
+            Volatile.Write(ref b.NeedsSync, true);
             LastError = $"fsync of {b.Path} failed: {e.Message}";
             return IsDiskFull(e) ? StoreStatus.DiskFull : StoreStatus.IoError;
         }
         catch (ObjectDisposedException)
         {
-            return StoreStatus.Ok;
+            // A block deleted meanwhile held no live message; a forced sync (an acknowledgement) must not pass.
+            return force ? StoreStatus.Closed : StoreStatus.Ok;
+        }
+    }
+
+    // ---- group commit (sync always) ----
+    private long _written;   // tickets handed out (under Sync)
+    private long _ticket;    // ticket of the write just made (under Sync)
+    private long _durable;   // highest ticket known durable (under _commitGate)
+    private long _fsyncs;
+    private bool _leaderActive;    // under _commitGate
+    private readonly object _commitGate = new();
+
+    /// <summary>Number of fsyncs issued (tests check that concurrent sync-always appends share them).</summary>
+    internal long FsyncCount => Interlocked.Read(ref _fsyncs);
+
+    protected override long TakeDurabilityTicket()
+    {
+        long t = _ticket;
+        _ticket = 0;
+        return t;
+    }
+
+    /// <summary>
+    /// Sync-always durability with group commit: the first waiter becomes the leader (followers wait on a
+    /// monitor, not on a lock held across the fsync, which measured no batching), takes the newest ticket,
+    /// writes every pending byte of the newest block in one write and fsyncs it once for all of them; waiters
+    /// whose ticket is covered return without a write or fsync of their own. Older blocks were written and
+    /// fsynced when the newest block rolled past them.
+    /// </summary>
+    protected override StoreStatus WaitDurable(long ticket)
+    {
+        lock (_commitGate)
+        {
+            while (true)
+            {
+                if (_durable >= ticket) return StoreStatus.Ok;
+                if (!_leaderActive)
+                {
+                    _leaderActive = true;
+                    break;
+                }
+                Monitor.Wait(_commitGate);
+            }
+        }
+        long target = 0;
+        var st = StoreStatus.Ok;
+        try
+        {
+            MsgBlock tail;
+            lock (Sync)
+            {
+                if (IsClosed) return StoreStatus.Ok; // closing wrote and fsynced everything
+                target = _written;
+                tail = _tail;
+                // One write for every record appended since the last leader; appenders meanwhile only touch memory.
+                st = FlushTailLocked();
+            }
+            if (st == StoreStatus.Ok) st = SyncBlock(tail, force: true);
+            return st;
+        }
+        finally
+        {
+            lock (_commitGate)
+            {
+                if (st == StoreStatus.Ok && target > _durable) _durable = target;
+                _leaderActive = false;
+                Monitor.PulseAll(_commitGate);
+            }
         }
     }
 

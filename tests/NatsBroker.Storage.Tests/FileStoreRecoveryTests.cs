@@ -308,4 +308,34 @@ public sealed class FileStoreRecoveryTests : IDisposable
         }
         Assert.True(seen, "data or consumer state not written by the background flush");
     }
+
+    [Fact]
+    public void Concurrent_sync_always_appends_share_fsyncs()
+    {
+        var s = (File.FileStore)Open(SyncPolicy.Always, "65536");
+        long before = s.FsyncCount;
+        const int threads = 4, per = 150;
+        var acked = new ulong[threads][];
+        var failures = 0;
+        var workers = Enumerable.Range(0, threads).Select(t => new Thread(() =>
+        {
+            acked[t] = new ulong[per];
+            for (int i = 0; i < per; i++)
+            {
+                var r = s.Append(B("g." + t), default, B(Payload((ulong)i)));
+                if (r.Status != StoreStatus.Ok) Interlocked.Increment(ref failures);
+                acked[t][i] = r.Sequence;
+            }
+        })).ToList();
+        workers.ForEach(w => w.Start());
+        workers.ForEach(w => w.Join());
+        Assert.Equal(0, failures);
+        long fsyncs = s.FsyncCount - before;
+        // Group commit: appends that wait at the same time share an fsync (timing-dependent, so only "fewer").
+        Assert.True(fsyncs < threads * per, $"{fsyncs} fsyncs for {threads * per} appends");
+        Assert.Equal((ulong)(threads * per), s.GetState().Messages);
+        Close(s);
+        var s2 = Open(SyncPolicy.Always, "65536");
+        Assert.Equal((ulong)(threads * per), s2.GetState().Messages);
+    }
 }
