@@ -1,0 +1,200 @@
+using System.Diagnostics;
+using System.Globalization;
+using System.Text;
+using NatsBroker.Contracts;
+using NatsBroker.Storage.File;
+using NatsBroker.Storage.Memory;
+
+// Storage microbenchmarks. Each figure: ops/s and bytes allocated per op on the measuring thread
+// (GC.GetAllocatedBytesForCurrentThread), plus process-wide bytes/op for the file engine's background flush.
+bool quick = args.Contains("quick");
+int appendN = quick ? 300_000 : 2_000_000;
+// The machine is shared: each measurement runs `reps` times and the best run is reported.
+int reps = quick ? 1 : 3;
+var results = new List<string>();
+var baseDir = Path.Combine(Path.GetTempPath(), "nb-storage-bench-" + Environment.ProcessId);
+
+void Report(string engine, string name, long ops, TimeSpan t, long threadBytes, long totalBytes)
+{
+    var line = string.Create(CultureInfo.InvariantCulture,
+        $"| {engine,-6} | {name,-46} | {ops / t.TotalSeconds,14:N0} | {(double)threadBytes / ops,8:F2} | {(double)totalBytes / ops,8:F2} |");
+    Console.WriteLine(line);
+    results.Add(line);
+}
+
+void Measure(string engine, string name, long ops, Action body)
+{
+    TimeSpan best = TimeSpan.MaxValue;
+    long bestThr = 0, bestAll = 0;
+    for (int r = 0; r < reps; r++)
+    {
+        var (a0, t0) = Alloc();
+        var sw = Stopwatch.StartNew();
+        body();
+        sw.Stop();
+        var (a1, t1) = Alloc();
+        if (sw.Elapsed < best) { best = sw.Elapsed; bestThr = a1 - a0; bestAll = t1 - t0; }
+    }
+    Report(engine, name, ops, best, bestThr, bestAll);
+}
+
+(long, long) Alloc() => (GC.GetAllocatedBytesForCurrentThread(), GC.GetTotalAllocatedBytes(false));
+
+IStreamStore Open(string engine, string tag, StreamLimits? limits = null, SyncPolicy sync = SyncPolicy.Periodic)
+{
+    var cfg = new StreamStoreConfig { StreamName = tag, Limits = limits ?? StreamLimits.None, Sync = sync };
+    IStreamStoreFactory f = engine == "memory" ? new MemoryStoreFactory() : new FileStoreFactory();
+    var dir = Path.Combine(baseDir, engine + "-" + tag);
+    var r = f.Open(cfg, f.IsPersistent ? dir : null);
+    if (!r.IsOk) throw new InvalidOperationException(r.Error);
+    return r.Store!;
+}
+
+byte[][] Subjects(string prefix, int n) => [.. Enumerable.Range(0, n).Select(i => Encoding.ASCII.GetBytes(prefix + "." + i))];
+
+Console.WriteLine($"storage bench: {Environment.ProcessorCount} cores, .NET {Environment.Version}, {(quick ? "quick" : "full")} run");
+Console.WriteLine("| engine | benchmark                                      | ops/s          | B/op thr | B/op all |");
+Console.WriteLine("|--------|------------------------------------------------|----------------|----------|----------|");
+
+foreach (var engine in new[] { "memory", "file" })
+{
+    var payload = new byte[128];
+    Random.Shared.NextBytes(payload);
+
+    // ---- append 128 B (16 subjects), unlimited stream ----
+    {
+        using var s = Open(engine, "append");
+        var subj = Subjects("bench", 16);
+        for (int i = 0; i < 200_000; i++) s.Append(subj[i & 15], default, payload);
+        GC.Collect();
+        Measure(engine, "append 128 B (stream grows)", appendN, () =>
+        {
+            for (int i = 0; i < appendN; i++) s.Append(subj[i & 15], default, payload);
+        });
+
+        // ---- load by sequence: hot (last 10k) and cold (uniform over the whole stream) ----
+        var st = s.GetState();
+        var m = new StoredMessage(512);
+        var rnd = new Random(7);
+        int loads = quick ? 200_000 : 1_000_000;
+        var seqs = new ulong[loads];
+        for (int i = 0; i < loads; i++) seqs[i] = st.LastSequence - (ulong)rnd.Next(10_000);
+        Measure(engine, "load by sequence, hot (last 10k)", loads, () =>
+        {
+            foreach (var q in seqs) s.Load(q, m);
+        });
+        var cold = new ulong[loads];
+        for (int i = 0; i < loads; i++) cold[i] = st.FirstSequence + (ulong)(rnd.NextInt64((long)(st.LastSequence - st.FirstSequence)));
+        Measure(engine, $"load by sequence, cold (uniform over {st.Messages / 1000}k)", loads, () =>
+        {
+            foreach (var q in cold) s.Load(q, m);
+        });
+        Measure(engine, "load next, sequential scan from first", loads, () =>
+        {
+            ulong q = st.FirstSequence;
+            for (int i = 0; i < loads; i++)
+            {
+                s.LoadNext(default, q, m);
+                q = m.Sequence + 1;
+            }
+        });
+        s.Delete();
+    }
+
+    // ---- append 128 B in steady state with a max_msgs limit (every append also discards the oldest) ----
+    {
+        using var s = Open(engine, "limited", new StreamLimits { MaxMessages = 500_000 });
+        var subj = Subjects("lim", 16);
+        for (int i = 0; i < 600_000; i++) s.Append(subj[i & 15], default, payload);
+        GC.Collect();
+        Measure(engine, "append 128 B, steady state (max_msgs 500k)", appendN, () =>
+        {
+            for (int i = 0; i < appendN; i++) s.Append(subj[i & 15], default, payload);
+        });
+        s.Delete();
+    }
+
+    // ---- durability modes (file only): sync always = write + fsync per append; async persist ----
+    if (engine == "file")
+    {
+        foreach (var (mode, n) in new[] { (SyncPolicy.Always, quick ? 500 : 3000), (SyncPolicy.AsyncPersist, appendN) })
+        {
+            using var s = Open(engine, "sync" + mode, null, mode);
+            var subj = Subjects("dur", 16);
+            for (int i = 0; i < Math.Min(n, 1000); i++) s.Append(subj[i & 15], default, payload);
+            Measure(engine, $"append 128 B, sync {mode}", n, () =>
+            {
+                for (int i = 0; i < n; i++) s.Append(subj[i & 15], default, payload);
+            });
+            s.Delete();
+        }
+        {
+            // Sync always with 8 concurrent writers: appends waiting at the same time share one fsync.
+            using var s = Open(engine, "syncgroup", null, SyncPolicy.Always);
+            var subj = Subjects("grp", 8);
+            int per = quick ? 200 : 1500;
+            Measure(engine, "append 128 B, sync Always, 8 writers", per * 8, () =>
+            {
+                var threads = Enumerable.Range(0, 8).Select(t => new Thread(() =>
+                {
+                    for (int i = 0; i < per; i++) s.Append(subj[t], default, payload);
+                })).ToList();
+                threads.ForEach(t => t.Start());
+                threads.ForEach(t => t.Join());
+            });
+            s.Delete();
+        }
+    }
+
+    // ---- load last by subject: 10k subjects ----
+    {
+        using var s = Open(engine, "last");
+        var subj = Subjects("kv", 10_000);
+        for (int i = 0; i < 500_000; i++) s.Append(subj[i % subj.Length], default, payload);
+        var m = new StoredMessage(512);
+        int n = quick ? 200_000 : 1_000_000;
+        var rnd = new Random(3);
+        var picks = new int[n];
+        for (int i = 0; i < n; i++) picks[i] = rnd.Next(subj.Length);
+        Measure(engine, "load last by subject (10k subjects)", n, () =>
+        {
+            foreach (var p in picks) s.LoadLast(subj[p], m);
+        });
+        s.Delete();
+    }
+
+    // ---- purge by subject with keep: the same work on streams of different total size ----
+    foreach (int total in new[] { 100_000, 1_000_000 })
+    {
+        using var s = Open(engine, "purge" + total);
+        var other = Subjects("bulk", 64);
+        for (int i = 0; i < total; i++) s.Append(other[i & 63], default, payload);
+        var target = "purge.me"u8.ToArray();
+        int rounds = quick ? 500 : 2000;
+        long ticks = long.MaxValue, thr = 0, all = 0;
+        for (int rep = 0; rep < reps; rep++)
+        {
+        long repTicks = 0, repThr = 0, repAll = 0;
+        for (int r = 0; r < rounds; r++)
+        {
+            for (int i = 0; i < 20; i++) s.Append(target, default, payload);
+            for (int i = 0; i < 20; i++) s.Append(other[i & 63], default, payload);
+            var (a0, t0) = Alloc();
+            long st = Stopwatch.GetTimestamp();
+            var pr = s.Purge(target, keep: 5);
+            repTicks += Stopwatch.GetTimestamp() - st;
+            var (a1, t1) = Alloc();
+            repThr += a1 - a0;
+            repAll += t1 - t0;
+            if (pr.Purged != 20 && (r > 0 || rep > 0)) throw new InvalidOperationException($"purged {pr.Purged}");
+        }
+        if (repTicks < ticks) (ticks, thr, all) = (repTicks, repThr, repAll);
+        }
+        Report(engine, $"purge subject, keep 5 (20 removed), {total / 1000}k msgs", rounds, TimeSpan.FromTicks(ticks * TimeSpan.TicksPerSecond / Stopwatch.Frequency), thr, all);
+        s.Delete();
+    }
+}
+
+try { Directory.Delete(baseDir, true); } catch (IOException) { }
+var outFile = Environment.GetEnvironmentVariable("STORAGE_BENCH_OUT");
+if (!string.IsNullOrEmpty(outFile)) File.WriteAllLines(outFile, results);

@@ -1,0 +1,83 @@
+namespace NatsBroker.Contracts;
+
+/// <summary>
+/// A stream's message store. All operations are thread-safe. Appends take spans and must not allocate per
+/// message in steady state; loads fill a caller-owned <see cref="StoredMessage"/>. Expected outcomes are
+/// returned as <see cref="StoreStatus"/>; only operations that really wait on I/O are async.
+/// Subjects and filters are UTF-8 bytes; filters may hold '*' and '>' wildcards. An empty filter means all.
+/// </summary>
+public interface IStreamStore : IDisposable, IAsyncDisposable
+{
+    /// <summary>The engine's registry name ("memory", "file", ...).</summary>
+    string EngineName { get; }
+
+    StreamStoreConfig Config { get; }
+
+    /// <summary>Human-readable detail of the last IoError/DiskFull/Corrupt outcome, or null.</summary>
+    string? LastError { get; }
+
+    /// <summary>Problems found when the store was opened (torn tail truncated, corrupt block ranges skipped).</summary>
+    IReadOnlyList<string> RecoveryReport { get; }
+
+    /// <summary>
+    /// Appends a message at LastSequence+1. <paramref name="timestamp"/> is Unix nanoseconds (0 = now);
+    /// <paramref name="ttl"/> is a per-message time to live in nanoseconds (0 = none). Enforces the limits.
+    /// </summary>
+    AppendResult Append(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload, long timestamp = 0, long ttl = 0);
+
+    /// <summary>Appends at an explicit sequence above LastSequence (mirrors, replication, restore); gaps become deleted.</summary>
+    StoreStatus AppendAt(ulong sequence, long timestamp, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload, long ttl = 0);
+
+    /// <summary>Advances LastSequence to at least <paramref name="lastSequence"/> without storing messages.</summary>
+    StoreStatus SkipTo(ulong lastSequence);
+
+    StoreStatus Load(ulong sequence, StoredMessage into);
+
+    /// <summary>Loads the newest message whose subject is exactly <paramref name="subject"/>, or matches it if it has wildcards.</summary>
+    StoreStatus LoadLast(ReadOnlySpan<byte> subject, StoredMessage into);
+
+    /// <summary>Loads the first message at or after <paramref name="fromSequence"/> whose subject matches <paramref name="filter"/>.</summary>
+    StoreStatus LoadNext(ReadOnlySpan<byte> filter, ulong fromSequence, StoredMessage into);
+
+    StoreStatus Remove(ulong sequence);
+
+    /// <summary>Removes the message and overwrites its stored bytes.</summary>
+    StoreStatus Erase(ulong sequence);
+
+    /// <summary>
+    /// Purges (nats: PurgeEx). Empty <paramref name="filter"/> = every subject. <paramref name="upToSequence"/> &gt; 0
+    /// removes only sequences below it. <paramref name="keep"/> &gt; 0 keeps the newest N matching messages.
+    /// </summary>
+    PurgeResult Purge(ReadOnlySpan<byte> filter = default, ulong upToSequence = 0, ulong keep = 0);
+
+    /// <summary>Removes every message below <paramref name="sequence"/>; the first sequence becomes at least it.</summary>
+    PurgeResult Compact(ulong sequence);
+
+    StreamState GetState();
+
+    /// <summary>Adds the per-subject message counts of subjects matching <paramref name="filter"/> to <paramref name="into"/>; returns the number of subjects.</summary>
+    int GetSubjectCounts(ReadOnlySpan<byte> filter, IDictionary<string, ulong> into);
+
+    /// <summary>Number of messages matching <paramref name="filter"/> (O(subjects), not O(messages)).</summary>
+    ulong CountMatching(ReadOnlySpan<byte> filter);
+
+    /// <summary>Applies new limits, enforcing them at once (discard-old removals).</summary>
+    StoreStatus UpdateLimits(StreamLimits limits);
+
+    /// <summary>Makes everything appended so far durable (write + fsync). Completes when done.</summary>
+    ValueTask<StoreStatus> FlushAsync(CancellationToken cancellationToken = default);
+
+    /// <summary>Writes a portable snapshot of messages and consumer states (format: <see cref="StoreSnapshot"/>).</summary>
+    ValueTask<StoreStatus> SnapshotAsync(Stream destination, CancellationToken cancellationToken = default);
+
+    /// <summary>Restores a snapshot into this store, which must be empty (never held a message).</summary>
+    ValueTask<StoreStatus> RestoreAsync(Stream source, CancellationToken cancellationToken = default);
+
+    /// <summary>Opens (creating if needed) the durable state of a consumer of this stream.</summary>
+    StoreStatus OpenConsumer(string name, out IConsumerStore? consumer);
+
+    IReadOnlyList<string> ConsumerNames();
+
+    /// <summary>Deletes the whole store and its files.</summary>
+    StoreStatus Delete();
+}

@@ -1,0 +1,800 @@
+using NatsBroker.Contracts;
+
+namespace NatsBroker.Storage.Internal;
+
+/// <summary>How a removal must be made durable by a persistent engine.</summary>
+internal enum RemoveKind
+{
+    /// <summary>Needs a tombstone (explicit remove, purge by subject in the middle of the stream).</summary>
+    Durable,
+    /// <summary>Like Durable, and the stored bytes must be overwritten.</summary>
+    Erase,
+    /// <summary>
+    /// No tombstone: re-derived at recovery (limits, age, TTL re-applied) or covered by a floor record that
+    /// the operation persists (compact, purge from the front).
+    /// </summary>
+    Lazy,
+}
+
+/// <summary>
+/// The engine-independent part of a store: sequence index, subject index, limits, TTL, purge, load-next and
+/// consumer registry. Engines implement where message bytes live (<see cref="WriteMessage"/>,
+/// <see cref="ReadMessage"/>) and how removals persist (<see cref="OnRemoved"/>). Every member runs under
+/// <see cref="Sync"/>. Appends cost O(1) (plus O(removed) for limit enforcement) and allocate nothing once the
+/// subject set is stable.
+/// </summary>
+internal abstract class IndexedStore : IStreamStore
+{
+    protected readonly Lock Sync = new();
+    protected readonly SequenceIndex Index = new();
+    protected readonly SubjectTable Subjects = new();
+    protected ulong First = 1;
+    protected ulong Last;
+    protected long LastTs;
+    protected ulong Msgs;
+    protected ulong Bytes;
+    protected StreamLimits Limits;
+    protected bool IsClosed;
+    /// <summary>Set when a removal moved the first sequence and the engine should persist a new floor.</summary>
+    protected bool FloorDirty;
+    private readonly PriorityQueue<ulong, long> _ttl = new();
+    private readonly Dictionary<string, IConsumerStore> _consumers = new(StringComparer.Ordinal);
+    private readonly List<string> _report = [];
+    private int[] _matchGen = new int[64];
+    private bool[] _matchVal = new bool[64];
+    private int _gen;
+    private ITimer? _expiryTimer;
+
+    protected IndexedStore(StreamStoreConfig config)
+    {
+        Config = config;
+        Limits = config.Limits;
+    }
+
+    public abstract string EngineName { get; }
+    public StreamStoreConfig Config { get; }
+    public string? LastError { get; protected set; }
+    public IReadOnlyList<string> RecoveryReport => _report;
+    protected void Report(string problem) => _report.Add(problem);
+
+    // ---- engine hooks (called under Sync) ----
+    protected abstract StoreStatus WriteMessage(ulong seq, long ts, long ttl, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload, ref IndexEntry entry);
+    protected abstract StoreStatus ReadMessage(ulong seq, in IndexEntry entry, SubjectInfo subject, StoredMessage into);
+    protected abstract void OnRemoved(ulong seq, ref IndexEntry entry, RemoveKind kind);
+    /// <summary>Everything was removed; the next sequence is <paramref name="nextSeq"/>.</summary>
+    protected abstract StoreStatus OnPurgedAll(ulong nextSeq);
+    /// <summary>An explicit operation finished (purge, compact, remove, skip): persist floor/tombstones per sync policy.</summary>
+    protected abstract StoreStatus OnOperationDone(bool floorChanged);
+    protected abstract IConsumerStore CreateConsumerStore(string name);
+    protected abstract void CloseEngine();
+    protected abstract StoreStatus DeleteEngine();
+    public abstract ValueTask<StoreStatus> FlushAsync(CancellationToken cancellationToken = default);
+
+    protected void RegisterConsumer(string name, IConsumerStore store) => _consumers[name] = store;
+    internal void ForgetConsumer(string name)
+    {
+        lock (Sync) _consumers.Remove(name);
+    }
+
+    protected void StartExpiryTimer()
+    {
+        _expiryTimer = Config.Clock.CreateTimer(static s => ((IndexedStore)s!).ExpireTick(), this, TimeSpan.FromSeconds(1), TimeSpan.FromSeconds(1));
+    }
+
+    private void ExpireTick()
+    {
+        lock (Sync)
+        {
+            if (IsClosed) return;
+            ExpireLocked(NowNanos());
+        }
+    }
+
+    protected long NowNanos() => (Config.Clock.GetUtcNow().UtcTicks - DateTime.UnixEpoch.Ticks) * 100;
+
+    // ---- append ----
+
+    public AppendResult Append(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload, long timestamp = 0, long ttl = 0)
+    {
+        ulong seq;
+        StoreStatus st;
+        long ticket;
+        lock (Sync)
+        {
+            long now = NowNanos();
+            if (timestamp == 0) timestamp = now;
+            seq = Last + 1;
+            st = AppendLocked(seq, timestamp, now, subject, headers, payload, ttl);
+            ticket = TakeDurabilityTicket();
+        }
+        // Durability waits happen outside the lock, so concurrent appenders share one fsync (group commit).
+        if (ticket != 0 && st == StoreStatus.Ok) st = WaitDurable(ticket);
+        return new AppendResult(st, st == StoreStatus.Ok ? seq : 0, timestamp);
+    }
+
+    /// <summary>Returns (and clears) the durability ticket of the write just made under the lock; 0 = none needed.</summary>
+    protected virtual long TakeDurabilityTicket() => 0;
+
+    /// <summary>Blocks, outside the lock, until the write with <paramref name="ticket"/> is durable.</summary>
+    protected virtual StoreStatus WaitDurable(long ticket) => StoreStatus.Ok;
+
+    public StoreStatus AppendAt(ulong sequence, long timestamp, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload, long ttl = 0)
+    {
+        StoreStatus st;
+        long ticket;
+        lock (Sync)
+        {
+            if (sequence <= Last) return StoreStatus.SequenceMismatch;
+            long now = NowNanos();
+            if (timestamp == 0) timestamp = now;
+            if (sequence > Last + 1)
+            {
+                var sk = SkipLocked(sequence - 1, persist: false);
+                if (sk != StoreStatus.Ok) return sk;
+            }
+            st = AppendLocked(sequence, timestamp, now, subject, headers, payload, ttl);
+            ticket = TakeDurabilityTicket();
+        }
+        return ticket != 0 && st == StoreStatus.Ok ? WaitDurable(ticket) : st;
+    }
+
+    private StoreStatus AppendLocked(ulong seq, long ts, long now, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload, long ttl)
+    {
+        if (IsClosed) return StoreStatus.Closed;
+        if (subject.IsEmpty || !SubjectMatch.IsLiteral(subject)) return StoreStatus.InvalidArgument;
+        long size = (long)subject.Length + headers.Length + payload.Length;
+        var lim = Limits;
+        if (lim.MaxMessageSize > 0 && size > lim.MaxMessageSize) return StoreStatus.MessageTooLarge;
+        if (size > int.MaxValue / 2) return StoreStatus.MessageTooLarge;
+        bool ageOrTtl = lim.MaxAge > TimeSpan.Zero || _ttl.Count > 0;
+        if (ageOrTtl) ExpireLocked(now);
+
+        SubjectInfo? existing = null;
+        if (lim.Discard == DiscardPolicy.New)
+        {
+            if (lim.MaxMessages > 0 && Msgs + 1 > (ulong)lim.MaxMessages) return StoreStatus.MaxMessagesExceeded;
+            if (lim.MaxBytes > 0 && Bytes + (ulong)size > (ulong)lim.MaxBytes) return StoreStatus.MaxBytesExceeded;
+            if (lim.DiscardNewPerSubject && lim.MaxMessagesPerSubject > 0)
+            {
+                existing = Subjects.Find(subject);
+                if (existing is not null && existing.Count >= (ulong)lim.MaxMessagesPerSubject) return StoreStatus.MaxMessagesPerSubjectExceeded;
+            }
+        }
+
+        var subj = existing ?? Subjects.GetOrAdd(subject);
+        // Index entry first: the engine fills Location/Aux; on failure the sequence is not consumed.
+        if (Index.End != seq && Msgs == 0) Index.Reset(seq);
+        ref var e = ref Index.Add();
+        e.SubjectId = -1;
+        e.Location = -1;
+        var st = WriteMessage(seq, ts, ttl, subject, headers, payload, ref e);
+        if (st != StoreStatus.Ok)
+        {
+            // The sequence is not consumed: forget the entry (and a subject created for it).
+            Index.RemoveLast();
+            if (subj.Count == 0) Subjects.Remove(subj);
+            return st;
+        }
+        e.Timestamp = ts;
+        e.Size = (int)size;
+        e.SubjectId = subj.Id;
+        e.Prev = subj.Last;
+        e.Next = 0;
+        if (ttl > 0) e.Flags |= IndexEntry.FlagTtl;
+        if (subj.Last != 0) Index.Get(subj.Last).Next = seq;
+        else subj.First = seq;
+        subj.Last = seq;
+        subj.Count++;
+        if (Msgs == 0) First = seq;
+        Msgs++;
+        Bytes += (ulong)size;
+        Last = seq;
+        LastTs = ts;
+        if (ttl > 0) _ttl.Enqueue(seq, ts + ttl);
+        EnforceLimitsAfterAppend(subj, now);
+        return StoreStatus.Ok;
+    }
+
+    private void EnforceLimitsAfterAppend(SubjectInfo subj, long now)
+    {
+        var lim = Limits;
+        if (lim.MaxMessagesPerSubject > 0)
+        {
+            // Durable: a per-subject removal in the middle cannot be re-derived at recovery once other deletes happened.
+            while (subj.Count > (ulong)lim.MaxMessagesPerSubject) RemoveLocked(subj.First, RemoveKind.Durable);
+        }
+        if (lim.MaxMessages > 0)
+        {
+            while (Msgs > (ulong)lim.MaxMessages) RemoveLocked(First, RemoveKind.Lazy);
+        }
+        if (lim.MaxBytes > 0)
+        {
+            while (Bytes > (ulong)lim.MaxBytes && Msgs > 0) RemoveLocked(First, RemoveKind.Lazy);
+        }
+        _ = now;
+    }
+
+    /// <summary>Re-applies every limit (after recovery or a limits update).</summary>
+    protected void EnforceAllLimitsLocked()
+    {
+        var lim = Limits;
+        if (lim.MaxMessagesPerSubject > 0)
+        {
+            var over = new List<SubjectInfo>();
+            foreach (var s in Subjects.All) if (s.Count > (ulong)lim.MaxMessagesPerSubject) over.Add(s);
+            foreach (var s in over)
+                while (s.Count > (ulong)lim.MaxMessagesPerSubject) RemoveLocked(s.First, RemoveKind.Durable);
+        }
+        if (lim.MaxMessages > 0) while (Msgs > (ulong)lim.MaxMessages) RemoveLocked(First, RemoveKind.Lazy);
+        if (lim.MaxBytes > 0) while (Bytes > (ulong)lim.MaxBytes && Msgs > 0) RemoveLocked(First, RemoveKind.Lazy);
+        ExpireLocked(NowNanos());
+    }
+
+    /// <summary>Age expiry from the front (no scan: stops at the first young message) and per-message TTL via a heap.</summary>
+    protected bool ExpireLocked(long now)
+    {
+        bool any = false;
+        var maxAge = Limits.MaxAge;
+        if (maxAge > TimeSpan.Zero && Msgs > 0)
+        {
+            long cutoff = now - (maxAge.Ticks * 100);
+            while (Msgs > 0 && Index.Get(First).Timestamp <= cutoff)
+            {
+                RemoveLocked(First, RemoveKind.Lazy);
+                any = true;
+            }
+        }
+        while (_ttl.TryPeek(out ulong seq, out long expires) && expires <= now)
+        {
+            _ttl.Dequeue();
+            if (seq >= First && seq <= Last && Index.Get(seq).IsLive)
+            {
+                RemoveLocked(seq, RemoveKind.Lazy);
+                any = true;
+            }
+        }
+        return any;
+    }
+
+    /// <summary>Registers a recovered message's TTL (engines call this while rebuilding).</summary>
+    protected void TrackTtl(ulong seq, long expires) => _ttl.Enqueue(seq, expires);
+
+    /// <summary>Adds a recovered message to the indexes (engines call this at open, in sequence order).</summary>
+    protected ref IndexEntry RecoverAdd(ulong seq, ReadOnlySpan<byte> subject, long ts, int size)
+    {
+        if (Msgs == 0 && Index.End != seq) Index.Reset(seq);
+        while (Index.End < seq)
+        {
+            ref var gap = ref Index.Add();
+            gap.SubjectId = -1;
+            gap.Location = -1;
+        }
+        var subj = Subjects.GetOrAdd(subject);
+        ref var e = ref Index.Add();
+        e.Timestamp = ts;
+        e.Size = size;
+        e.SubjectId = subj.Id;
+        e.Prev = subj.Last;
+        if (subj.Last != 0) Index.Get(subj.Last).Next = seq;
+        else subj.First = seq;
+        subj.Last = seq;
+        subj.Count++;
+        if (Msgs == 0) First = seq;
+        Msgs++;
+        Bytes += (ulong)size;
+        if (seq > Last) { Last = seq; LastTs = ts; }
+        return ref e;
+    }
+
+    /// <summary>Sets the last sequence after recovery (from block headers, skip and floor records).</summary>
+    protected void RecoverLast(ulong last, ulong floor)
+    {
+        if (floor > First || Msgs == 0)
+        {
+            // Drop everything below the floor without persisting anything.
+            while (Msgs > 0 && First < floor) RemoveLocked(First, RemoveKind.Lazy);
+        }
+        if (last > Last) Last = last;
+        if (Msgs == 0)
+        {
+            if (floor > Last + 1) Last = floor - 1;
+            First = Last + 1;
+            Index.Reset(Last + 1);
+        }
+        else
+        {
+            while (Index.End <= Last)
+            {
+                ref var gap = ref Index.Add();
+                gap.SubjectId = -1;
+                gap.Location = -1;
+            }
+        }
+        FloorDirty = false;
+    }
+
+    // ---- removal ----
+
+    protected StoreStatus RemoveLocked(ulong seq, RemoveKind kind)
+    {
+        if (seq < First || seq > Last || !Index.Holds(seq)) return StoreStatus.NotFound;
+        ref var e = ref Index.Get(seq);
+        if (!e.IsLive) return StoreStatus.Deleted;
+        if (kind == RemoveKind.Durable && seq == First) kind = RemoveKind.Lazy;
+        OnRemoved(seq, ref e, kind);
+        var s = Subjects.ById(e.SubjectId);
+        if (e.Prev != 0) Index.Get(e.Prev).Next = e.Next;
+        else s.First = e.Next;
+        if (e.Next != 0) Index.Get(e.Next).Prev = e.Prev;
+        else s.Last = e.Prev;
+        s.Count--;
+        if (s.Count == 0) Subjects.Remove(s);
+        Msgs--;
+        Bytes -= (ulong)e.Size;
+        e.SubjectId = -1;
+        e.Prev = e.Next = 0;
+        if (seq == First) AdvanceFirst();
+        return StoreStatus.Ok;
+    }
+
+    private void AdvanceFirst()
+    {
+        FloorDirty = true;
+        if (Msgs == 0)
+        {
+            First = Last + 1;
+            Index.Reset(Last + 1);
+            return;
+        }
+        while (First <= Last && !Index.Get(First).IsLive) First++;
+        Index.TrimBelow(First);
+    }
+
+    public StoreStatus Remove(ulong sequence) => RemoveOp(sequence, RemoveKind.Durable);
+    public StoreStatus Erase(ulong sequence) => RemoveOp(sequence, RemoveKind.Erase);
+
+    private StoreStatus RemoveOp(ulong sequence, RemoveKind kind)
+    {
+        lock (Sync)
+        {
+            if (IsClosed) return StoreStatus.Closed;
+            var st = RemoveLocked(sequence, kind);
+            if (st != StoreStatus.Ok) return st;
+            return OnOperationDone(FloorDirty);
+        }
+    }
+
+    // ---- purge / compact ----
+
+    public PurgeResult Purge(ReadOnlySpan<byte> filter = default, ulong upToSequence = 0, ulong keep = 0)
+    {
+        lock (Sync)
+        {
+            if (IsClosed) return new(StoreStatus.Closed, 0);
+            ulong before = Msgs;
+            bool all = SubjectMatch.IsAll(filter);
+            if (all && keep == 0 && upToSequence == 0)
+            {
+                if (Msgs == 0 && First == Last + 1) return new(StoreStatus.Ok, 0);
+                Subjects.Clear();
+                Msgs = 0;
+                Bytes = 0;
+                First = Last + 1;
+                Index.Reset(Last + 1);
+                _ttl.Clear();
+                FloorDirty = false;
+                return new(OnPurgedAll(Last + 1), before);
+            }
+            if (all)
+            {
+                while (Msgs > keep && (upToSequence == 0 || First < upToSequence)) RemoveLocked(First, RemoveKind.Lazy);
+            }
+            else if (SubjectMatch.IsLiteral(filter))
+            {
+                var s = Subjects.Find(filter);
+                if (s is not null) PurgeSubjectLocked(s, upToSequence, keep);
+            }
+            else
+            {
+                var matched = new List<SubjectInfo>();
+                ulong total = 0;
+                foreach (var s in Subjects.All)
+                {
+                    if (SubjectMatch.Matches(s.Key, filter)) { matched.Add(s); total += s.Count; }
+                }
+                if (keep == 0)
+                {
+                    foreach (var s in matched) PurgeSubjectLocked(s, upToSequence, 0);
+                }
+                else
+                {
+                    // Remove the oldest matching messages across subjects until 'keep' remain: a k-way merge by first sequence.
+                    var pq = new PriorityQueue<SubjectInfo, ulong>();
+                    foreach (var s in matched) pq.Enqueue(s, s.First);
+                    while (total > keep && pq.TryDequeue(out var s, out ulong f))
+                    {
+                        if (upToSequence != 0 && f >= upToSequence) break;
+                        RemoveLocked(f, RemoveKind.Durable);
+                        total--;
+                        if (s.Count > 0) pq.Enqueue(s, s.First);
+                    }
+                }
+            }
+            var st = OnOperationDone(FloorDirty);
+            return new(st, before - Msgs);
+        }
+    }
+
+    private void PurgeSubjectLocked(SubjectInfo s, ulong upTo, ulong keep)
+    {
+        while (s.Count > keep && s.First != 0 && (upTo == 0 || s.First < upTo))
+        {
+            RemoveLocked(s.First, RemoveKind.Durable);
+        }
+    }
+
+    public PurgeResult Compact(ulong sequence)
+    {
+        lock (Sync)
+        {
+            if (IsClosed) return new(StoreStatus.Closed, 0);
+            if (sequence <= First) return new(StoreStatus.Ok, 0);
+            ulong before = Msgs;
+            if (sequence > Last)
+            {
+                // Everything goes and the stream continues at 'sequence'.
+                Subjects.Clear();
+                Msgs = 0;
+                Bytes = 0;
+                _ttl.Clear();
+                Last = sequence - 1;
+                First = sequence;
+                Index.Reset(sequence);
+                return new(OnPurgedAll(sequence), before);
+            }
+            while (Msgs > 0 && First < sequence) RemoveLocked(First, RemoveKind.Lazy);
+            if (Msgs == 0) First = Last + 1;
+            return new(OnOperationDone(true), before - Msgs);
+        }
+    }
+
+    public StoreStatus SkipTo(ulong lastSequence)
+    {
+        lock (Sync)
+        {
+            if (IsClosed) return StoreStatus.Closed;
+            return SkipLocked(lastSequence, persist: true);
+        }
+    }
+
+    private StoreStatus SkipLocked(ulong last, bool persist)
+    {
+        if (last <= Last) return StoreStatus.Ok;
+        if (Msgs == 0)
+        {
+            Last = last;
+            First = last + 1;
+            Index.Reset(last + 1);
+            return OnPurgedAll(last + 1);
+        }
+        if (last - Last > 1UL << 26) return StoreStatus.InvalidArgument;
+        while (Index.End <= last)
+        {
+            ref var gap = ref Index.Add();
+            gap.SubjectId = -1;
+            gap.Location = -1;
+        }
+        Last = last;
+        return persist ? OnSkipped(last) : StoreStatus.Ok;
+    }
+
+    /// <summary>Sequences up to <paramref name="last"/> were skipped while messages remain.</summary>
+    protected virtual StoreStatus OnSkipped(ulong last) => StoreStatus.Ok;
+
+    // ---- loads ----
+
+    public StoreStatus Load(ulong sequence, StoredMessage into)
+    {
+        lock (Sync)
+        {
+            if (IsClosed) return StoreStatus.Closed;
+            if (sequence < First || sequence > Last || !Index.Holds(sequence)) return StoreStatus.NotFound;
+            ref var e = ref Index.Get(sequence);
+            if (!e.IsLive) return StoreStatus.Deleted;
+            return ReadMessage(sequence, e, Subjects.ById(e.SubjectId), into);
+        }
+    }
+
+    public StoreStatus LoadLast(ReadOnlySpan<byte> subject, StoredMessage into)
+    {
+        lock (Sync)
+        {
+            if (IsClosed) return StoreStatus.Closed;
+            if (Msgs == 0) return StoreStatus.NotFound;
+            ulong seq = 0;
+            if (SubjectMatch.IsAll(subject))
+            {
+                seq = Last;
+                while (seq >= First && !Index.Get(seq).IsLive) seq--;
+            }
+            else if (SubjectMatch.IsLiteral(subject))
+            {
+                var s = Subjects.Find(subject);
+                if (s is null) return StoreStatus.NotFound;
+                seq = s.Last;
+            }
+            else
+            {
+                foreach (var s in Subjects.All)
+                {
+                    if (s.Last > seq && SubjectMatch.Matches(s.Key, subject)) seq = s.Last;
+                }
+            }
+            if (seq == 0 || seq < First) return StoreStatus.NotFound;
+            ref var e = ref Index.Get(seq);
+            return ReadMessage(seq, e, Subjects.ById(e.SubjectId), into);
+        }
+    }
+
+    public StoreStatus LoadNext(ReadOnlySpan<byte> filter, ulong fromSequence, StoredMessage into)
+    {
+        lock (Sync)
+        {
+            if (IsClosed) return StoreStatus.Closed;
+            if (Msgs == 0) return StoreStatus.NotFound;
+            ulong seq = Math.Max(fromSequence, First);
+            ulong found = 0;
+            if (SubjectMatch.IsAll(filter))
+            {
+                for (; seq <= Last; seq++)
+                {
+                    if (Index.Get(seq).IsLive) { found = seq; break; }
+                }
+            }
+            else if (SubjectMatch.IsLiteral(filter))
+            {
+                var s = Subjects.Find(filter);
+                if (s is null || s.Last < seq) return StoreStatus.NotFound;
+                if (seq <= s.First) found = s.First;
+                else
+                {
+                    // Walk forward over sequences and backward over the subject's list at once:
+                    // O(min(gap to the next match, messages of the subject after 'seq')).
+                    ulong back = s.Last, fwd = seq;
+                    while (true)
+                    {
+                        if (Index.Get(fwd).SubjectId == s.Id) { found = fwd; break; }
+                        fwd++;
+                        ulong p = Index.Get(back).Prev;
+                        if (p < seq) { found = back; break; }
+                        back = p;
+                    }
+                }
+            }
+            else
+            {
+                int gen = NextGen();
+                for (; seq <= Last; seq++)
+                {
+                    ref var e = ref Index.Get(seq);
+                    if (!e.IsLive) continue;
+                    int id = e.SubjectId;
+                    if (_matchGen[id] != gen)
+                    {
+                        _matchGen[id] = gen;
+                        _matchVal[id] = SubjectMatch.Matches(Subjects.ById(id).Key, filter);
+                    }
+                    if (_matchVal[id]) { found = seq; break; }
+                }
+            }
+            if (found == 0) return StoreStatus.NotFound;
+            ref var fe = ref Index.Get(found);
+            return ReadMessage(found, fe, Subjects.ById(fe.SubjectId), into);
+        }
+    }
+
+    private int NextGen()
+    {
+        if (_matchGen.Length < Subjects.IdCapacity)
+        {
+            _matchGen = new int[Subjects.IdCapacity];
+            _matchVal = new bool[Subjects.IdCapacity];
+        }
+        if (++_gen == int.MaxValue)
+        {
+            Array.Clear(_matchGen);
+            _gen = 1;
+        }
+        return _gen;
+    }
+
+    // ---- state ----
+
+    public StreamState GetState()
+    {
+        lock (Sync)
+        {
+            if (!IsClosed && (Limits.MaxAge > TimeSpan.Zero || _ttl.Count > 0)) ExpireLocked(NowNanos());
+            return new StreamState
+            {
+                Messages = Msgs,
+                Bytes = Bytes,
+                FirstSequence = Msgs > 0 ? First : Last + 1,
+                FirstTimestamp = Msgs > 0 ? Index.Get(First).Timestamp : 0,
+                LastSequence = Last,
+                LastTimestamp = LastTs,
+                Deleted = Msgs > 0 ? Last - First + 1 - Msgs : 0,
+                Subjects = Subjects.Count,
+                Consumers = _consumers.Count,
+            };
+        }
+    }
+
+    public int GetSubjectCounts(ReadOnlySpan<byte> filter, IDictionary<string, ulong> into)
+    {
+        lock (Sync)
+        {
+            int n = 0;
+            foreach (var s in Subjects.All)
+            {
+                if (!SubjectMatch.Matches(s.Key, filter)) continue;
+                var key = System.Text.Encoding.UTF8.GetString(s.Key);
+                into[key] = into.TryGetValue(key, out var c) ? c + s.Count : s.Count;
+                n++;
+            }
+            return n;
+        }
+    }
+
+    public ulong CountMatching(ReadOnlySpan<byte> filter)
+    {
+        lock (Sync)
+        {
+            if (SubjectMatch.IsAll(filter)) return Msgs;
+            if (SubjectMatch.IsLiteral(filter)) return Subjects.Find(filter)?.Count ?? 0;
+            ulong n = 0;
+            foreach (var s in Subjects.All) if (SubjectMatch.Matches(s.Key, filter)) n += s.Count;
+            return n;
+        }
+    }
+
+    public StoreStatus UpdateLimits(StreamLimits limits)
+    {
+        ArgumentNullException.ThrowIfNull(limits);
+        lock (Sync)
+        {
+            if (IsClosed) return StoreStatus.Closed;
+            Limits = limits;
+            EnforceAllLimitsLocked();
+            return OnOperationDone(FloorDirty);
+        }
+    }
+
+    // ---- snapshot / consumers / lifetime ----
+
+    public virtual ValueTask<StoreStatus> SnapshotAsync(Stream destination, CancellationToken cancellationToken = default)
+        => StoreSnapshot.WriteAsync(this, destination, cancellationToken);
+
+    public virtual async ValueTask<StoreStatus> RestoreAsync(Stream source, CancellationToken cancellationToken = default)
+    {
+        var (st, err) = await StoreSnapshot.RestoreAsync(this, source, cancellationToken).ConfigureAwait(false);
+        if (st != StoreStatus.Ok) LastError = err;
+        else st = await FlushAsync(cancellationToken).ConfigureAwait(false);
+        return st;
+    }
+
+    public StoreStatus OpenConsumer(string name, out IConsumerStore? consumer)
+    {
+        lock (Sync)
+        {
+            consumer = null;
+            if (IsClosed) return StoreStatus.Closed;
+            if (string.IsNullOrEmpty(name) || name is "." or ".." || name.AsSpan().IndexOfAny("/\\\0") >= 0)
+                return StoreStatus.InvalidArgument;
+            if (!_consumers.TryGetValue(name, out consumer))
+            {
+                consumer = CreateConsumerStore(name);
+                _consumers[name] = consumer;
+            }
+            return StoreStatus.Ok;
+        }
+    }
+
+    public IReadOnlyList<string> ConsumerNames()
+    {
+        lock (Sync) return [.. _consumers.Keys];
+    }
+
+    public StoreStatus Delete()
+    {
+        lock (Sync)
+        {
+            if (!IsClosed)
+            {
+                IsClosed = true;
+                _expiryTimer?.Dispose();
+            }
+            return DeleteEngine();
+        }
+    }
+
+    public void Dispose()
+    {
+        lock (Sync)
+        {
+            if (IsClosed) return;
+            IsClosed = true;
+            _expiryTimer?.Dispose();
+            foreach (var c in _consumers.Values) c.Dispose();
+            CloseEngine();
+        }
+        GC.SuppressFinalize(this);
+    }
+
+    public ValueTask DisposeAsync()
+    {
+        Dispose();
+        return ValueTask.CompletedTask;
+    }
+}
+
+/// <summary>A consumer state kept in memory; persistent engines override <see cref="Persist"/>.</summary>
+internal class MemoryConsumerStore(string name, Action<string>? onDelete = null) : IConsumerStore
+{
+    protected readonly Lock Gate = new();
+    protected readonly ConsumerState State = new();
+    public string Name { get; } = name;
+
+    protected virtual StoreStatus Persist() => StoreStatus.Ok;
+    protected virtual StoreStatus DeleteFiles() => StoreStatus.Ok;
+
+    public StoreStatus UpdateDelivered(ulong consumerSequence, ulong streamSequence, ulong deliveries, long timestamp)
+    {
+        lock (Gate)
+        {
+            ConsumerStateCodec.ApplyDelivered(State, consumerSequence, streamSequence, deliveries, timestamp);
+            return Persist();
+        }
+    }
+
+    public StoreStatus UpdateAcked(ulong consumerSequence, ulong streamSequence)
+    {
+        lock (Gate)
+        {
+            ConsumerStateCodec.ApplyAcked(State, consumerSequence, streamSequence);
+            return Persist();
+        }
+    }
+
+    public StoreStatus Update(ConsumerState state)
+    {
+        ArgumentNullException.ThrowIfNull(state);
+        lock (Gate)
+        {
+            state.CopyTo(State);
+            return Persist();
+        }
+    }
+
+    public StoreStatus GetState(ConsumerState into)
+    {
+        ArgumentNullException.ThrowIfNull(into);
+        lock (Gate)
+        {
+            State.CopyTo(into);
+            return StoreStatus.Ok;
+        }
+    }
+
+    public StoreStatus Delete()
+    {
+        // Unregister first, outside Gate: the store takes its own lock and then consumer gates (lock order).
+        onDelete?.Invoke(Name);
+        lock (Gate)
+        {
+            return DeleteFiles();
+        }
+    }
+
+    public virtual void Dispose() => GC.SuppressFinalize(this);
+}

@@ -1,0 +1,82 @@
+namespace NatsBroker.Storage.Internal;
+
+/// <summary>Per-subject state: message count and first/last sequence (heads of the subject's linked list).</summary>
+internal sealed class SubjectInfo(byte[] key, int id)
+{
+    public readonly byte[] Key = key;
+    public readonly int Id = id;
+    public ulong Count;
+    public ulong First;
+    public ulong Last;
+}
+
+/// <summary>
+/// Subject -> <see cref="SubjectInfo"/>, looked up by UTF-8 span without allocating (Dictionary alternate
+/// lookup), plus id -> info. Only a new subject allocates (its key and info).
+/// </summary>
+internal sealed class SubjectTable
+{
+    private readonly Dictionary<byte[], SubjectInfo> _map;
+    private readonly Dictionary<byte[], SubjectInfo>.AlternateLookup<ReadOnlySpan<byte>> _alt;
+    private SubjectInfo?[] _byId = new SubjectInfo?[64];
+    private readonly Stack<int> _freeIds = new();
+    private int _nextId;
+
+    public SubjectTable()
+    {
+        _map = new Dictionary<byte[], SubjectInfo>(ByteKeyComparer.Instance);
+        _alt = _map.GetAlternateLookup<ReadOnlySpan<byte>>();
+    }
+
+    public int Count => _map.Count;
+    public int IdCapacity => _byId.Length;
+    public Dictionary<byte[], SubjectInfo>.ValueCollection All => _map.Values;
+
+    public SubjectInfo? Find(ReadOnlySpan<byte> subject) => _alt.TryGetValue(subject, out var s) ? s : null;
+
+    public SubjectInfo GetOrAdd(ReadOnlySpan<byte> subject)
+    {
+        if (_alt.TryGetValue(subject, out var s)) return s;
+        int id = _freeIds.Count > 0 ? _freeIds.Pop() : _nextId++;
+        if (id >= _byId.Length) Array.Resize(ref _byId, _byId.Length * 2);
+        s = new SubjectInfo(subject.ToArray(), id);
+        _map.Add(s.Key, s);
+        _byId[id] = s;
+        return s;
+    }
+
+    public SubjectInfo ById(int id) => _byId[id]!;
+
+    public void Remove(SubjectInfo s)
+    {
+        _map.Remove(s.Key);
+        _byId[s.Id] = null;
+        _freeIds.Push(s.Id);
+    }
+
+    public void Clear()
+    {
+        _map.Clear();
+        Array.Clear(_byId);
+        _freeIds.Clear();
+        _nextId = 0;
+    }
+}
+
+internal sealed class ByteKeyComparer : IEqualityComparer<byte[]>, IAlternateEqualityComparer<ReadOnlySpan<byte>, byte[]>
+{
+    public static readonly ByteKeyComparer Instance = new();
+
+    public bool Equals(byte[]? x, byte[]? y) => x is null ? y is null : y is not null && x.AsSpan().SequenceEqual(y);
+    public int GetHashCode(byte[] obj) => GetHashCode((ReadOnlySpan<byte>)obj);
+    public bool Equals(ReadOnlySpan<byte> alternate, byte[] other) => alternate.SequenceEqual(other);
+
+    public int GetHashCode(ReadOnlySpan<byte> alternate)
+    {
+        var h = new HashCode();
+        h.AddBytes(alternate);
+        return h.ToHashCode();
+    }
+
+    public byte[] Create(ReadOnlySpan<byte> alternate) => alternate.ToArray();
+}

@@ -1,0 +1,179 @@
+using System.Buffers.Binary;
+using NatsBroker.Contracts;
+using NatsBroker.Storage.Internal;
+
+[assembly: StreamStoreEngine(typeof(NatsBroker.Storage.Memory.MemoryStoreFactory))]
+
+namespace NatsBroker.Storage.Memory;
+
+/// <summary>The "memory" engine factory. Engine option: <c>slab_size</c> (bytes, default 1 MiB).</summary>
+public sealed class MemoryStoreFactory : IStreamStoreFactory
+{
+    public const string EngineName = "memory";
+    public string Name => EngineName;
+    public bool IsPersistent => false;
+
+    public StoreOpenResult Open(StreamStoreConfig config, string? directory)
+    {
+        ArgumentNullException.ThrowIfNull(config);
+        int slab = 1 << 20;
+        if (config.EngineOptions.TryGetValue("slab_size", out var v) && (!int.TryParse(v, out slab) || slab < 4096))
+            return StoreOpenResult.Fail(StoreStatus.InvalidArgument, $"memory engine: bad slab_size '{v}'");
+        return StoreOpenResult.Ok(new MemoryStore(config, slab));
+    }
+}
+
+/// <summary>
+/// In-memory stream store. Message headers+payload are copied into large pooled slabs (append-only; a slab is
+/// recycled when all its messages are gone); subjects are stored once per subject in the subject table; the
+/// per-sequence index holds location, timestamp and subject links. A steady-state append copies the bytes and
+/// allocates nothing.
+/// </summary>
+internal sealed class MemoryStore : IndexedStore
+{
+    private sealed class Slab(byte[] data, long no)
+    {
+        public readonly byte[] Data = data;
+        public readonly long No = no;
+        public int Used;
+        public int Live;
+    }
+
+    private readonly int _slabSize;
+    private Slab?[] _slabs = new Slab?[16];
+    private int _head;
+    private int _count;
+    private long _baseNo;
+    private readonly Stack<byte[]> _free = new();
+
+    public MemoryStore(StreamStoreConfig config, int slabSize) : base(config)
+    {
+        _slabSize = slabSize;
+        StartExpiryTimer();
+    }
+
+    public override string EngineName => MemoryStoreFactory.EngineName;
+
+    private Slab? Tail => _count == 0 ? null : _slabs[(_head + _count - 1) & (_slabs.Length - 1)];
+
+    private Slab? SlabAt(long no)
+    {
+        long k = no - _baseNo;
+        return k < 0 || k >= _count ? null : _slabs[(int)((_head + k) & (_slabs.Length - 1))];
+    }
+
+    protected override StoreStatus WriteMessage(ulong seq, long ts, long ttl, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload, ref IndexEntry entry)
+    {
+        int extra = ttl > 0 ? 8 : 0;
+        int need = extra + headers.Length + payload.Length;
+        var tail = Tail;
+        if (tail is null || tail.Data.Length - tail.Used < need) tail = NewSlab(need);
+        int off = tail.Used;
+        var dst = tail.Data.AsSpan(off, need);
+        if (extra > 0) BinaryPrimitives.WriteInt64LittleEndian(dst, ttl);
+        headers.CopyTo(dst[extra..]);
+        payload.CopyTo(dst[(extra + headers.Length)..]);
+        tail.Used += need;
+        tail.Live++;
+        entry.Location = (tail.No << 32) | (uint)off;
+        entry.Aux = headers.Length;
+        return StoreStatus.Ok;
+    }
+
+    private Slab NewSlab(int need)
+    {
+        byte[] data = need <= _slabSize
+            ? (_free.Count > 0 ? _free.Pop() : GC.AllocateUninitializedArray<byte>(_slabSize))
+            : GC.AllocateUninitializedArray<byte>(need);
+        if (_count == _slabs.Length)
+        {
+            var n = new Slab?[_slabs.Length * 2];
+            for (int i = 0; i < _count; i++) n[i] = _slabs[(_head + i) & (_slabs.Length - 1)];
+            _slabs = n;
+            _head = 0;
+        }
+        if (_count == 0) _baseNo = _nextNo;
+        var s = new Slab(data, _nextNo++);
+        _slabs[(_head + _count) & (_slabs.Length - 1)] = s;
+        _count++;
+        ReleaseEmptySlabs();
+        return s;
+    }
+
+    private long _nextNo;
+
+    protected override StoreStatus ReadMessage(ulong seq, in IndexEntry entry, SubjectInfo subject, StoredMessage into)
+    {
+        var slab = SlabAt(entry.Location >> 32)!;
+        int off = (int)(entry.Location & 0xFFFFFFFF);
+        long ttl = 0;
+        if ((entry.Flags & IndexEntry.FlagTtl) != 0)
+        {
+            ttl = BinaryPrimitives.ReadInt64LittleEndian(slab.Data.AsSpan(off));
+            off += 8;
+        }
+        int hl = entry.Aux;
+        int pl = entry.Size - subject.Key.Length - hl;
+        var dst = into.Prepare(seq, entry.Timestamp, ttl, subject.Key.Length, hl, pl);
+        subject.Key.CopyTo(dst);
+        slab.Data.AsSpan(off, hl + pl).CopyTo(dst[subject.Key.Length..]);
+        return StoreStatus.Ok;
+    }
+
+    protected override void OnRemoved(ulong seq, ref IndexEntry entry, RemoveKind kind)
+    {
+        var slab = SlabAt(entry.Location >> 32);
+        if (slab is null) return;
+        if (kind == RemoveKind.Erase)
+        {
+            int off = (int)(entry.Location & 0xFFFFFFFF);
+            int len = entry.Size - Subjects.ById(entry.SubjectId).Key.Length + ((entry.Flags & IndexEntry.FlagTtl) != 0 ? 8 : 0);
+            slab.Data.AsSpan(off, len).Clear();
+        }
+        if (--slab.Live == 0 && slab != Tail) ReleaseEmptySlabs();
+    }
+
+    private void ReleaseEmptySlabs()
+    {
+        // Drop empty slabs from the front; an empty slab in the middle is recycled when it reaches the front.
+        while (_count > 1)
+        {
+            var s = _slabs[_head]!;
+            if (s.Live > 0) break;
+            Recycle(s);
+            _slabs[_head] = null;
+            _head = (_head + 1) & (_slabs.Length - 1);
+            _baseNo++;
+            _count--;
+        }
+    }
+
+    private void Recycle(Slab s)
+    {
+        if (s.Data.Length == _slabSize && _free.Count < 4) _free.Push(s.Data);
+    }
+
+    protected override StoreStatus OnPurgedAll(ulong nextSeq)
+    {
+        for (int i = 0; i < _count; i++)
+        {
+            var s = _slabs[(_head + i) & (_slabs.Length - 1)];
+            if (s is not null) Recycle(s);
+        }
+        Array.Clear(_slabs);
+        _head = 0;
+        _count = 0;
+        return StoreStatus.Ok;
+    }
+
+    protected override StoreStatus OnOperationDone(bool floorChanged) => StoreStatus.Ok;
+    protected override IConsumerStore CreateConsumerStore(string name) => new MemoryConsumerStore(name, ForgetConsumer);
+    protected override void CloseEngine() => OnPurgedAll(0);
+    protected override StoreStatus DeleteEngine()
+    {
+        OnPurgedAll(0);
+        return StoreStatus.Ok;
+    }
+
+    public override ValueTask<StoreStatus> FlushAsync(CancellationToken cancellationToken = default) => ValueTask.FromResult(StoreStatus.Ok);
+}
