@@ -76,8 +76,10 @@ internal abstract class IndexedStore : IStreamStore
         lock (Sync) _consumers.Remove(name);
     }
 
+    /// <summary>Starts the 1 s expiry timer if age or TTL expiry can happen (idle streams without them cost nothing).</summary>
     protected void StartExpiryTimer()
     {
+        if (_expiryTimer is not null || IsClosed || (Limits.MaxAge <= TimeSpan.Zero && _ttl.Count == 0)) return;
         _expiryTimer = Config.Clock.CreateTimer(static s => ((IndexedStore)s!).ExpireTick(), this, TimeSpan.FromSeconds(1), TimeSpan.FromSeconds(1));
     }
 
@@ -190,7 +192,11 @@ internal abstract class IndexedStore : IStreamStore
         Bytes += (ulong)size;
         Last = seq;
         LastTs = ts;
-        if (ttl > 0) _ttl.Enqueue(seq, ts + ttl);
+        if (ttl > 0)
+        {
+            _ttl.Enqueue(seq, ts + ttl);
+            if (_expiryTimer is null) StartExpiryTimer();
+        }
         EnforceLimitsAfterAppend(subj, now);
         return StoreStatus.Ok;
     }
@@ -666,6 +672,7 @@ internal abstract class IndexedStore : IStreamStore
             if (IsClosed) return StoreStatus.Closed;
             Limits = limits;
             EnforceAllLimitsLocked();
+            StartExpiryTimer();
             return OnOperationDone(FloorDirty);
         }
     }
