@@ -5,12 +5,16 @@ namespace NatsBroker.Server;
 /// <summary>
 /// An allocation-free auto-reset signal with a single waiter (a connection's writer loop).
 /// <see cref="Set"/> is called once per read batch per destination, never per message.
-/// Continuations run on the thread pool so the signalling reader never runs the writer inline.
+/// The waiter's continuation runs inline on the thread that calls <see cref="Set"/>: at the end of a read batch
+/// the publisher's thread writes each woken destination's queued bytes itself (nats-server's flushClients does
+/// the same), saving a thread-pool hop per destination; a write that cannot complete at once continues on the
+/// thread pool. Measured: fan-out and 4x4 throughput improved and the multi-publisher backlog disappeared
+/// (bench/results). Callers must not hold a lock when calling Set.
 /// </summary>
 internal sealed class AsyncSignal : IValueTaskSource
 {
     private const int Idle = 0, Signaled = 1, Waiting = 2;
-    private ManualResetValueTaskSourceCore<bool> _core = new() { RunContinuationsAsynchronously = true };
+    private ManualResetValueTaskSourceCore<bool> _core = new() { RunContinuationsAsynchronously = false };
     private int _state;
 
     public void Set()

@@ -17,8 +17,6 @@ public sealed partial class ClientConnection
 
     // Destinations that received data during the current read batch; each is woken once at the batch end.
     private readonly List<ClientConnection> _flushList = [];
-    private long _flushEpoch;
-    private long _flushMark;
 
     private void ProcessPub(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, int headerSize, in ReadOnlySequence<byte> payload)
     {
@@ -238,15 +236,18 @@ public sealed partial class ClientConnection
         }
     }
 
+    /// <summary>
+    /// Remembers a destination once per read batch. The de-duplication state lives with this reader (a set it
+    /// alone touches), not in the destination, so publishers sharing subscribers never write each other's lines.
+    /// </summary>
     private void MarkForFlush(ClientConnection dest)
     {
-        if (dest._flushMark == _flushEpoch && _flushEpoch != 0 && ReferenceEquals(dest._flushMarkOwner, this)) return;
-        dest._flushMark = _flushEpoch;
-        dest._flushMarkOwner = this;
-        _flushList.Add(dest);
+        var list = _flushList;
+        if (list.Count > 0 && ReferenceEquals(list[^1], dest)) return;
+        if (_flushSet.Add(dest)) list.Add(dest);
     }
 
-    private ClientConnection? _flushMarkOwner;
+    private readonly HashSet<ClientConnection> _flushSet = new(ReferenceEqualityComparer.Instance);
 
     /// <summary>End of a read batch: wake each destination's writer once.</summary>
     private void FlushDestinations()
@@ -254,7 +255,7 @@ public sealed partial class ClientConnection
         var list = _flushList;
         for (int i = 0; i < list.Count; i++) list[i]._writeSignal.Set();
         list.Clear();
-        _flushEpoch++;
+        _flushSet.Clear();
     }
 
     /// <summary>One publish being fanned out: its parts and the lazily formatted MSG/HMSG line pieces.</summary>

@@ -1,0 +1,52 @@
+using System.Diagnostics;
+using NatsBroker.Tests.Server;
+using Xunit.Abstractions;
+
+namespace NatsBroker.Tests.Bench;
+
+/// <summary>
+/// CI's smoke pass of the side-by-side benchmark (bench/NatsBroker.Bench --smoke): tiny counts, both servers,
+/// every scenario; it must complete and print its table. No timing is asserted. Runs alone (CPU heavy).
+/// </summary>
+[Collection(AllocationCollection.Name)]
+public class BenchSmokeTests(ITestOutputHelper output)
+{
+    [Fact]
+    public async Task Benchmark_smoke_pass_completes_and_prints_a_table()
+    {
+        var root = AppContext.BaseDirectory;
+        while (root is not null && !File.Exists(Path.Combine(root, "NatsBroker.slnx"))) root = Path.GetDirectoryName(root);
+        Assert.NotNull(root);
+        var dll = Path.Combine(root, "bench", "NatsBroker.Bench", "bin", "Release", "net10.0", "NatsBroker.Bench.dll");
+        if (!File.Exists(dll)) dll = Path.Combine(root, "bench", "NatsBroker.Bench", "bin", "Debug", "net10.0", "NatsBroker.Bench.dll");
+        Assert.True(File.Exists(dll), $"bench not built: {dll} (dotnet test NatsBroker.slnx builds it)");
+        var outDir = Path.Combine(Path.GetTempPath(), "natsbroker-bench-smoke-" + Guid.NewGuid().ToString("N"));
+        var psi = new ProcessStartInfo("dotnet")
+        {
+            WorkingDirectory = root,
+            RedirectStandardOutput = true,
+            RedirectStandardError = true,
+        };
+        foreach (var a in new[] { dll, "--smoke", "--no-build", "--gen", "raw", "--timeout", "30", "--out", outDir }) psi.ArgumentList.Add(a);
+        using var p = Process.Start(psi)!;
+        var stdout = p.StandardOutput.ReadToEndAsync();
+        var stderr = p.StandardError.ReadToEndAsync();
+        using var cts = new CancellationTokenSource(TimeSpan.FromMinutes(4));
+        try
+        {
+            await p.WaitForExitAsync(cts.Token);
+        }
+        catch (OperationCanceledException)
+        {
+            p.Kill(entireProcessTree: true);
+            Assert.Fail("bench smoke did not finish in 4 minutes");
+        }
+        output.WriteLine(await stdout);
+        output.WriteLine(await stderr);
+        Assert.Equal(0, p.ExitCode);
+        var table = File.ReadAllText(Path.Combine(outDir, "smoke.md"));
+        Assert.Contains("| Scenario | Payload | Go msg/s | Go MB/s | ours msg/s | ours MB/s | Ratio", table);
+        Assert.Contains("pubsub-16", table);
+        Directory.Delete(outDir, recursive: true);
+    }
+}
