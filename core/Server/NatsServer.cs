@@ -129,12 +129,20 @@ public sealed partial class NatsServer : IAsyncDisposable
     private ClientConnection Register(Stream stream, ConnectionKind kind, string remoteIp, int remotePort)
     {
         ulong id = (ulong)Interlocked.Increment(ref _nextClientId);
-        bool overLimit = _clients.Count >= _options.MaxConnections;
+        bool overLimit = _clients.Count >= _options.MaxConnections && OpenClientCount() >= _options.MaxConnections;
         var client = new ClientConnection(this, id, stream, kind, remoteIp, remotePort, overLimit);
         _clients[id] = client;
         Interlocked.Increment(ref _totalConnections);
         Log.ClientConnected(id, remoteIp, remotePort);
         return client;
+    }
+
+    /// <summary>Connections not already closing (a closed one leaves the registry a moment later).</summary>
+    private int OpenClientCount()
+    {
+        int n = 0;
+        foreach (var c in _clients.Values) if (!c.IsClosed) n++;
+        return n;
     }
 
     internal void OnClientClosed(ClientConnection client)

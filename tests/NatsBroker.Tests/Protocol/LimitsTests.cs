@@ -5,6 +5,7 @@ using Xunit.Abstractions;
 namespace NatsBroker.Tests.Protocol;
 
 /// <summary>Time- and load-based limits: stale connections, slow consumers. Each test owns its server.</summary>
+[Collection(NatsBroker.Tests.Server.AllocationCollection.Name)]
 public sealed class LimitsTests(ITestOutputHelper output, ServerPool pool) : ProtocolTestBase(output, pool)
 {
     [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]

@@ -60,9 +60,9 @@ public class DeliveryAllocationTests
     }
 }
 
-/// <summary>Allocation is measured process-wide, so these tests run alone, after the parallel ones.</summary>
+/// <summary>Tests that measure process-wide allocation, or depend on timing (keep-alive, slow consumer), run alone after the parallel ones.</summary>
 [CollectionDefinition(Name, DisableParallelization = true)]
 public sealed class AllocationCollection
 {
-    public const string Name = "Allocation (runs alone)";
+    public const string Name = "Timing or allocation sensitive (runs alone)";
 }
