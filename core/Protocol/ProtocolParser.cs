@@ -26,10 +26,14 @@ public sealed class ProtocolParser
     private const int OpSlack = 16;
 
     private readonly int _maxControlLine;
-    private readonly byte[] _lineScratch;
 
-    // Saved PUB/HPUB arguments while waiting for the payload (subject then reply, back to back).
-    private readonly byte[] _pubArgs;
+    // A control line that straddles segments is copied here. Parsing is synchronous, so one buffer per thread
+    // serves every connection.
+    [ThreadStatic] private static byte[]? t_lineScratch;
+
+    // Saved PUB/HPUB arguments while waiting for the payload (subject then reply, back to back); allocated the
+    // first time a message arrives split, sized to fit, so idle connections carry no parse buffers.
+    private byte[] _pubArgs = [];
     private bool _awaitingPayload;
     private int _subjectLength;
     private int _replyLength;
@@ -39,8 +43,6 @@ public sealed class ProtocolParser
     public ProtocolParser(int maxControlLine)
     {
         _maxControlLine = maxControlLine;
-        _lineScratch = new byte[maxControlLine + OpSlack];
-        _pubArgs = new byte[maxControlLine + OpSlack];
     }
 
     /// <summary>Parses as many complete ops as <paramref name="buffer"/> holds.</summary>
@@ -79,13 +81,15 @@ public sealed class ProtocolParser
                     return buf.Start;
                 }
                 var lineSeq = buf.Slice(0, pos.Value);
-                if (lineSeq.Length > _lineScratch.Length)
+                if (lineSeq.Length > _maxControlLine + OpSlack)
                 {
                     handler.OnProtocolError(ProtocolError.MaxControlLineExceeded);
                     break;
                 }
-                lineSeq.CopyTo(_lineScratch);
-                line = _lineScratch.AsSpan(0, (int)lineSeq.Length);
+                var scratch = t_lineScratch;
+                if (scratch is null || scratch.Length < _maxControlLine + OpSlack) t_lineScratch = scratch = new byte[_maxControlLine + OpSlack];
+                lineSeq.CopyTo(scratch);
+                line = scratch.AsSpan(0, (int)lineSeq.Length);
                 lineLength = lineSeq.Length + 1;
             }
             if (!line.IsEmpty && line[^1] == '\r') line = line[..^1];
@@ -258,6 +262,7 @@ public sealed class ProtocolParser
         if (buf.Length > totalSize && !IsCarriageReturnAt(buf, totalSize)) return Fail(handler, ProtocolError.UnknownOperation);
 
         // Split message: keep the arguments until the payload arrives.
+        if (_pubArgs.Length < subject.Length + reply.Length) _pubArgs = new byte[Math.Max(256, subject.Length + reply.Length)];
         subject.CopyTo(_pubArgs);
         reply.CopyTo(_pubArgs.AsSpan(subject.Length));
         _subjectLength = subject.Length;

@@ -9,10 +9,26 @@ public sealed partial class ClientConnection
 {
     // Per-publish scratch: "MSG <subject> " prefix and " [reply] <size>\r\n" suffixes, formatted once per
     // publish and reused for every destination (only the sid differs).
-    private readonly byte[] _msgPrefix = new byte[8 * 1024];
-    private readonly byte[] _msgSuffix = new byte[8 * 1024];
-    private readonly byte[] _hmsgPrefix = new byte[8 * 1024];
-    private readonly byte[] _hmsgSuffix = new byte[8 * 1024];
+    /// <summary>
+    /// Per-thread scratch for the MSG/HMSG line pieces of the publish being routed. Routing a publish runs
+    /// synchronously on its reader's thread, so one set per thread serves every connection (instead of 16 KB
+    /// per connection). Sized for the longest subject and reply max_control_line allows.
+    /// </summary>
+    private sealed class LineScratch(int size)
+    {
+        [ThreadStatic] private static LineScratch? t_current;
+        public readonly byte[] MsgPrefix = new byte[size];
+        public readonly byte[] MsgSuffix = new byte[size];
+        public readonly byte[] HmsgPrefix = new byte[size];
+        public readonly byte[] HmsgSuffix = new byte[size];
+
+        public static LineScratch For(int maxControlLine)
+        {
+            var s = t_current;
+            if (s is null || s.MsgPrefix.Length < maxControlLine + 64) t_current = s = new LineScratch(maxControlLine + 64);
+            return s;
+        }
+    }
     private uint _random = (uint)Environment.TickCount | 1;
 
     // Destinations that received data during the current read batch; each is woken once at the batch end.
@@ -41,7 +57,7 @@ public sealed partial class ClientConnection
             return;
         }
 
-        var msg = new OutgoingMessage(subject, reply, headerSize, payload);
+        var msg = new OutgoingMessage(subject, reply, headerSize, payload, LineScratch.For(_server.Options.MaxControlLine));
         var plain = result.Plain;
         for (int i = 0; i < plain.Length; i++)
         {
@@ -87,14 +103,14 @@ public sealed partial class ClientConnection
         ReadOnlySequence<byte> body;
         if (sendHeaders)
         {
-            prefix = _hmsgPrefix.AsSpan(0, msg.HmsgPrefixLength);
-            suffix = _hmsgSuffix.AsSpan(0, msg.HmsgSuffixLength);
+            prefix = msg.Scratch.HmsgPrefix.AsSpan(0, msg.HmsgPrefixLength);
+            suffix = msg.Scratch.HmsgSuffix.AsSpan(0, msg.HmsgSuffixLength);
             body = msg.Payload;
         }
         else
         {
-            prefix = _msgPrefix.AsSpan(0, msg.MsgPrefixLength);
-            suffix = _msgSuffix.AsSpan(0, msg.MsgSuffixLength);
+            prefix = msg.Scratch.MsgPrefix.AsSpan(0, msg.MsgPrefixLength);
+            suffix = msg.Scratch.MsgSuffix.AsSpan(0, msg.MsgSuffixLength);
             // A client without header support gets the message without its header block (as nats-server does).
             body = msg.HeaderSize > 0 ? msg.Payload.Slice(msg.HeaderSize) : msg.Payload;
         }
@@ -146,41 +162,49 @@ public sealed partial class ClientConnection
     private void FormatLines(ref OutgoingMessage msg, bool headers)
     {
         // MSG <subject> <sid> [reply] <#bytes>\r\n   /   HMSG <subject> <sid> [reply] <#hdr bytes> <#total bytes>\r\n
+        // Everything but the sid is formatted once per publish: the prefix up to the sid, the suffix after it.
         if (headers)
         {
-            var p = _hmsgPrefix.AsSpan();
-            "HMSG "u8.CopyTo(p);
-            msg.Subject.CopyTo(p[5..]);
-            int n = 5 + msg.Subject.Length;
-            p[n++] = (byte)' ';
-            msg.HmsgPrefixLength = n;
-            var s = _hmsgSuffix.AsSpan();
-            int m = 0;
-            s[m++] = (byte)' ';
-            if (!msg.Reply.IsEmpty) { msg.Reply.CopyTo(s[m..]); m += msg.Reply.Length; s[m++] = (byte)' '; }
-            m += ProtocolWriter.WriteInt(s[m..], msg.HeaderSize);
-            s[m++] = (byte)' ';
-            m += ProtocolWriter.WriteInt(s[m..], msg.Payload.Length);
-            s[m++] = (byte)'\r'; s[m++] = (byte)'\n';
-            msg.HmsgSuffixLength = m;
+            msg.HmsgPrefixLength = FormatPrefix(msg.Scratch.HmsgPrefix, "HMSG "u8, msg.Subject);
+            msg.HmsgSuffixLength = FormatSuffix(msg.Scratch.HmsgSuffix, msg.Reply, msg.HeaderSize, msg.Payload.Length);
         }
         else
         {
-            var p = _msgPrefix.AsSpan();
-            "MSG "u8.CopyTo(p);
-            msg.Subject.CopyTo(p[4..]);
-            int n = 4 + msg.Subject.Length;
-            p[n++] = (byte)' ';
-            msg.MsgPrefixLength = n;
-            var s = _msgSuffix.AsSpan();
-            int m = 0;
-            s[m++] = (byte)' ';
-            if (!msg.Reply.IsEmpty) { msg.Reply.CopyTo(s[m..]); m += msg.Reply.Length; s[m++] = (byte)' '; }
+            msg.MsgPrefixLength = FormatPrefix(msg.Scratch.MsgPrefix, "MSG "u8, msg.Subject);
             long size = msg.HeaderSize > 0 ? msg.Payload.Length - msg.HeaderSize : msg.Payload.Length;
-            m += ProtocolWriter.WriteInt(s[m..], size);
-            s[m++] = (byte)'\r'; s[m++] = (byte)'\n';
-            msg.MsgSuffixLength = m;
+            msg.MsgSuffixLength = FormatSuffix(msg.Scratch.MsgSuffix, msg.Reply, -1, size);
         }
+    }
+
+    private static int FormatPrefix(Span<byte> dest, ReadOnlySpan<byte> op, ReadOnlySpan<byte> subject)
+    {
+        op.CopyTo(dest);
+        subject.CopyTo(dest[op.Length..]);
+        int n = op.Length + subject.Length;
+        dest[n++] = (byte)' ';
+        return n;
+    }
+
+    /// <summary>" [reply] [#hdr] #total\r\n"; headerSize &lt; 0 omits the header size (MSG).</summary>
+    private static int FormatSuffix(Span<byte> dest, ReadOnlySpan<byte> reply, int headerSize, long total)
+    {
+        int m = 0;
+        dest[m++] = (byte)' ';
+        if (!reply.IsEmpty)
+        {
+            reply.CopyTo(dest[m..]);
+            m += reply.Length;
+            dest[m++] = (byte)' ';
+        }
+        if (headerSize >= 0)
+        {
+            m += ProtocolWriter.WriteInt(dest[m..], headerSize);
+            dest[m++] = (byte)' ';
+        }
+        m += ProtocolWriter.WriteInt(dest[m..], total);
+        dest[m++] = (byte)'\r';
+        dest[m++] = (byte)'\n';
+        return m;
     }
 
     /// <summary>no_responders: HMSG &lt;reply&gt; &lt;sid&gt; 16 16 with the 503 status, to the requester itself.</summary>
@@ -259,8 +283,9 @@ public sealed partial class ClientConnection
     }
 
     /// <summary>One publish being fanned out: its parts and the lazily formatted MSG/HMSG line pieces.</summary>
-    private ref struct OutgoingMessage(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, int headerSize, in ReadOnlySequence<byte> payload)
+    private ref struct OutgoingMessage(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, int headerSize, in ReadOnlySequence<byte> payload, LineScratch scratch)
     {
+        public readonly LineScratch Scratch = scratch;
         public readonly ReadOnlySpan<byte> Subject = subject;
         public readonly ReadOnlySpan<byte> Reply = reply;
         public readonly int HeaderSize = headerSize;
