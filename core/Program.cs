@@ -22,6 +22,8 @@ public static class Program
         var builder = Host.CreateEmptyApplicationBuilder(new HostApplicationBuilderSettings { DisableDefaults = true });
         builder.Logging.ClearProviders();
         builder.Logging.SetMinimumLevel(level);
+        // A start-up failure is reported once, below, as nats-server does; not again with the host's stack trace.
+        builder.Logging.AddFilter("Microsoft.Extensions.Hosting", LogLevel.None);
         builder.Logging.AddProvider(logProvider);
         builder.Services.Configure<ConsoleLifetimeOptions>(o => o.SuppressStatusMessages = true);
         builder.Services.AddSingleton(options);

@@ -817,6 +817,21 @@ internal sealed class OptionMapper(ServerOptions o)
                             o.StorageEngine = s;
                     }
                     break;
+                case "store_engine_path" or "store_engine_paths":
+                    // Our extension: third-party engine assemblies, loaded one by one by path (never a folder scan).
+                    if (f.Value.Kind == ConfigValueKind.Array)
+                    {
+                        foreach (var item in f.Value.AsArray())
+                        {
+                            if (item.Kind == ConfigValueKind.String) o.StorageEnginePaths.Add(item.AsString());
+                            else Error(item.Position, $"store_engine_path entries must be strings, got {item.Describe()}");
+                        }
+                    }
+                    else if (String(f, out s))
+                    {
+                        o.StorageEnginePaths.Add(s);
+                    }
+                    break;
                 default:
                     Unknown(f);
                     break;

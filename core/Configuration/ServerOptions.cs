@@ -65,6 +65,8 @@ public sealed class ServerOptions
     /// <c>jetstream { store_engine: name }</c>; nats-server has no such key.
     /// </summary>
     public string? StorageEngine { get; set; }
+    /// <summary>Third-party storage engine assemblies to load (<c>jetstream { store_engine_path: [...] }</c>, our extension).</summary>
+    public List<string> StorageEnginePaths { get; set; } = [];
 
     // ---- Logging ----
     public string? LogFile { get; set; }

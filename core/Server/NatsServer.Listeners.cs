@@ -13,6 +13,9 @@ public sealed partial class NatsServer
     private readonly CancellationTokenSource _shutdown = new();
     private string? _portsFile;
 
+    /// <summary>Storage engines (when JetStream is requested); the JetStream API will open stores through it.</summary>
+    public JetStream.StorageEngines? StorageEngines { get; private set; }
+
     /// <summary>The bound client port (resolved when -p -1 asked for a random one).</summary>
     public int ClientPort { get; private set; }
 
@@ -25,7 +28,13 @@ public sealed partial class NatsServer
             : o.Host is "::" ? IPAddress.IPv6Any
             : IPAddress.TryParse(o.Host, out var ip) ? ip
             : Dns.GetHostAddresses(o.Host).First();
-        if (o.JetStream) Log.JetStreamNotAvailable();
+        if (o.JetStream)
+        {
+            // Engines are resolved now so a bad store_engine / store_engine_path fails start-up, not a later request.
+            StorageEngines = JetStream.StorageEngines.Create(o);
+            Log.StorageEngines(StorageEngines.PersistentEngine, string.Join(", ", StorageEngines.LoadedFromPaths));
+            Log.JetStreamNotAvailable();
+        }
         WarmUp();
         var tcp = new Socket(address.AddressFamily, SocketType.Stream, ProtocolType.Tcp);
         tcp.SetSocketOption(SocketOptionLevel.Socket, SocketOptionName.ReuseAddress, true);

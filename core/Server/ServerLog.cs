@@ -20,6 +20,10 @@ internal sealed partial class ServerLog(ILogger logger)
     [LoggerMessage(Level = LogLevel.Warning, Message = "JetStream was requested, but this server does not implement the JetStream API yet: it runs without JetStream")]
     public partial void JetStreamNotAvailable();
 
+    [LoggerMessage(Level = LogLevel.Information, Message = "Storage engines: memory, file (built in); third-party: [{ThirdParty}]; file streams use \"{Engine}\"")]
+    private partial void StorageEnginesCore(string engine, string thirdParty);
+    public void StorageEngines(string engine, string thirdParty) => StorageEnginesCore(engine, thirdParty);
+
     [LoggerMessage(Level = LogLevel.Information, Message = "Server is ready")]
     public partial void Ready();
 
