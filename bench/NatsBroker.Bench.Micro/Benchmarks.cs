@@ -62,19 +62,3 @@ internal sealed class SubjectMatchesBenchmark : IMicroBenchmark
     }
 }
 
-/// <summary>
-/// A row for a hot path the core team has not landed yet. It reports "pending", never a number. Replace it with
-/// a real benchmark (one small class like the ones above) when the code exists.
-/// </summary>
-internal sealed class PendingBenchmark(string name, string why) : IMicroBenchmark
-{
-    public string Name => name;
-
-    public string? Pending => why;
-
-    public void Setup()
-    {
-    }
-
-    public long Run(int n) => 0;
-}

@@ -8,13 +8,8 @@ IMicroBenchmark[] all =
 [
     new SubjectIsValidBenchmark(),
     new SubjectMatchesBenchmark(),
-    new PendingBenchmark("SubList match, exact subject", "SubList not in core yet"),
-    new PendingBenchmark("SubList match, wildcard subject", "SubList not in core yet"),
-    new PendingBenchmark("SubList match, queue group", "SubList not in core yet"),
-    new PendingBenchmark("Parser PING", "protocol parser not in core yet"),
-    new PendingBenchmark("Parser PUB 16 B", "protocol parser not in core yet"),
-    new PendingBenchmark("Parser HPUB", "protocol parser not in core yet"),
-    new PendingBenchmark("Parser PUB split across segments", "protocol parser not in core yet"),
+    .. SubListMatchBenchmark.All(),
+    .. ParserBenchmark.All(),
 ];
 var target = TimeSpan.FromMilliseconds(quick ? 200 : 1000);
 Console.WriteLine("| Benchmark | ops/s | ns/op | allocated B/op |");

@@ -42,8 +42,6 @@ public sealed partial class NatsServer
         tcp.Listen(1024);
         _tcpListener = tcp;
         ClientPort = ((IPEndPoint)tcp.LocalEndPoint!).Port;
-        Log.Listening($"{o.Host}:{ClientPort}");
-        _acceptLoops.Add(AcceptLoopAsync(tcp, ConnectionKind.Tcp));
 
         if (!string.IsNullOrEmpty(o.UnixSocketPath))
         {
@@ -52,8 +50,15 @@ public sealed partial class NatsServer
             uds.Bind(new UnixDomainSocketEndPoint(o.UnixSocketPath));
             uds.Listen(1024);
             _unixListener = uds;
-            Log.ListeningUnix(o.UnixSocketPath);
-            _acceptLoops.Add(AcceptLoopAsync(uds, ConnectionKind.UnixSocket));
+        }
+
+        // Every listener is bound before the "Listening" line: test harnesses and scripts take it as readiness.
+        Log.Listening($"{o.Host}:{ClientPort}");
+        _acceptLoops.Add(AcceptLoopAsync(tcp, ConnectionKind.Tcp));
+        if (_unixListener is not null)
+        {
+            Log.ListeningUnix(o.UnixSocketPath!);
+            _acceptLoops.Add(AcceptLoopAsync(_unixListener, ConnectionKind.UnixSocket));
         }
         StartHeartbeat();
     }
