@@ -8,7 +8,14 @@ namespace NatsBroker.Bench.Infra;
 /// <summary>How to start one server: executable + leading args; the harness appends nats-server flags.</summary>
 internal sealed record ServerSpec(string Label, string FileName, IReadOnlyList<string> PrefixArgs)
 {
-    public string Display => string.Join(' ', new[] { FileName }.Concat(PrefixArgs));
+    /// <summary>The command for reports, with paths inside the current directory shown relative (no machine paths).</summary>
+    public string Display => string.Join(' ', new[] { FileName }.Concat(PrefixArgs).Select(Relative));
+
+    private static string Relative(string arg)
+    {
+        var cwd = Directory.GetCurrentDirectory().TrimEnd('/') + "/";
+        return arg.StartsWith(cwd, StringComparison.Ordinal) ? arg[cwd.Length..] : arg;
+    }
 
     /// <summary>Parses a command line such as "dotnet core/bin/Release/net10.0/NatsBroker.dll" (space separated, quotes allowed).</summary>
     public static ServerSpec Parse(string label, string commandLine)
