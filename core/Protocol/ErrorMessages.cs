@@ -16,5 +16,4 @@ public static class ErrorMessages
     public const string MaxSubscriptionsExceeded = "maximum subscriptions exceeded";
     public const string InvalidClientProtocol = "invalid client protocol";
     public const string NoRespondersRequiresHeaders = "no responders requires headers support";
-    public const string ServerShuttingDown = "Server Shutdown";
 }

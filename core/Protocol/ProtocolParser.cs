@@ -106,7 +106,7 @@ public sealed class ProtocolParser
         if (line.IsEmpty)
         {
             // A bare newline: nats-server's OP_START sees '\n' as an unknown op.
-            return Fail(handler, AuthOr(handler, line, ProtocolError.UnknownOperation));
+            return Fail(handler, handler.RejectBeforeConnect() ? ProtocolError.AuthorizationViolation : ProtocolError.UnknownOperation);
         }
         byte op = Lower(line[0]);
         if (op != 'c' && handler.RejectBeforeConnect())
@@ -337,13 +337,6 @@ public sealed class ProtocolParser
             return false;
         }
         return true;
-    }
-
-    private static ProtocolError AuthOr<THandler>(THandler handler, ReadOnlySpan<byte> line, ProtocolError otherwise)
-        where THandler : IProtocolHandler
-    {
-        _ = line;
-        return handler.RejectBeforeConnect() ? ProtocolError.AuthorizationViolation : otherwise;
     }
 
     private static bool Fail<THandler>(THandler handler, ProtocolError error) where THandler : IProtocolHandler

@@ -20,11 +20,4 @@ public static class ProtocolWriter
         Utf8Formatter.TryFormat(value, dest, out int written);
         return written;
     }
-
-    public static int DigitCount(long value)
-    {
-        int n = 1;
-        while (value >= 10) { value /= 10; n++; }
-        return n;
-    }
 }

@@ -28,8 +28,6 @@ public sealed class ServerInfo
     [JsonPropertyName("xkey"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? XKey { get; set; }
     /// <summary>Our implementation's name and version; nats-server has no such field, clients ignore it.</summary>
     [JsonPropertyName("implementation")] public string Implementation { get; set; } = "";
-
-    public ServerInfo Clone() => (ServerInfo)MemberwiseClone();
 }
 
 [JsonSourceGenerationOptions(DefaultIgnoreCondition = JsonIgnoreCondition.Never, PropertyNameCaseInsensitive = false)]

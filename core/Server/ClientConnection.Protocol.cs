@@ -148,7 +148,7 @@ public sealed partial class ClientConnection
         List<Subscription> revoked = [];
         lock (_subsLock)
         {
-            foreach (var (key, sub) in _subs)
+            foreach (var sub in _subs.Values)
             {
                 if (!ClientPermissions.IsSubscribeAllowed(_permissions, sub.Subject, sub.Queue)) revoked.Add(sub);
             }
@@ -282,7 +282,7 @@ public sealed partial class ClientConnection
         var opts = _server.Options;
         if (AwaitingAuth)
         {
-            if (nowTicks - ConnectedTicks >= (long)opts.AuthTimeout.TotalMilliseconds)
+            if (nowTicks - _connectedTicks >= (long)opts.AuthTimeout.TotalMilliseconds)
             {
                 SendErrorAndClose(ErrorMessages.AuthenticationTimeout, CloseReason.AuthenticationTimeout);
             }
@@ -342,6 +342,5 @@ public sealed partial class ClientConnection
         }
     }
 
-    private long ConnectedTicks => _connectedTicks;
     private readonly long _connectedTicks = Environment.TickCount64;
 }

@@ -85,6 +85,4 @@ public sealed partial class NatsServer
         await ShutdownAsync().ConfigureAwait(false);
         _shutdown.Dispose();
     }
-
-    internal static byte[] ErrorLine(string text) => ProtocolWriter.Error(text);
 }
