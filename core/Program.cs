@@ -8,8 +8,20 @@ namespace NatsBroker;
 
 public static class Program
 {
+    private const string InlineCompletionsVariable = "DOTNET_SYSTEM_NET_SOCKETS_INLINE_COMPLETIONS";
+
     public static int Main(string[] args)
     {
+        // Run socket completions on the socket engine's thread instead of hopping to the thread pool: the read
+        // loops never block, and the hop dominated request/reply and many-connection loads (bench A/B on this
+        // 2-core VM: fan-out 1.63x, 4x4 1.28x, 10-client request/reply 1.14x, 150-requester request/reply
+        // 1.13-1.26x; single-client request/reply 0.70x). Must be set before the first socket is created; an
+        // operator's own setting wins.
+        if (Environment.GetEnvironmentVariable(InlineCompletionsVariable) is null)
+        {
+            Environment.SetEnvironmentVariable(InlineCompletionsVariable, "1");
+        }
+
         // -h, -v, -t, --signal and bad flags/config are answered here, exactly as nats-server answers them.
         if (CommandLineHost.Handle(args, Console.Out, Console.Error, out var cli) is int exitCode) return exitCode;
 
