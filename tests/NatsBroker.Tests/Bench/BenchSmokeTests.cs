@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using NatsBroker.Tests.Infrastructure;
 using NatsBroker.Tests.Server;
 using Xunit.Abstractions;
 
@@ -14,14 +15,12 @@ public class BenchSmokeTests(ITestOutputHelper output)
     [Fact]
     public async Task Benchmark_smoke_pass_completes_and_prints_a_table()
     {
-        var root = AppContext.BaseDirectory;
-        while (root is not null && !File.Exists(Path.Combine(root, "NatsBroker.slnx"))) root = Path.GetDirectoryName(root);
-        Assert.NotNull(root);
+        var root = TestEnvironment.RepoRoot;
         var dll = Path.Combine(root, "bench", "NatsBroker.Bench", "bin", "Release", "net10.0", "NatsBroker.Bench.dll");
         if (!File.Exists(dll)) dll = Path.Combine(root, "bench", "NatsBroker.Bench", "bin", "Debug", "net10.0", "NatsBroker.Bench.dll");
         Assert.True(File.Exists(dll), $"bench not built: {dll} (dotnet test NatsBroker.slnx builds it)");
         var outDir = Path.Combine(Path.GetTempPath(), "natsbroker-bench-smoke-" + Guid.NewGuid().ToString("N"));
-        var psi = new ProcessStartInfo("dotnet")
+        var psi = new ProcessStartInfo(TestEnvironment.DotnetHost())
         {
             WorkingDirectory = root,
             RedirectStandardOutput = true,

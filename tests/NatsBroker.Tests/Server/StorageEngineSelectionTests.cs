@@ -1,24 +1,18 @@
 using System.Diagnostics;
 using NatsBroker.Configuration;
 using NatsBroker.JetStream;
+using NatsBroker.Tests.Infrastructure;
 
 namespace NatsBroker.Tests.Server;
 
 /// <summary>The broker picks the storage engine by config name and loads third-party engines by path.</summary>
 public class StorageEngineSelectionTests
 {
-    private static string RepoRoot()
-    {
-        var dir = AppContext.BaseDirectory;
-        while (dir is not null && !File.Exists(Path.Combine(dir, "NatsBroker.slnx"))) dir = Path.GetDirectoryName(dir);
-        return dir ?? throw new InvalidOperationException("repo root not found");
-    }
-
     private static string TestEnginePath()
     {
         foreach (var cfg in new[] { "Release", "Debug" })
         {
-            var p = Path.Combine(RepoRoot(), "tests", "NatsBroker.Storage.TestEngine", "bin", cfg, "net10.0", "NatsBroker.Storage.TestEngine.dll");
+            var p = Path.Combine(TestEnvironment.RepoRoot, "tests", "NatsBroker.Storage.TestEngine", "bin", cfg, "net10.0", "NatsBroker.Storage.TestEngine.dll");
             if (File.Exists(p)) return p;
         }
         throw new InvalidOperationException("tests/NatsBroker.Storage.TestEngine is not built (dotnet test NatsBroker.slnx builds it)");
@@ -55,8 +49,8 @@ public class StorageEngineSelectionTests
         var dir = Directory.CreateTempSubdirectory("natsbroker-engines-");
         var conf = Path.Combine(dir.FullName, "js.conf");
         File.WriteAllText(conf, $"jetstream {{ store_dir: \"{dir.FullName}\", store_engine: nope }}\n");
-        var psi = new ProcessStartInfo("dotnet") { RedirectStandardError = true, RedirectStandardOutput = true };
-        foreach (var a in new[] { Path.Combine(AppContext.BaseDirectory, "NatsBroker.dll"), "-a", "127.0.0.1", "-p", "-1", "-c", conf }) psi.ArgumentList.Add(a);
+        var psi = new ProcessStartInfo(TestEnvironment.DotnetHost()) { RedirectStandardError = true, RedirectStandardOutput = true };
+        foreach (var a in new[] { TestEnvironment.OursDllPath(), "-a", "127.0.0.1", "-p", "-1", "-c", conf }) psi.ArgumentList.Add(a);
         using var p = Process.Start(psi)!;
         var stderr = p.StandardError.ReadToEnd();
         Assert.True(p.WaitForExit(TimeSpan.FromSeconds(20)));
