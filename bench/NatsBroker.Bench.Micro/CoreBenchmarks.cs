@@ -1,6 +1,7 @@
 using System.Buffers;
 using System.Text;
 using NatsBroker.Protocol;
+using NatsBroker.Routing;
 using NatsBroker.Subscriptions;
 
 namespace NatsBroker.Bench.Micro;
@@ -12,7 +13,10 @@ namespace NatsBroker.Bench.Micro;
 internal sealed class SubListMatchBenchmark(string name, Func<int, (string Subject, string? Queue)> subscription, string[] published)
     : IMicroBenchmark
 {
-    private sealed class Owner : ISubscriber;
+    private sealed class Owner : ISubscriber
+    {
+        public DeliveryOutcome Deliver(Subscription sub, ref RoutedMessage msg, DeliveryBatch batch) => DeliveryOutcome.Delivered;
+    }
 
     private readonly SubList _sl = new();
     private readonly SubjectResultCache _l1 = new();

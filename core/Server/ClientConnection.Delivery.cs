@@ -1,38 +1,24 @@
 using System.Buffers;
 using NatsBroker.Auth;
 using NatsBroker.Protocol;
+using NatsBroker.Routing;
 using NatsBroker.Subscriptions;
 
 namespace NatsBroker.Server;
 
-public sealed partial class ClientConnection
+/// <summary>
+/// Both sides of message delivery for a client: as a publisher (PUB/HPUB handed to the router, flushed once per
+/// read batch) and as a destination (the router hands it a message for one of its subscriptions; it appends
+/// MSG/HMSG to its own outbound buffer under its own lock and does its own accounting).
+/// </summary>
+/// <remarks>
+/// Lock order: <c>_subsLock</c> before <c>_out.Lock</c>. A delivering thread holds at most one destination's
+/// <c>_out.Lock</c> and takes no other lock inside it.
+/// </remarks>
+public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IStallTarget, IPublisher
 {
-    // Per-publish scratch: "MSG <subject> " prefix and " [reply] <size>\r\n" suffixes, formatted once per
-    // publish and reused for every destination (only the sid differs).
-    /// <summary>
-    /// Per-thread scratch for the MSG/HMSG line pieces of the publish being routed. Routing a publish runs
-    /// synchronously on its reader's thread, so one set per thread serves every connection (instead of 16 KB
-    /// per connection). Sized for the longest subject and reply max_control_line allows.
-    /// </summary>
-    private sealed class LineScratch(int size)
-    {
-        [ThreadStatic] private static LineScratch? t_current;
-        public readonly byte[] MsgPrefix = new byte[size];
-        public readonly byte[] MsgSuffix = new byte[size];
-        public readonly byte[] HmsgPrefix = new byte[size];
-        public readonly byte[] HmsgSuffix = new byte[size];
-
-        public static LineScratch For(int maxControlLine)
-        {
-            var s = t_current;
-            if (s is null || s.MsgPrefix.Length < maxControlLine + 64) t_current = s = new LineScratch(maxControlLine + 64);
-            return s;
-        }
-    }
-    private uint _random = (uint)Environment.TickCount | 1;
-
-    // Destinations that received data during the current read batch; each is woken once at the batch end.
-    private readonly List<ClientConnection> _flushList = [];
+    // Destinations this connection's current read batch touched, and their back-pressure hints.
+    private readonly DeliveryBatch _batch = new();
 
     private void ProcessPub(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, int headerSize, in ReadOnlySequence<byte> payload)
     {
@@ -50,23 +36,9 @@ public sealed partial class ClientConnection
         }
         if (_verbose) EnqueueProto(ProtocolWriter.Ok);
 
-        var result = _server.SubList.Match(subject, _l1);
-        if (result.IsEmpty)
+        if (!_server.Router.Publish(this, subject, reply, headerSize, payload, _l1, _batch) && _noResponders && !reply.IsEmpty)
         {
-            if (_noResponders && !reply.IsEmpty) SendNoResponders(reply);
-            return;
-        }
-
-        var msg = new OutgoingMessage(subject, reply, headerSize, payload, LineScratch.For(_server.Options.MaxControlLine));
-        var plain = result.Plain;
-        for (int i = 0; i < plain.Length; i++)
-        {
-            Deliver(plain[i], ref msg);
-        }
-        var queues = result.Queues;
-        for (int q = 0; q < queues.Length; q++)
-        {
-            DeliverToQueue(queues[q], ref msg);
+            SendNoResponders(reply);
         }
     }
 
@@ -74,54 +46,45 @@ public sealed partial class ClientConnection
     private static bool IsReservedReply(ReadOnlySpan<byte> reply) =>
         reply.StartsWith("_R_."u8) || reply.StartsWith("$JS.ACK."u8) || reply.StartsWith("_GR_."u8);
 
-    /// <summary>Picks one member of a queue group; if that member is gone, tries the others in order.</summary>
-    private void DeliverToQueue(Subscription[] members, ref OutgoingMessage msg)
+    /// <summary>
+    /// The router hands this connection a message for one of its subscriptions (on the publisher's thread).
+    /// Appends MSG/HMSG to the outbound buffer; auto-unsubscribe max, pending limits and statistics are checked
+    /// and updated under this connection's own lock, so concurrent publishers never deliver past <c>max</c>.
+    /// </summary>
+    DeliveryOutcome ISubscriber.Deliver(Subscription sub, ref RoutedMessage msg, DeliveryBatch batch)
     {
-        // xorshift: cheap, per-connection, no shared state.
-        uint x = _random;
-        x ^= x << 13; x ^= x >> 17; x ^= x << 5;
-        _random = x;
-        int start = (int)(x % (uint)members.Length);
-        for (int i = 0; i < members.Length; i++)
-        {
-            var sub = members[(start + i) % members.Length];
-            if (Deliver(sub, ref msg)) return;
-        }
-    }
+        bool self = ReferenceEquals(msg.Origin, this);
+        if (self && !_echo) return DeliveryOutcome.Skipped;
+        if (_permissions is not null && _permissions.IsDeliveryDenied(msg.Subject)) return DeliveryOutcome.Skipped;
 
-    /// <summary>Appends MSG/HMSG for one subscription to its client's outbound buffer. False if not delivered.</summary>
-    private bool Deliver(Subscription sub, ref OutgoingMessage msg)
-    {
-        if (sub.Closed) return false;
-        var dest = (ClientConnection)sub.Owner;
-        if (ReferenceEquals(dest, this) && !_echo) return false;
-        if (dest._permissions is not null && dest._permissions.IsDeliveryDenied(msg.Subject)) return false;
-
-        bool sendHeaders = msg.HeaderSize >= 0 && dest._headers;
-        if (!msg.Formatted(sendHeaders)) FormatLines(ref msg, sendHeaders);
+        bool sendHeaders = msg.HeaderSize >= 0 && _headers;
+        if (msg.Lines is null || !(sendHeaders ? msg.HmsgSuffixLength != 0 : msg.MsgSuffixLength != 0)) FormatLines(ref msg, sendHeaders);
+        var lines = msg.Lines!;
         ReadOnlySpan<byte> prefix, suffix;
         ReadOnlySequence<byte> body;
         if (sendHeaders)
         {
-            prefix = msg.Scratch.HmsgPrefix.AsSpan(0, msg.HmsgPrefixLength);
-            suffix = msg.Scratch.HmsgSuffix.AsSpan(0, msg.HmsgSuffixLength);
+            prefix = lines.HmsgPrefix.AsSpan(0, msg.HmsgPrefixLength);
+            suffix = lines.HmsgSuffix.AsSpan(0, msg.HmsgSuffixLength);
             body = msg.Payload;
         }
         else
         {
-            prefix = msg.Scratch.MsgPrefix.AsSpan(0, msg.MsgPrefixLength);
-            suffix = msg.Scratch.MsgSuffix.AsSpan(0, msg.MsgSuffixLength);
+            prefix = lines.MsgPrefix.AsSpan(0, msg.MsgPrefixLength);
+            suffix = lines.MsgSuffix.AsSpan(0, msg.MsgSuffixLength);
             // A client without header support gets the message without its header block (as nats-server does).
-            body = msg.HeaderSize > 0 ? msg.Payload.Slice(msg.HeaderSize) : msg.Payload;
+            body = msg.Body;
         }
 
         var sid = sub.Sid;
         int total = prefix.Length + sid.Length + suffix.Length + (int)body.Length + 2;
         bool autoUnsub = false;
-        lock (dest._out.Lock)
+        lock (_out.Lock)
         {
-            if (dest._closing) return false;
-            if (dest._out.TryReserve(total, out var span))
+            if (_closing || sub.Closed) return DeliveryOutcome.Skipped;
+            long max = sub.MaxMessages;
+            if (max > 0 && sub.Delivered >= max) return DeliveryOutcome.Skipped;
+            if (_out.TryReserve(total, out var span))
             {
                 prefix.CopyTo(span);
                 int o = prefix.Length;
@@ -133,46 +96,61 @@ public sealed partial class ClientConnection
             else
             {
                 // Larger than a chunk: spill across chunks.
-                dest._out.Write(prefix);
-                dest._out.Write(sid);
-                dest._out.Write(suffix);
-                dest._out.Write(body);
-                dest._out.Write("\r\n"u8);
+                _out.Write(prefix);
+                _out.Write(sid);
+                _out.Write(suffix);
+                _out.Write(body);
+                _out.Write("\r\n"u8);
             }
             long maxPending = _server.Options.MaxPending;
-            if (dest._out.Pending > maxPending)
+            if (self)
+            {
+                // This connection is its own slow destination: instead of cutting it off, its read loop stops
+                // reading until its outbound drains (a client that stops reading its socket is still cut off by
+                // write_deadline). nats-server gets the same effect by flushing its own outbound in its read loop.
+                if (_out.Pending > StallThreshold(maxPending)) batch.MarkPublisherBackedUp();
+            }
+            else if (_out.Pending > maxPending)
             {
                 // Slow consumer: the client cannot keep up; close it, keep everyone else flowing (client.go queueOutbound).
-                dest.MarkSlowConsumerLocked();
-                return false;
+                MarkSlowConsumerLocked();
+                return DeliveryOutcome.Skipped;
             }
-            // Over 75% of max_pending: the publisher pauses briefly at the end of this read (fast producer stall).
-            if (dest._out.Pending > maxPending / 4 * 3 && !ReferenceEquals(dest, this)) _stallOn = dest;
-            dest.OutMsgs++;
-            dest.OutBytes += body.Length;
+            else if (_out.Pending > StallThreshold(maxPending))
+            {
+                // Over 75% of max_pending: the publisher waits briefly at the end of its read (fast producer stall).
+                batch.RequestStall(this);
+            }
+            OutMsgs++;
+            OutBytes += body.Length;
             long delivered = ++sub.Delivered;
-            if (sub.MaxMessages > 0 && delivered >= sub.MaxMessages) autoUnsub = true;
+            if (max > 0 && delivered >= max)
+            {
+                autoUnsub = true;
+                sub.Closed = true;
+            }
         }
-        if (dest._permissions?.Responses is { } responses && !msg.Reply.IsEmpty) responses.OnDelivered(msg.Reply);
-        MarkForFlush(dest);
-        if (autoUnsub) dest.RemoveSubscription(sub);
-        return true;
+        if (_permissions?.Responses is { } responses && !msg.Reply.IsEmpty) responses.OnDelivered(msg.Reply);
+        if (autoUnsub) RemoveSubscription(sub);
+        return DeliveryOutcome.DeliveredNeedsFlush;
     }
 
-    private void FormatLines(ref OutgoingMessage msg, bool headers)
+    private static long StallThreshold(long maxPending) => maxPending / 4 * 3;
+
+    private static void FormatLines(ref RoutedMessage msg, bool headers)
     {
         // MSG <subject> <sid> [reply] <#bytes>\r\n   /   HMSG <subject> <sid> [reply] <#hdr bytes> <#total bytes>\r\n
         // Everything but the sid is formatted once per publish: the prefix up to the sid, the suffix after it.
+        var lines = msg.Lines ??= ProtocolLineScratch.For(msg.Subject.Length + msg.Reply.Length + 64, Router.Depth);
         if (headers)
         {
-            msg.HmsgPrefixLength = FormatPrefix(msg.Scratch.HmsgPrefix, "HMSG "u8, msg.Subject);
-            msg.HmsgSuffixLength = FormatSuffix(msg.Scratch.HmsgSuffix, msg.Reply, msg.HeaderSize, msg.Payload.Length);
+            msg.HmsgPrefixLength = FormatPrefix(lines.HmsgPrefix, "HMSG "u8, msg.Subject);
+            msg.HmsgSuffixLength = FormatSuffix(lines.HmsgSuffix, msg.Reply, msg.HeaderSize, msg.Payload.Length);
         }
         else
         {
-            msg.MsgPrefixLength = FormatPrefix(msg.Scratch.MsgPrefix, "MSG "u8, msg.Subject);
-            long size = msg.HeaderSize > 0 ? msg.Payload.Length - msg.HeaderSize : msg.Payload.Length;
-            msg.MsgSuffixLength = FormatSuffix(msg.Scratch.MsgSuffix, msg.Reply, -1, size);
+            msg.MsgPrefixLength = FormatPrefix(lines.MsgPrefix, "MSG "u8, msg.Subject);
+            msg.MsgSuffixLength = FormatSuffix(lines.MsgSuffix, msg.Reply, -1, msg.Body.Length);
         }
     }
 
@@ -231,72 +209,80 @@ public sealed partial class ClientConnection
                 hdr.CopyTo(span[o..]); o += hdr.Length;
                 span[o++] = (byte)'\r'; span[o] = (byte)'\n';
             }
-            MarkForFlush(this);
+            _batch.Add(this);
             return;
         }
     }
 
-    // A destination over 75% of max_pending seen during this read batch (client.go stalledWait).
-    private ClientConnection? _stallOn;
     // nats-server waits 2 ms (5 ms past max_pending), at most 10 ms per read. A JIT-compiled server on a loaded
     // 2-core machine drains more slowly than that budget assumes, and cut a healthy subscriber in tests where Go
     // did not; the wider budget only applies between 75% and 100% of max_pending, so a stuck client is still cut.
     private static readonly TimeSpan StallMin = TimeSpan.FromMilliseconds(10);
     private static readonly TimeSpan StallMax = TimeSpan.FromMilliseconds(20);
-    private const long StallTotalAllowedMs = 25;
 
     /// <summary>
-    /// Fast-producer stall: before reading more, wait (bounded: 10 ms, 20 ms when the destination is over
-    /// max_pending, 25 ms per read) for a backed-up destination to drain below 75% of max_pending. Pushes back on
-    /// the publisher's socket instead of cutting off a subscriber that is merely slower than one producer burst.
+    /// End of a read batch: flush the destinations it touched, then act on back-pressure before reading more.
+    /// Fast-producer stall: wait (bounded: 10 ms, 20 ms when the destination is past max_pending) for a backed-up
+    /// destination to drain below 75% of max_pending, woken by its writer rather than polling. Self back-pressure:
+    /// when this connection is its own backed-up destination, wait (unbounded, but a client that stops reading is
+    /// cut by write_deadline or by closing) until its own outbound drains.
     /// </summary>
-    private async ValueTask StallAsync(ClientConnection dest)
+    private ValueTask EndReadBatchAsync()
     {
-        long maxPending = _server.Options.MaxPending;
-        long start = Environment.TickCount64;
-        while (!dest._closing && !_closing && dest.PendingBytes > maxPending / 4 * 3)
+        _batch.Flush();
+        var (stallOn, backedUp) = _batch.TakeBackPressure();
+        if (!backedUp && stallOn is null) return ValueTask.CompletedTask;
+        return WaitForBackPressureAsync(stallOn, backedUp);
+    }
+
+    private async ValueTask WaitForBackPressureAsync(IStallTarget? stallOn, bool backedUp)
+    {
+        if (backedUp)
         {
-            long budget = dest.PendingBytes >= maxPending ? (long)StallMax.TotalMilliseconds : (long)StallMin.TotalMilliseconds;
-            long elapsed = Environment.TickCount64 - start;
-            if (elapsed >= Math.Min(budget, StallTotalAllowedMs)) break;
-            await Task.Delay(1).ConfigureAwait(false);
+            while (!_closing && ((IStallTarget)this).IsBackedUp) await ((IStallTarget)this).WhenDrainedAsync().ConfigureAwait(false);
+        }
+        if (stallOn is not null && !_closing && stallOn.IsBackedUp)
+        {
+            var budget = stallOn.IsOverLimit ? StallMax : StallMin;
+            try
+            {
+                await stallOn.WhenDrainedAsync().WaitAsync(budget).ConfigureAwait(false);
+            }
+            catch (TimeoutException)
+            {
+                // The budget is spent: read on (the destination is cut off if it passes max_pending).
+            }
         }
     }
 
-    /// <summary>
-    /// Remembers a destination once per read batch. The de-duplication state lives with this reader (a set it
-    /// alone touches), not in the destination, so publishers sharing subscribers never write each other's lines.
-    /// </summary>
-    private void MarkForFlush(ClientConnection dest)
+    void IFlushTarget.Flush(bool inline)
     {
-        var list = _flushList;
-        if (list.Count > 0 && ReferenceEquals(list[^1], dest)) return;
-        if (_flushSet.Add(dest)) list.Add(dest);
+        if (inline) _writeSignal.Set();
+        else _writeSignal.SetOnThreadPool();
     }
 
-    private readonly HashSet<ClientConnection> _flushSet = new(ReferenceEqualityComparer.Instance);
+    // Completed by the writer when pending falls below the stall threshold, or on close; null when nobody waits.
+    private TaskCompletionSource? _drained;
 
-    /// <summary>End of a read batch: wake each destination's writer once.</summary>
-    private void FlushDestinations()
+    Task IStallTarget.WhenDrainedAsync()
     {
-        var list = _flushList;
-        for (int i = 0; i < list.Count; i++) list[i]._writeSignal.Set();
-        list.Clear();
-        _flushSet.Clear();
+        lock (_out.Lock)
+        {
+            if (_closing || _out.Pending <= StallThreshold(_server.Options.MaxPending)) return Task.CompletedTask;
+            return (_drained ??= new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously)).Task;
+        }
     }
 
-    /// <summary>One publish being fanned out: its parts and the lazily formatted MSG/HMSG line pieces.</summary>
-    private ref struct OutgoingMessage(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, int headerSize, in ReadOnlySequence<byte> payload, LineScratch scratch)
+    bool IStallTarget.IsBackedUp => !_closing && PendingBytes > StallThreshold(_server.Options.MaxPending);
+    bool IStallTarget.IsOverLimit => PendingBytes >= _server.Options.MaxPending;
+
+    /// <summary>After the writer returned written chunks (caller holds _out.Lock): wake waiters once drained.</summary>
+    private void SignalDrainedLocked()
     {
-        public readonly LineScratch Scratch = scratch;
-        public readonly ReadOnlySpan<byte> Subject = subject;
-        public readonly ReadOnlySpan<byte> Reply = reply;
-        public readonly int HeaderSize = headerSize;
-        public readonly ReadOnlySequence<byte> Payload = payload;
-        public int MsgPrefixLength;
-        public int MsgSuffixLength;
-        public int HmsgPrefixLength;
-        public int HmsgSuffixLength;
-        public readonly bool Formatted(bool headers) => headers ? HmsgSuffixLength != 0 : MsgSuffixLength != 0;
+        if (_drained is { } tcs && (_closing || _out.Pending <= StallThreshold(_server.Options.MaxPending)))
+        {
+            _drained = null;
+            tcs.TrySetResult();
+        }
     }
 }

@@ -50,6 +50,7 @@ public sealed partial class ClientConnection
         _closing = true;
         ClosedReason ??= CloseReason.SlowConsumerPendingBytes;
         _out.Discard();
+        SignalDrainedLocked();
         _server.CountSlowConsumer();
         _server.Log.SlowConsumerPending(Id, RemoteIp);
         // Shut the transport down outside the lock, from the thread pool.
@@ -81,7 +82,11 @@ public sealed partial class ClientConnection
                     finally
                     {
                         Volatile.Write(ref _writeStartTicks, 0);
-                        lock (_out.Lock) _out.Written(chunks);
+                        lock (_out.Lock)
+                        {
+                            _out.Written(chunks);
+                            SignalDrainedLocked();
+                        }
                     }
                 }
                 if (_closing)

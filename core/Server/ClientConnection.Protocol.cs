@@ -164,8 +164,8 @@ public sealed partial class ClientConnection
 
     private void ProcessPing()
     {
-        EnqueueProto(ProtocolWriter.Pong);
-        MarkForFlush(this);
+        EnqueueProto(ProtocolWriter.Pong, wake: false);
+        _batch.Add(this);
     }
 
     private void ProcessPubArgs(ReadOnlySpan<byte> subject)
@@ -221,26 +221,27 @@ public sealed partial class ClientConnection
         {
             if (_subs.TryGetValue(sidKey, out var sub))
             {
-                if (max > 0 && max > Volatile.Read(ref sub.Delivered))
+                // Under the delivery lock, so no concurrent delivery can slip past max (client.go processUnsub
+                // and deliverMsg both hold the subscriber's client lock).
+                bool keep;
+                lock (_out.Lock)
                 {
-                    sub.MaxMessages = max;
+                    keep = max > 0 && max > sub.Delivered;
+                    if (keep) sub.MaxMessages = max;
+                    else sub.Closed = true;
                 }
-                else
+                if (!keep)
                 {
                     _subs.Remove(sidKey);
                     toRemove = sub;
                 }
             }
         }
-        if (toRemove is not null)
-        {
-            toRemove.Closed = true;
-            _server.SubList.Remove(toRemove);
-        }
+        if (toRemove is not null) _server.SubList.Remove(toRemove);
         if (_verbose) EnqueueProto(ProtocolWriter.Ok);
     }
 
-    /// <summary>Auto-unsubscribe reached its limit; called by the delivering thread.</summary>
+    /// <summary>Auto-unsubscribe reached its limit (already marked closed); called by the delivering thread.</summary>
     internal void RemoveSubscription(Subscription sub)
     {
         bool removed;

@@ -2,6 +2,7 @@ using System.Buffers;
 using System.IO.Pipelines;
 using System.Net.Sockets;
 using NatsBroker.Protocol;
+using NatsBroker.Routing;
 using NatsBroker.Subscriptions;
 
 namespace NatsBroker.Server;
@@ -24,7 +25,7 @@ public enum CloseReason
 /// drains the <see cref="OutboundBuffer"/>. Split by concern: Protocol (op handlers), Delivery (routing a PUB),
 /// Outbound (queueing and the writer loop).
 /// </summary>
-public sealed partial class ClientConnection : ISubscriber
+public sealed partial class ClientConnection
 {
     private readonly NatsServer _server;
     private readonly Stream _stream;
@@ -125,13 +126,8 @@ public sealed partial class ClientConnection : ISubscriber
                 var buffer = result.Buffer;
                 _lastInTicks = Environment.TickCount64;
                 var consumed = _parser.Parse(buffer, new Handler(this), out var examined);
-                FlushDestinations();
                 reader.AdvanceTo(consumed, examined);
-                if (_stallOn is { } stalled)
-                {
-                    _stallOn = null;
-                    await StallAsync(stalled).ConfigureAwait(false);
-                }
+                await EndReadBatchAsync().ConfigureAwait(false);
                 if (result.IsCompleted || result.IsCanceled)
                 {
                     if (!_closing) CloseNow(CloseReason.ClientClosed);
@@ -167,7 +163,11 @@ public sealed partial class ClientConnection : ISubscriber
     {
         ClosedReason ??= reason;
         _closing = true;
-        lock (_out.Lock) _out.Discard();
+        lock (_out.Lock)
+        {
+            _out.Discard();
+            SignalDrainedLocked();
+        }
         ShutdownTransport();
         _writeSignal.Set();
     }
@@ -204,7 +204,11 @@ public sealed partial class ClientConnection : ISubscriber
         FinalSubscriptions = subs;
         if (subs.Count > 0) _server.SubList.RemoveBatch(subs);
         ShutdownTransport();
-        lock (_out.Lock) _out.Release();
+        lock (_out.Lock)
+        {
+            _out.Release();
+            SignalDrainedLocked();
+        }
         _server.OnClientClosed(this);
     }
 }

@@ -13,15 +13,15 @@ public sealed partial class NatsServer
     internal void WarmUp()
     {
         // A scratch routing table, so the warm-up leaves no trace in /subsz statistics.
-        var realSubList = SubList;
-        SubList = new Subscriptions.SubList();
+        var realRouter = Router;
+        Router = NewRouter();
         try
         {
             RunWarmUpSession();
         }
         finally
         {
-            SubList = realSubList;
+            Router = realRouter;
         }
     }
 

@@ -36,10 +36,15 @@ public sealed partial class NatsServer : IAsyncDisposable
         ServerId = NewServerId();
         ServerName = options.ServerName ?? ServerId;
         StartTime = DateTime.UtcNow;
+        Router = NewRouter();
     }
 
+    private Routing.Router NewRouter() => new(new SubList(), ex => Log.InternalCallbackFault(ex));
+
     public ServerOptions Options => _options;
-    public SubList SubList { get; private set; } = new();
+    /// <summary>Routes every publish, from clients and from inside the server (core/Routing).</summary>
+    public Routing.Router Router { get; private set; }
+    public SubList SubList => Router.SubList;
     internal IAuthenticator Auth => _auth;
     internal ServerLog Log { get; }
     public string ServerId { get; }

@@ -1,7 +1,6 @@
-namespace NatsBroker.Subscriptions;
+using NatsBroker.Routing;
 
-/// <summary>Whatever owns subscriptions and receives messages (a client connection, an internal service).</summary>
-public interface ISubscriber;
+namespace NatsBroker.Subscriptions;
 
 /// <summary>
 /// One SUB: subject (may hold wildcards), optional queue group, the client's sid, and its owner.
@@ -14,10 +13,10 @@ public sealed class Subscription(byte[] subject, byte[]? queue, byte[] sid, ISub
     public byte[] Sid { get; } = sid;
     public ISubscriber Owner { get; } = owner;
 
-    /// <summary>Auto-unsubscribe limit from <c>UNSUB sid max</c>; 0 = none. Only the owner's read loop writes it.</summary>
+    /// <summary>Auto-unsubscribe limit from <c>UNSUB sid max</c>; 0 = none. Written and checked under the owner's delivery lock.</summary>
     public long MaxMessages { get; set; }
 
-    /// <summary>Messages delivered so far (for auto-unsubscribe and /connz).</summary>
+    /// <summary>Messages delivered so far (for auto-unsubscribe and /connz); written under the owner's delivery lock.</summary>
     public long Delivered;
 
     /// <summary>Set once the subscription is removed; deliveries racing the removal check it.</summary>

@@ -1,4 +1,5 @@
 using System.Text;
+using NatsBroker.Routing;
 using NatsBroker.Subjects;
 using NatsBroker.Subscriptions;
 
@@ -7,6 +8,8 @@ namespace NatsBroker.Tests.Subscriptions;
 internal sealed class TestSubscriber : ISubscriber
 {
     public static readonly TestSubscriber Instance = new();
+
+    public DeliveryOutcome Deliver(Subscription sub, ref RoutedMessage msg, DeliveryBatch batch) => DeliveryOutcome.Delivered;
 }
 
 /// <summary>Builders and a brute-force oracle shared by the SubList tests.</summary>

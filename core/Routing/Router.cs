@@ -1,0 +1,171 @@
+using System.Buffers;
+using System.Text;
+using NatsBroker.Subscriptions;
+
+namespace NatsBroker.Routing;
+
+/// <summary>
+/// Routes a published message to every interested subscriber: subject match (SubList, through the publisher's
+/// L1 cache when it has one), one member per queue group, and a hand-off to each subscriber, which does its own
+/// accounting under its own lock. Callable from any thread: client read loops, JetStream, system services,
+/// gateway links. Flushing the touched destinations is the publisher's, once per batch (<see cref="DeliveryBatch"/>).
+/// </summary>
+/// <remarks>
+/// One router per subject space; today one for the server (nats-server's global account). Accounts will give each
+/// account its own router over its own SubList, with imports and exports routing between them.
+/// </remarks>
+public sealed class Router
+{
+    /// <summary>
+    /// How deep publishes may nest on one thread (an internal subscriber publishing from its callback, which
+    /// publishes again...). Past it a publish is dropped and counted: a subscription loop must not overflow the stack.
+    /// </summary>
+    public const int MaxNesting = 8;
+
+    [ThreadStatic] private static int t_depth;
+
+    /// <summary>How many publishes are under way on this thread (0 outside any), for per-level scratch.</summary>
+    internal static int Depth => t_depth;
+    [ThreadStatic] private static DeliveryBatch?[]? t_internalBatches;
+    private uint _random = (uint)Environment.TickCount | 1;
+    private long _sidCounter;
+    private long _droppedNested;
+
+    private readonly Action<Exception> _onCallbackFault;
+
+    /// <param name="onCallbackFault">Told when an internal subscriber's callback throws (the server logs it).</param>
+    public Router(SubList subList, Action<Exception> onCallbackFault)
+    {
+        SubList = subList;
+        _onCallbackFault = onCallbackFault;
+    }
+
+    public SubList SubList { get; }
+
+    /// <summary>Publishes dropped because they nested deeper than <see cref="MaxNesting"/>.</summary>
+    public long DroppedNested => Volatile.Read(ref _droppedNested);
+
+    /// <summary>
+    /// Routes one message. Returns false when no subscription matched (the caller may answer no-responders).
+    /// Destinations to flush and back-pressure hints are added to <paramref name="batch"/>; the caller flushes it.
+    /// </summary>
+    public bool Publish(IPublisher? origin, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, int headerSize,
+        in ReadOnlySequence<byte> payload, SubjectResultCache? l1, DeliveryBatch batch)
+    {
+        var result = l1 is null ? SubList.Match(subject) : SubList.Match(subject, l1);
+        if (result.IsEmpty) return false;
+        if (t_depth >= MaxNesting)
+        {
+            Interlocked.Increment(ref _droppedNested);
+            return true;
+        }
+        t_depth++;
+        try
+        {
+            var msg = new RoutedMessage(origin, subject, reply, headerSize, payload);
+            var plain = result.Plain;
+            for (int i = 0; i < plain.Length; i++)
+            {
+                var sub = plain[i];
+                if (sub.Closed) continue;
+                Hand(sub, ref msg, batch);
+            }
+            var queues = result.Queues;
+            for (int q = 0; q < queues.Length; q++) DeliverToQueue(queues[q], ref msg, batch);
+        }
+        finally
+        {
+            t_depth--;
+        }
+        return true;
+    }
+
+    /// <summary>
+    /// Publishes from inside the server (replies, advisories, stream deliveries) from any thread, and flushes the
+    /// destinations before returning. <paramref name="headers"/> is a complete NATS header block
+    /// ("NATS/1.0\r\n...\r\n\r\n") or empty.
+    /// </summary>
+    public bool PublishInternal(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload)
+    {
+        int total = headers.Length + payload.Length;
+        byte[]? rented = null;
+        try
+        {
+            ReadOnlySequence<byte> sequence;
+            if (headers.IsEmpty)
+            {
+                // Deliveries copy synchronously, so a rented copy of the payload can go back right after.
+                rented = ArrayPool<byte>.Shared.Rent(Math.Max(1, total));
+                payload.CopyTo(rented);
+            }
+            else
+            {
+                rented = ArrayPool<byte>.Shared.Rent(total);
+                headers.CopyTo(rented);
+                payload.CopyTo(rented.AsSpan(headers.Length));
+            }
+            sequence = new ReadOnlySequence<byte>(rented, 0, total);
+            var batch = RentInternalBatch();
+            bool matched = Publish(null, subject, reply, headers.IsEmpty ? -1 : headers.Length, sequence, null, batch);
+            batch.Flush();
+            batch.TakeBackPressure();
+            return matched;
+        }
+        finally
+        {
+            if (rented is not null) ArrayPool<byte>.Shared.Return(rented);
+        }
+    }
+
+    /// <summary>A batch for an internal publish at the current nesting depth (one per depth per thread).</summary>
+    private static DeliveryBatch RentInternalBatch()
+    {
+        var batches = t_internalBatches ??= new DeliveryBatch?[MaxNesting + 1];
+        int depth = Math.Min(t_depth, MaxNesting);
+        return batches[depth] ??= new DeliveryBatch();
+    }
+
+    /// <summary>
+    /// Subscribes a callback (nats-server's internal subscription with an icb). The callback runs synchronously on
+    /// the publisher's thread: it must be quick and must not block; heavy work (store I/O, API requests) should be
+    /// queued to a worker. The message is valid only during the call.
+    /// </summary>
+    public Subscription SubscribeInternal(string subject, string? queue, InternalMessageHandler handler)
+    {
+        var sid = Encoding.ASCII.GetBytes("i" + Interlocked.Increment(ref _sidCounter).ToString(System.Globalization.CultureInfo.InvariantCulture));
+        var owner = new InternalSubscriber(handler, _onCallbackFault);
+        var sub = new Subscription(Encoding.UTF8.GetBytes(subject), queue is null ? null : Encoding.UTF8.GetBytes(queue), sid, owner);
+        if (!SubList.Insert(sub)) throw new ArgumentException($"invalid subject '{subject}'", nameof(subject));
+        return sub;
+    }
+
+    /// <summary>Removes a subscription made with <see cref="SubscribeInternal"/>.</summary>
+    public void Unsubscribe(Subscription sub)
+    {
+        sub.Closed = true;
+        SubList.Remove(sub);
+    }
+
+    /// <summary>Picks one member of a queue group at random; if that member takes nothing, tries the others in order.</summary>
+    private void DeliverToQueue(Subscription[] members, ref RoutedMessage msg, DeliveryBatch batch)
+    {
+        // xorshift: cheap; a lost update between threads only perturbs the randomness.
+        uint x = _random;
+        x ^= x << 13; x ^= x >> 17; x ^= x << 5;
+        _random = x;
+        int start = (int)(x % (uint)members.Length);
+        for (int i = 0; i < members.Length; i++)
+        {
+            var sub = members[(start + i) % members.Length];
+            if (sub.Closed) continue;
+            if (Hand(sub, ref msg, batch) != DeliveryOutcome.Skipped) return;
+        }
+    }
+
+    private static DeliveryOutcome Hand(Subscription sub, ref RoutedMessage msg, DeliveryBatch batch)
+    {
+        var outcome = sub.Owner.Deliver(sub, ref msg, batch);
+        if (outcome == DeliveryOutcome.DeliveredNeedsFlush) batch.Add((IFlushTarget)sub.Owner);
+        return outcome;
+    }
+}
