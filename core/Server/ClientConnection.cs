@@ -132,6 +132,13 @@ public sealed partial class ClientConnection : ISubscriber
                     _stallOn = null;
                     await StallAsync(stalled).ConfigureAwait(false);
                 }
+                if (_pendingAuth is not null)
+                {
+                    // The parser stopped after a CONNECT whose password is being checked off this thread
+                    // (ClientConnection.Auth.cs); the rest of the buffer is parsed after the verdict.
+                    await CompletePendingConnectAsync().ConfigureAwait(false);
+                    continue;
+                }
                 if (result.IsCompleted || result.IsCanceled)
                 {
                     if (!_closing) CloseNow(CloseReason.ClientClosed);

@@ -41,6 +41,8 @@ public sealed partial class NatsServer : IAsyncDisposable
     public ServerOptions Options => _options;
     public SubList SubList { get; private set; } = new();
     internal IAuthenticator Auth => _auth;
+    /// <summary>Where connections run password hashing (bcrypt), off the socket threads.</summary>
+    internal PasswordHashingQueue PasswordHashing { get; } = PasswordHashingQueue.CreateDefault();
     internal ServerLog Log { get; }
     public string ServerId { get; }
     public string ServerName { get; }
