@@ -28,6 +28,7 @@ internal static class BcryptFlood
     public sealed record Result(double[] RoundTripsMs, long FloodAttempts)
     {
         public double Percentile(double p) => BcryptFlood.Percentile(RoundTripsMs, p);
+        public double TimeWeightedPercentile(double p) => BcryptFlood.TimeWeightedPercentile(RoundTripsMs, p);
     }
 
     /// <summary>Warms up, then runs <paramref name="flooders"/> bad-password loops for <paramref name="duration"/>
@@ -132,6 +133,24 @@ internal static class BcryptFlood
         {
             return false;
         }
+    }
+
+    /// <summary>
+    /// The latency a request sent at a random moment would be stuck behind: each round trip weighted by how long it
+    /// lasted. A closed-loop client that is stalled for a second records one slow sample but thousands of fast ones
+    /// around it, so the plain per-sample p99 hides stalls (coordinated omission); this one does not.
+    /// </summary>
+    public static double TimeWeightedPercentile(double[] values, double p)
+    {
+        if (values.Length == 0) return double.NaN;
+        var sorted = values.Order().ToArray();
+        double target = sorted.Sum() * p / 100, sum = 0;
+        foreach (var v in sorted)
+        {
+            sum += v;
+            if (sum >= target) return v;
+        }
+        return sorted[^1];
     }
 
     public static double Percentile(double[] values, double p)
