@@ -16,8 +16,13 @@ namespace NatsBroker.Auth;
 /// result, holding no thread. A connection has at most one request, so those waiting are bounded by the
 /// connections (and each is cut by auth_timeout). A flood of wrong passwords therefore waits behind itself:
 /// it costs the attacker time, not other clients' latency.</item>
-/// <item>Workers run at a lower OS priority (Linux: nice +<see cref="Niceness"/> for the thread), so socket and
-/// delivery threads win the CPU whenever both want it.</item>
+/// <item>Workers can run at a lower OS priority (Linux: nice +<see cref="Niceness"/> for the thread, set with
+/// <see cref="NicenessVariable"/>). Off by default: measured on 2 cores with 4 clients flooding wrong passwords,
+/// another client's request/reply p99 was the same at nice 0 and 10 (~0.1 ms; nats-server ~130-250 ms), because the
+/// worker cap already leaves the other core free. Pinned to one core, nice 10 halved that p99 (~4-11 ms against
+/// ~7-20 ms), but on a loaded host it starved the hashing so far that logins stopped completing (0-2 per 2 s), and
+/// legitimate bcrypt users would then hit auth_timeout. Worth setting on single-core hosts that value connected
+/// clients over new logins.</item>
 /// <item>A request abandoned by its connection (auth timeout, close) is skipped without hashing.</item>
 /// </list>
 /// Threads start on first use: a server without bcrypt secrets pays nothing. (nats-server hashes in the client's
@@ -28,7 +33,7 @@ public sealed partial class PasswordHashingQueue : IDisposable
 {
     public const int DefaultCapacity = 256;
     /// <summary>Default nice increment of the hashing threads (0..19; 0 = same priority as the rest).</summary>
-    public const int DefaultNiceness = 10;
+    public const int DefaultNiceness = 0;
     /// <summary>Environment variable that overrides <see cref="DefaultNiceness"/> (for measurements).</summary>
     public const string NicenessVariable = "NATSBROKER_AUTH_HASHING_NICE";
 

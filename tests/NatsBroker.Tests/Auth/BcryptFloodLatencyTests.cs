@@ -55,8 +55,9 @@ public class BcryptFloodLatencyTests(ITestOutputHelper output)
             $"pooled: ours p50 {BcryptFlood.Percentile(oursAll, 50):F2} ms p99 {BcryptFlood.Percentile(oursAll, 99):F2} ms time-weighted p99 {oursP99:F1} ms; " +
             $"nats-server p50 {BcryptFlood.Percentile(goAll, 50):F2} ms p99 {BcryptFlood.Percentile(goAll, 99):F2} ms time-weighted p99 {goP99:F1} ms"));
 
-        // The flood was real on both sides: logins were attempted and rejected throughout.
-        Assert.All(oursRounds.Concat(goRounds), r => Assert.True(r.FloodAttempts >= Flooders, $"only {r.FloodAttempts} rejected logins"));
+        // The flood was real on both sides: the servers checked and rejected the bad passwords.
+        Assert.True(oursRounds.Sum(r => r.FloodAttempts) >= Flooders, $"ours rejected only {oursRounds.Sum(r => r.FloodAttempts)} logins");
+        Assert.True(goRounds.Sum(r => r.FloodAttempts) >= Flooders, $"nats-server rejected only {goRounds.Sum(r => r.FloodAttempts)} logins");
         // Time-weighted percentiles need the window covered, not many samples; nats-server manages ~15 per second here.
         Assert.True(oursAll.Length >= 30 && goAll.Length >= 30, $"too few samples: ours {oursAll.Length}, nats-server {goAll.Length}");
         Assert.True(oursP99 <= goP99 * Margin + SlackMs,
