@@ -220,7 +220,7 @@ internal sealed class Harness
             {
                 try
                 {
-                    server = ServerProcess.Start(side, sc.NeedsJetStream, tmp, TimeSpan.FromSeconds(20));
+                    server = ServerProcess.Start(side, sc.NeedsJetStream, tmp, TimeSpan.FromSeconds(20), sc.ServerArgs);
                 }
                 catch (Exception ex) when (sc.NeedsJetStream && ex is InvalidOperationException or TimeoutException)
                 {

@@ -20,7 +20,13 @@ public interface IAuthenticator
     /// <summary>Whether clients must authenticate (INFO auth_required; ops before CONNECT are violations).</summary>
     bool AuthRequired { get; }
 
+    /// <summary>The full decision. May be CPU-heavy (bcrypt): connections call it on <see cref="PasswordHashingQueue"/>,
+    /// never on a socket thread.</summary>
     AuthResult Authenticate(ConnectOptions connect, ClientAuthContext ctx);
+
+    /// <summary>The same decision as <see cref="Authenticate"/> when it is cheap (no hashing needed); null when it
+    /// needs CPU-heavy work, which the caller then runs through <see cref="Authenticate"/> on a hashing worker.</summary>
+    AuthResult? TryAuthenticateWithoutHashing(ConnectOptions connect, ClientAuthContext ctx);
 
     /// <summary>A client's first op is not CONNECT: nats-server admits it as no_auth_user when one is set.</summary>
     AuthResult AuthenticateWithoutConnect(ClientAuthContext ctx);

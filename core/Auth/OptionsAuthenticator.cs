@@ -50,7 +50,12 @@ public sealed class OptionsAuthenticator : IAuthenticator
     public string? NoAuthUser { get; }
     public PasswordVerifier Verifier { get; }
 
-    public AuthResult Authenticate(ConnectOptions connect, ClientAuthContext ctx)
+    public AuthResult Authenticate(ConnectOptions connect, ClientAuthContext ctx) => Decide(connect, hashing: true)!;
+
+    public AuthResult? TryAuthenticateWithoutHashing(ConnectOptions connect, ClientAuthContext ctx) => Decide(connect, hashing: false);
+
+    /// <summary>The decision; with <paramref name="hashing"/> false, null when a bcrypt computation is needed.</summary>
+    private AuthResult? Decide(ConnectOptions connect, bool hashing)
     {
         ArgumentNullException.ThrowIfNull(connect);
         if (!AuthRequired) return AuthResult.Allowed();
@@ -74,19 +79,37 @@ public sealed class OptionsAuthenticator : IAuthenticator
 
         if (entry is not null)
         {
-            return Verifier.Compare(entry.Password, pass, entry.Name)
-                ? AuthResult.Allowed(entry.Name, CreatePermissions(entry))
-                : AuthResult.Denied;
+            return Compare(entry.Password, pass, entry.Name, hashing) switch
+            {
+                true => AuthResult.Allowed(entry.Name, CreatePermissions(entry)),
+                false => AuthResult.Denied,
+                null => null,
+            };
         }
         if (_token is not null)
-            return Verifier.Compare(_token, connect.AuthToken) ? AuthResult.Allowed() : AuthResult.Denied;
+        {
+            return Compare(_token, connect.AuthToken, null, hashing) switch
+            {
+                true => AuthResult.Allowed(),
+                false => AuthResult.Denied,
+                null => null,
+            };
+        }
         if (_username is not null)
         {
             if (!string.Equals(_username, connect.User, StringComparison.Ordinal)) return AuthResult.Denied;
-            return Verifier.Compare(_password, connect.Pass, _username) ? AuthResult.Allowed(_username) : AuthResult.Denied;
+            return Compare(_password, connect.Pass, _username, hashing) switch
+            {
+                true => AuthResult.Allowed(_username),
+                false => AuthResult.Denied,
+                null => null,
+            };
         }
         return AuthResult.Denied;
     }
+
+    private bool? Compare(string? serverPassword, string? clientPassword, string? user, bool hashing) =>
+        hashing ? Verifier.Compare(serverPassword, clientPassword, user) : Verifier.TryCompareWithoutHashing(serverPassword, clientPassword, user);
 
     /// <summary>
     /// The client's first protocol op is not CONNECT while auth is required (server/parser.go): accepted as the

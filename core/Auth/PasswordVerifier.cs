@@ -50,17 +50,36 @@ public sealed class PasswordVerifier
         }
     }
 
-    /// <summary>comparePasswords(server, client); null counts as "". <paramref name="user"/> only scopes the cache.</summary>
+    /// <summary>comparePasswords(server, client); null counts as "". <paramref name="user"/> only scopes the cache.
+    /// May run bcrypt: call it off the connection threads (see <see cref="TryCompareWithoutHashing"/>).</summary>
     public bool Compare(string? serverPassword, string? clientPassword, string? user = null)
+    {
+        if (TryCompareWithoutHashing(serverPassword, clientPassword, user) is bool decided) return decided;
+        serverPassword ??= "";
+        clientPassword ??= "";
+        Interlocked.Increment(ref _bcryptRuns);
+        if (!Bcrypt.Verify(clientPassword, serverPassword)) return false;
+        if (CacheCapacity == 0) return true;
+        var key = KeyFor(user ?? "", serverPassword, clientPassword);
+        long now = _time.GetTimestamp();
+        lock (_lock)
+        {
+            if (_verified.Count >= CacheCapacity) EvictLocked(now);
+            _verified[key] = now;
+        }
+        return true;
+    }
+
+    /// <summary>
+    /// The same decision as <see cref="Compare"/> when it is cheap (a plain secret, or a bcrypt check that
+    /// succeeded recently and is cached); null when only a bcrypt computation can decide.
+    /// </summary>
+    public bool? TryCompareWithoutHashing(string? serverPassword, string? clientPassword, string? user = null)
     {
         serverPassword ??= "";
         clientPassword ??= "";
         if (!Bcrypt.IsBcryptHash(serverPassword)) return FixedTimeEquals(serverPassword, clientPassword);
-        if (CacheCapacity == 0)
-        {
-            Interlocked.Increment(ref _bcryptRuns);
-            return Bcrypt.Verify(clientPassword, serverPassword);
-        }
+        if (CacheCapacity == 0) return null;
 
         var key = KeyFor(user ?? "", serverPassword, clientPassword);
         long now = _time.GetTimestamp();
@@ -72,14 +91,7 @@ public sealed class PasswordVerifier
                 _verified.Remove(key);
             }
         }
-        Interlocked.Increment(ref _bcryptRuns);
-        if (!Bcrypt.Verify(clientPassword, serverPassword)) return false;
-        lock (_lock)
-        {
-            if (_verified.Count >= CacheCapacity) EvictLocked(now);
-            _verified[key] = now;
-        }
-        return true;
+        return null;
     }
 
     /// <summary>Ordinal equality in time independent of where the strings differ (lengths are hidden too).</summary>

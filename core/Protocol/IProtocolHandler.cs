@@ -13,7 +13,9 @@ public interface IProtocolHandler
     /// 'Authorization Violation' (server/parser.go OP_START). The handler may admit the client as no_auth_user.</summary>
     bool RejectBeforeConnect();
 
-    /// <summary>The connection is closing; the parser stops.</summary>
+    /// <summary>The parser stops before the next op: the connection is closing, or must decide something
+    /// asynchronously first (a CONNECT's password check). The parser then reports as examined only what it consumed,
+    /// so a PipeReader returns the rest at once on the next read.</summary>
     bool IsClosing { get; }
 
     void OnConnect(ReadOnlySpan<byte> json);

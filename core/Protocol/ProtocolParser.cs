@@ -45,7 +45,8 @@ public sealed class ProtocolParser
         _maxControlLine = maxControlLine;
     }
 
-    /// <summary>Parses as many complete ops as <paramref name="buffer"/> holds.</summary>
+    /// <summary>Parses as many complete ops as <paramref name="buffer"/> holds, or until the handler reports
+    /// <see cref="IProtocolHandler.IsClosing"/> (checked before each op).</summary>
     /// <returns>The position up to which input was consumed; <paramref name="examined"/> is where the
     /// reader should resume waiting (the end of the buffer when an op is incomplete).</returns>
     public SequencePosition Parse<THandler>(in ReadOnlySequence<byte> buffer, THandler handler, out SequencePosition examined)
@@ -53,8 +54,15 @@ public sealed class ProtocolParser
     {
         var buf = buffer;
         examined = buffer.End;
-        while (!handler.IsClosing)
+        while (true)
         {
+            if (handler.IsClosing)
+            {
+                // Stopped by the handler (closing, or waiting for an asynchronous decision such as a CONNECT's
+                // password check): nothing past here was looked at, so the reader must hand it back at once.
+                examined = buf.Start;
+                break;
+            }
             if (_awaitingPayload)
             {
                 if (!TryCompletePayload(ref buf, handler)) break;

@@ -28,7 +28,8 @@ public sealed partial class ClientConnection
     /// </summary>
     private readonly struct Handler(ClientConnection c) : IProtocolHandler
     {
-        public bool IsClosing => c._closing;
+        // Also stops the parser while a CONNECT waits for its password check (ClientConnection.Auth.cs).
+        public bool IsClosing => c._closing || c._pendingAuth is not null;
         public bool HeadersEnabled => c._headers;
         public int MaxPayload => c._maxPayload;
         public bool RejectBeforeConnect() => c.RejectBeforeConnect();
@@ -77,7 +78,6 @@ public sealed partial class ClientConnection
             return;
         }
         Connect = opts;
-        _connectReceived = true;
         _verbose = opts.Verbose;
         _pedantic = opts.Pedantic;
         _echo = opts.Echo;
@@ -86,15 +86,16 @@ public sealed partial class ClientConnection
 
         if (_server.Auth.AuthRequired || opts.User is not null || opts.AuthToken is not null)
         {
-            var result = _server.Auth.Authenticate(opts, AuthContext());
-            if (!result.Success)
-            {
-                _server.Log.AuthFailed(Id, RemoteIp, opts.User ?? "");
-                SendErrorAndClose(ErrorMessages.AuthorizationViolation, CloseReason.AuthenticationViolation);
-                return;
-            }
-            ApplyAuth(result);
+            // A bcrypt check continues off this thread: the read loop resumes in CompletePendingConnectAsync.
+            if (!AuthenticateConnect(opts)) return;
         }
+        _connectReceived = true;
+        FinishConnect(opts);
+    }
+
+    /// <summary>The rest of CONNECT once authenticated, in nats-server's order (client.go processConnect).</summary>
+    private void FinishConnect(ConnectOptions opts)
+    {
         if (opts.Protocol < 0 || opts.Protocol > 1)
         {
             SendErrorAndClose(ErrorMessages.InvalidClientProtocol, CloseReason.BadClientProtocolVersion);
@@ -123,43 +124,6 @@ public sealed partial class ClientConnection
     {
         AuthorizedUser = result.User;
         _permissions = result.Permissions;
-    }
-
-    /// <summary>After a config reload: re-authenticate, swap permissions, drop subscriptions no longer allowed.</summary>
-    internal void OnReload(Configuration.ServerOptions options, IAuthenticator auth)
-    {
-        _maxPayload = options.MaxPayload;
-        if (!_connectReceived || _closing) return;
-        if (auth.AuthRequired)
-        {
-            var result = Connect is { } connect ? auth.Authenticate(connect, AuthContext()) : auth.AuthenticateWithoutConnect(AuthContext());
-            if (!result.Success)
-            {
-                SendErrorAndClose(ErrorMessages.AuthorizationViolation, CloseReason.AuthenticationViolation);
-                return;
-            }
-            ApplyAuth(result);
-        }
-        else
-        {
-            _permissions = null;
-        }
-        if (_permissions is null) return;
-        List<Subscription> revoked = [];
-        lock (_subsLock)
-        {
-            foreach (var sub in _subs.Values)
-            {
-                if (!ClientPermissions.IsSubscribeAllowed(_permissions, sub.Subject, sub.Queue)) revoked.Add(sub);
-            }
-            foreach (var sub in revoked) _subs.Remove(Encoding.UTF8.GetString(sub.Sid));
-        }
-        foreach (var sub in revoked)
-        {
-            sub.Closed = true;
-            _server.SubList.Remove(sub);
-            SendError(AuthErrors.SubscriptionRevoked(sub.Subject, sub.Sid));
-        }
     }
 
     private void ProcessPing()
@@ -286,6 +250,7 @@ public sealed partial class ClientConnection
             if (nowTicks - _connectedTicks >= (long)opts.AuthTimeout.TotalMilliseconds)
             {
                 SendErrorAndClose(ErrorMessages.AuthenticationTimeout, CloseReason.AuthenticationTimeout);
+                AbandonPendingAuth();
             }
             return;
         }

@@ -128,6 +128,13 @@ public sealed partial class ClientConnection
                 var consumed = _parser.Parse(buffer, new Handler(this), out var examined);
                 reader.AdvanceTo(consumed, examined);
                 await EndReadBatchAsync().ConfigureAwait(false);
+                if (_pendingAuth is not null)
+                {
+                    // The parser stopped after a CONNECT whose password is being checked off this thread
+                    // (ClientConnection.Auth.cs); the rest of the buffer is parsed after the verdict.
+                    await CompletePendingConnectAsync().ConfigureAwait(false);
+                    continue;
+                }
                 if (result.IsCompleted || result.IsCanceled)
                 {
                     if (!_closing) CloseNow(CloseReason.ClientClosed);

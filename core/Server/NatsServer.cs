@@ -46,6 +46,8 @@ public sealed partial class NatsServer : IAsyncDisposable
     public Routing.Router Router { get; private set; }
     public SubList SubList => Router.SubList;
     internal IAuthenticator Auth => _auth;
+    /// <summary>Where connections run password hashing (bcrypt), off the socket threads.</summary>
+    internal PasswordHashingQueue PasswordHashing { get; } = PasswordHashingQueue.CreateDefault();
     internal ServerLog Log { get; }
     public string ServerId { get; }
     public string ServerName { get; }

@@ -114,7 +114,7 @@ internal sealed class ServerProcess : IDisposable
     }
 
     /// <summary>Starts the server and waits (bounded) until it answers with INFO on its port.</summary>
-    public static ServerProcess Start(ServerSpec spec, bool jetStream, string tmpRoot, TimeSpan timeout)
+    public static ServerProcess Start(ServerSpec spec, bool jetStream, string tmpRoot, TimeSpan timeout, IReadOnlyList<string>? extraArgs = null)
     {
         int port = FreePort();
         string store = Path.Combine(tmpRoot, $"{spec.Label}-{port}-{Guid.NewGuid():N}"[..40]);
@@ -135,6 +135,11 @@ internal sealed class ServerProcess : IDisposable
         psi.ArgumentList.Add("127.0.0.1");
         psi.ArgumentList.Add("-p");
         psi.ArgumentList.Add(port.ToString(System.Globalization.CultureInfo.InvariantCulture));
+        foreach (var a in extraArgs ?? [])
+        {
+            psi.ArgumentList.Add(a);
+        }
+
         if (jetStream)
         {
             psi.ArgumentList.Add("-js");

@@ -27,7 +27,7 @@ internal sealed class RawConnection : IDisposable
 
     public long BytesSent { get; private set; }
 
-    public static RawConnection Connect(IPEndPoint ep, string name, TimeSpan timeout, bool headers = false, int readBuffer = 256 * 1024)
+    public static RawConnection Connect(IPEndPoint ep, string name, TimeSpan timeout, bool headers = false, int readBuffer = 256 * 1024, string? user = null, string? pass = null)
     {
         var s = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp) { NoDelay = true };
         try
@@ -51,7 +51,8 @@ internal sealed class RawConnection : IDisposable
             string h = headers ? "true" : "false";
             string connect = "CONNECT {\"verbose\":false,\"pedantic\":false,\"tls_required\":false,\"name\":\"" + name +
                              "\",\"lang\":\"raw-bench\",\"version\":\"1.0\",\"protocol\":1,\"headers\":" + h +
-                             ",\"no_responders\":" + h + "}\r\nPING\r\n";
+                             ",\"no_responders\":" + h +
+                             (user is null ? "" : ",\"user\":\"" + user + "\",\"pass\":\"" + pass + "\"") + "}\r\nPING\r\n";
             c.Send(Encoding.ASCII.GetBytes(connect));
             c.WaitPong();
             s.ReceiveTimeout = 0;

@@ -25,6 +25,9 @@ internal interface IScenario
     /// <summary>Default message (or request) count in quick mode; the harness scales it per mode.</summary>
     long DefaultCount { get; }
 
+    /// <summary>Extra server flags for this scenario (same for both servers), e.g. <c>--user</c>/<c>--pass</c>.</summary>
+    IReadOnlyList<string> ServerArgs => [];
+
     /// <summary>Runs once against the server in <paramref name="ctx"/>. Must call ctx.MarkStart/MarkEnd around the timed part.</summary>
     ScenarioResult Run(ScenarioContext ctx);
 }

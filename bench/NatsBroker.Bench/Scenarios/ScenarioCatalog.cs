@@ -22,6 +22,7 @@ internal static class ScenarioCatalog
         new RequestReplyScenario("reqrep150-256", "request/reply 150 concurrent requesters", clients: 150, services: 1, queue: false, payload: 256, defaultCount: 3_000),
         new RequestReplyScenario("reqrep150-1k", "request/reply 150 concurrent requesters", clients: 150, services: 1, queue: false, payload: 1024, defaultCount: 3_000),
         new RequestReplyScenario("reqrep150-4k", "request/reply 150 concurrent requesters", clients: 150, services: 1, queue: false, payload: 4096, defaultCount: 3_000),
+        new AuthFloodScenario("authflood-reqrep", flooders: 4, payload: 16, defaultSeconds: 5),
 
         // JetStream, raw generator ("not supported" rows when the server has no JetStream).
         new JsSyncPublishScenario("js-syncpub-16-mem", 16, "memory", defaultCount: 4_000),

@@ -65,10 +65,10 @@ internal sealed class ScenarioContext : IDisposable
 
     public ScenarioResult Result { get; } = new();
 
-    public RawConnection Connect(string name, bool headers = false, int readBuffer = 256 * 1024)
+    public RawConnection Connect(string name, bool headers = false, int readBuffer = 256 * 1024, string? user = null, string? pass = null)
     {
         ThrowIfFailed();
-        var c = RawConnection.Connect(Endpoint, name, TimeSpan.FromSeconds(5), headers, readBuffer);
+        var c = RawConnection.Connect(Endpoint, name, TimeSpan.FromSeconds(5), headers, readBuffer, user, pass);
         _tracked.Add(c);
         return c;
     }

@@ -29,6 +29,27 @@ public class ProtocolParserTests
     public void Parses_many_pipelined_ops_in_one_read() => Assert.Equal(PipelinedEvents, ParseAll(Pipelined));
 
     [Fact]
+    public void A_handler_that_stops_the_parser_gets_the_rest_back_unexamined()
+    {
+        // A CONNECT awaiting its password check stops the parser; the rest must come back on the next read at
+        // once (examined == consumed), then parse normally once the handler lets it.
+        var input = new ReadOnlySequence<byte>(Encoding.ASCII.GetBytes(Pipelined));
+        var parser = new ProtocolParser(4096);
+        var h = new RecordingHandler { PauseAfterConnect = true };
+        var consumed = parser.Parse(input, h, out var examined);
+        Assert.Equal(["CONNECT {\"verbose\":false}"], h.Events);
+        Assert.Equal(consumed, examined);
+        var rest = input.Slice(consumed);
+        Assert.StartsWith("PING\r\n", Encoding.ASCII.GetString(rest.ToArray()), StringComparison.Ordinal);
+
+        h.PauseAfterConnect = false;
+        h.IsClosing = false;
+        consumed = parser.Parse(rest, h, out examined);
+        Assert.Equal(PipelinedEvents, h.Events);
+        Assert.Equal(rest.End, consumed);
+    }
+
+    [Fact]
     public void Parses_input_split_at_every_byte_position()
     {
         var input = Encoding.ASCII.GetBytes(Pipelined);

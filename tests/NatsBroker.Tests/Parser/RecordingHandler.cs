@@ -12,12 +12,14 @@ internal sealed class RecordingHandler : IProtocolHandler
     public bool Connected { get; set; }
     public bool Headers { get; set; } = true;
     public int Max { get; set; } = 1024 * 1024;
-    public bool IsClosing { get; private set; }
+    public bool IsClosing { get; set; }
+    /// <summary>Stop the parser after CONNECT, as a connection whose CONNECT awaits a password check does.</summary>
+    public bool PauseAfterConnect { get; set; }
     public bool HeadersEnabled => Headers;
     public int MaxPayload => Max;
 
     public bool RejectBeforeConnect() => AuthRequired && !Connected;
-    public void OnConnect(ReadOnlySpan<byte> json) { Connected = true; Events.Add("CONNECT " + S(json)); }
+    public void OnConnect(ReadOnlySpan<byte> json) { Connected = true; Events.Add("CONNECT " + S(json)); IsClosing |= PauseAfterConnect; }
     public void OnInfo(ReadOnlySpan<byte> json) => Events.Add("INFO " + S(json));
     public void OnPing() => Events.Add("PING");
     public void OnPong() => Events.Add("PONG");

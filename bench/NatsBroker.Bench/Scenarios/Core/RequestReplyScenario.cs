@@ -149,7 +149,7 @@ internal sealed class RequestReplyScenario : IScenario
     }
 
     /// <summary>Echo service: replies are appended to one buffer and sent when the reader is about to block.</summary>
-    private static void Serve(RawConnection c, int payload)
+    internal static void Serve(RawConnection c, int payload)
     {
         var outBuf = new byte[Math.Max(256 * 1024, 4 * (payload + 300))];
         int outLen = 0;
