@@ -33,13 +33,3 @@ internal static class ExternalProgram
         return stdout.Trim();
     }
 }
-
-/// <summary>A fact that is reported as skipped (with the reason) when a program is not installed.</summary>
-public sealed class RequiresProgramFactAttribute : FactAttribute
-{
-    public RequiresProgramFactAttribute(string program, string fallbackPath = "")
-    {
-        if (ExternalProgram.Find(program, fallbackPath.Length > 0 ? [fallbackPath] : []) is null)
-            Skip = $"{program} not found on PATH: differential check skipped";
-    }
-}
