@@ -158,8 +158,8 @@ internal sealed class Harness
     {
         return all.Where(s =>
                 (_o.Filters.Count == 0 || _o.Filters.Any(f => s.Name.Contains(f, StringComparison.OrdinalIgnoreCase))) &&
-                (_o.Generators == "all" || (_o.Generators == "raw" && s.Generator == "raw") || (_o.Generators == "natsjs" && s.Generator == "nats.js") ||
-                 (_o.Generators == "natsnet" && s.Generator == "nats.net")))
+                (_o.Generators == "all" || _o.Generators.Split(',').Any(g =>
+                    (g == "raw" && s.Generator == "raw") || (g == "natsjs" && s.Generator == "nats.js") || (g == "natsnet" && s.Generator == "nats.net"))))
             .ToList();
     }
 
