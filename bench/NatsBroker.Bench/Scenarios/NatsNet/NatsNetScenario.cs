@@ -61,8 +61,18 @@ internal sealed class NatsNetScenario : IScenario
 
     // IScenario.Run is synchronous (the raw generator runs on its own threads); the client library is async, so this
     // is the one place that waits for it, on the harness thread, never on a thread-pool thread the client needs.
-    public ScenarioResult Run(ScenarioContext ctx) =>
-        Task.Run(() => _kind == "pubsub" ? PubSubAsync(ctx) : RequestReplyAsync(ctx)).GetAwaiter().GetResult();
+    public ScenarioResult Run(ScenarioContext ctx)
+    {
+        try
+        {
+            return Task.Run(() => _kind == "pubsub" ? PubSubAsync(ctx) : RequestReplyAsync(ctx)).GetAwaiter().GetResult();
+        }
+        catch (OperationCanceledException e)
+        {
+            // Every wait is bounded by the run's time limit (a CancellationTokenSource of ctx.Timeout).
+            throw new TimeoutException($"NATS.Net {_kind} run did not finish within its {ctx.Timeout.TotalSeconds:0} s limit", e);
+        }
+    }
 
     private NatsOpts Options(ScenarioContext ctx, string name) => new()
     {
