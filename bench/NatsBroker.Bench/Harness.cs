@@ -9,8 +9,8 @@ namespace NatsBroker.Bench;
 internal sealed class Harness
 {
     public const string GeneratorNote =
-        "Client-library generator: NATS.Net (NATS.Client.Core/JetStream) is not available from this machine's " +
-        "NuGet mirror, so the official nats.js client (npm 'nats' 2.29.x on Node) stands in for it.";
+        "Client-library generators: NATS.Net (NATS.Client.Core 3.3.2, in this process) and the official nats.js " +
+        "client (npm 'nats' 2.29.x on Node).";
 
     private readonly Options _o;
     private readonly string _root;
@@ -158,7 +158,8 @@ internal sealed class Harness
     {
         return all.Where(s =>
                 (_o.Filters.Count == 0 || _o.Filters.Any(f => s.Name.Contains(f, StringComparison.OrdinalIgnoreCase))) &&
-                (_o.Generators == "all" || (_o.Generators == "raw" && s.Generator == "raw") || (_o.Generators == "natsjs" && s.Generator == "nats.js")))
+                (_o.Generators == "all" || _o.Generators.Split(',').Any(g =>
+                    (g == "raw" && s.Generator == "raw") || (g == "natsjs" && s.Generator == "nats.js") || (g == "natsnet" && s.Generator == "nats.net"))))
             .ToList();
     }
 

@@ -2,6 +2,7 @@ using NatsBroker.Bench.Scenarios.Core;
 using System.Text.Json.Nodes;
 using NatsBroker.Bench.Scenarios.JetStream;
 using NatsBroker.Bench.Scenarios.NatsJs;
+using NatsBroker.Bench.Scenarios.NatsNet;
 
 namespace NatsBroker.Bench.Scenarios;
 
@@ -33,6 +34,16 @@ internal static class ScenarioCatalog
         new JsWorkQueueScenario("js-wq250-1k", 1024, defaultCount: 2_500),
         new JsWorkQueueScenario("js-wq250-4k", 4096, defaultCount: 1_500),
         new JsWorkQueueScenario("js-wq250-64k", 64 * 1024, defaultCount: 500),
+
+        // The same core workloads through NATS.Net (NATS.Client.Core 3.3.2): what a .NET library user sees.
+        NatsNetScenario.PubSub("nn-pub-16", "publish only", 16, 1_000_000, pubs: 1, subs: 0),
+        NatsNetScenario.PubSub("nn-pub-128", "publish only", 128, 1_000_000, pubs: 1, subs: 0),
+        NatsNetScenario.PubSub("nn-pubsub-16", "pub/sub 1:1", 16, 500_000, pubs: 1, subs: 1),
+        NatsNetScenario.PubSub("nn-pubsub-16k", "pub/sub 1:1", 16 * 1024, 10_000, pubs: 1, subs: 1),
+        NatsNetScenario.PubSub("nn-fanout-128", "fan-out 1:4", 128, 200_000, pubs: 1, subs: 4),
+        NatsNetScenario.PubSub("nn-4x4-128", "4 pub x 4 sub", 128, 200_000, pubs: 4, subs: 4),
+        NatsNetScenario.RequestReply("nn-reqrep-128", "request/reply 1 client, 1 service", 128, 4_000, clients: 1, services: 1, queue: false),
+        NatsNetScenario.RequestReply("nn-qreqrep-16", "request/reply 10 clients, 2 queue services", 16, 20_000, clients: 10, services: 2, queue: true),
 
         // The same workloads through the nats.js client library (smaller counts): what a library user sees.
         new NatsJsScenario("njs-pub-16", "publish only", "pubsub", 16, 300_000, extra: new() { ["pubs"] = 1, ["subs"] = 0 }),

@@ -5,8 +5,6 @@ namespace NatsBroker.Tests.Auth;
 /// <summary>Finds a program on PATH (or at a fixed path) for differential tests.</summary>
 internal static class ExternalProgram
 {
-    /// <summary>CI=true: a missing prerequisite fails the run instead of skipping.</summary>
-    public static bool IsCi => string.Equals(Environment.GetEnvironmentVariable("CI"), "true", StringComparison.OrdinalIgnoreCase);
 
     public static string? Find(string name, params string[] fallbacks)
     {
@@ -34,18 +32,5 @@ internal static class ExternalProgram
         p.WaitForExit();
         Assert.True(p.ExitCode == 0, $"{program} exited {p.ExitCode}: {stderr}");
         return stdout.Trim();
-    }
-}
-
-/// <summary>
-/// A fact that is reported as skipped (with the reason) when a program is not installed, except under
-/// <c>CI=true</c>: there it runs, and fails where it needs the program, because CI must have every oracle.
-/// </summary>
-public sealed class RequiresProgramFactAttribute : FactAttribute
-{
-    public RequiresProgramFactAttribute(string program, string fallbackPath = "")
-    {
-        if (ExternalProgram.Find(program, fallbackPath.Length > 0 ? [fallbackPath] : []) is null && !ExternalProgram.IsCi)
-            Skip = $"{program} not found on PATH: differential check skipped";
     }
 }

@@ -2,13 +2,13 @@ using System.Diagnostics;
 using System.Net;
 using System.Net.Sockets;
 using System.Text;
+using NatsBroker.Tests.Infrastructure;
 
 namespace NatsBroker.Tests.Auth;
 
 /// <summary>Runs the reference nats-server on a free loopback port with a given config, for differential tests.</summary>
 internal sealed class NatsServerOracle : IDisposable
 {
-    public const string FallbackPath = "/usr/sbin/nats-server";
     private readonly Process _process;
     private readonly string _dir;
 
@@ -16,7 +16,7 @@ internal sealed class NatsServerOracle : IDisposable
 
     public NatsServerOracle(string configBody)
     {
-        var exe = ExternalProgram.Find("nats-server", FallbackPath) ?? throw new InvalidOperationException("nats-server not found");
+        var exe = TestEnvironment.GoServerPath ?? throw new InvalidOperationException("nats-server not found (call Prerequisites.RequireGoServer first)");
         Port = FreePort();
         _dir = Directory.CreateTempSubdirectory("natsbroker-auth-").FullName;
         var conf = Path.Combine(_dir, "server.conf");

@@ -11,8 +11,12 @@ internal static class NatsJs
     /// <summary>bcrypt (cost 10) of <see cref="BcryptPassword"/>; verified with bcryptjs and accepted by nats-server 2.9.10.</summary>
     public const string BcryptHash = "$2a$10$yfkaAhzbz0xG9JHWW9/vyenrwr7KlnlnE9UWIu5toamTZ07fV.x22";
 
-    public static bool Skip(ServerKind kind, ITestOutputHelper output) =>
-        NodeClient.Unavailable(output) || Servers.Unavailable(kind, output);
+    /// <summary>Skips (or, under CI=true, fails) the test when node or the server kind is missing.</summary>
+    public static void Require(ServerKind kind, ITestOutputHelper output)
+    {
+        Prerequisites.RequireNode(output);
+        Prerequisites.RequireServer(kind, output);
+    }
 
     public static Dictionary<string, string> Env(params (string Key, string Value)[] pairs) =>
         pairs.ToDictionary(p => p.Key, p => p.Value);
@@ -35,11 +39,11 @@ public sealed class NatsJsCoreTests(ITestOutputHelper output, ServerPool pool) :
         return d;
     }
 
-    [Theory]
+    [SkippableTheory]
     [MemberData(nameof(Cases))]
     public async Task Scenario(ServerKind kind, string @case)
     {
-        if (NatsJs.Skip(kind, output)) return;
+        NatsJs.Require(kind, output);
         var server = await pool.GetAsync(kind);
         await NodeClient.RunAndAssertOkAsync("core.mjs", [server.Url], TimeSpan.FromSeconds(30), NatsJs.Env(("CASE", @case)), output);
     }
@@ -48,30 +52,30 @@ public sealed class NatsJsCoreTests(ITestOutputHelper output, ServerPool pool) :
 /// <summary>Authentication, permissions, reconnect and reload through nats.js.</summary>
 public sealed class NatsJsServerTests(ITestOutputHelper output)
 {
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task User_password_auth(ServerKind kind)
     {
-        if (NatsJs.Skip(kind, output)) return;
+        NatsJs.Require(kind, output);
         await using var s = await ServerProcess.StartAsync(kind, "authorization { user: alice, password: wonderland }\n", output);
         await NodeClient.RunAndAssertOkAsync("auth.mjs", [s.Url], TimeSpan.FromSeconds(30), NatsJs.Env(
             ("GOOD", """{"user":"alice","pass":"wonderland"}"""),
             ("BAD", """[{"user":"alice","pass":"nope"},{"user":"mallory","pass":"wonderland"},{}]""")), output);
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Token_auth(ServerKind kind)
     {
-        if (NatsJs.Skip(kind, output)) return;
+        NatsJs.Require(kind, output);
         await using var s = await ServerProcess.StartAsync(kind, "authorization { token: \"t0ken-42\" }\n", output);
         await NodeClient.RunAndAssertOkAsync("auth.mjs", [s.Url], TimeSpan.FromSeconds(30), NatsJs.Env(
             ("GOOD", """{"token":"t0ken-42"}"""),
             ("BAD", """[{"token":"t0ken-43"},{}]""")), output);
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Bcrypt_password_auth(ServerKind kind)
     {
-        if (NatsJs.Skip(kind, output)) return;
+        NatsJs.Require(kind, output);
         var conf = $"authorization {{ users: [ {{ user: carol, password: \"{NatsJs.BcryptHash}\" }} ] }}\n";
         await using var s = await ServerProcess.StartAsync(kind, conf, output);
         // The hash itself is not a password: presenting it must fail.
@@ -80,10 +84,10 @@ public sealed class NatsJsServerTests(ITestOutputHelper output)
             ("BAD", $$"""[{"user":"carol","pass":"{{NatsJs.BcryptHash}}"},{"user":"carol","pass":"wrong"}]""")), output);
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Permission_violations_surface_to_the_client(ServerKind kind)
     {
-        if (NatsJs.Skip(kind, output)) return;
+        NatsJs.Require(kind, output);
         const string conf = """
             authorization { users: [
               { user: limited, password: limited, permissions: {
@@ -95,10 +99,10 @@ public sealed class NatsJsServerTests(ITestOutputHelper output)
         await NodeClient.RunAndAssertOkAsync("permissions.mjs", [s.Url], TimeSpan.FromSeconds(30), log: output);
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Client_reconnects_after_server_restart_on_the_same_port(ServerKind kind)
     {
-        if (NatsJs.Skip(kind, output)) return;
+        NatsJs.Require(kind, output);
         await using var s = await ServerProcess.StartAsync(kind, log: output);
         await using var node = await NodeClient.StartAsync("reconnect.mjs", [s.Url], log: output);
         await node.WaitForEventAsync("ready");
@@ -109,10 +113,10 @@ public sealed class NatsJsServerTests(ITestOutputHelper output)
         NodeClient.AssertOk(await node.ResultAsync(TimeSpan.FromSeconds(30)), node.Stderr);
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Config_reload_adds_users_and_keeps_existing_connections(ServerKind kind)
     {
-        if (NatsJs.Skip(kind, output)) return;
+        NatsJs.Require(kind, output);
         const string before = "authorization { users: [ { user: alice, password: alice-pass } ] }\n";
         const string after = "authorization { users: [ { user: alice, password: alice-pass }, { user: bob, password: bob-pass } ] }\n";
         await using var s = await ServerProcess.StartAsync(kind, before, output);

@@ -37,15 +37,11 @@ public static class TranscriptData
 /// <summary>Each transcript played against our broker and nats-server: normalized outputs must be equal.</summary>
 public sealed class DifferentialTests(ITestOutputHelper output, ServerPool pool) : IClassFixture<ServerPool>
 {
-    [Theory]
+    [SkippableTheory]
     [MemberData(nameof(TranscriptData.All), MemberType = typeof(TranscriptData))]
     public async Task Ours_matches_nats_server(string name)
     {
-        if (Servers.Unavailable(ServerKind.Go, output))
-        {
-            output.WriteLine("differential comparison needs the reference: NOT RUN");
-            return;
-        }
+        Prerequisites.RequireServer(ServerKind.Go, output);
 
         var t = Transcript.Load(name);
         var goServer = await pool.GetAsync(ServerKind.Go, t.Config);
@@ -65,14 +61,11 @@ public sealed class DifferentialTests(ITestOutputHelper output, ServerPool pool)
 /// </summary>
 public sealed class DifferentialSanityTests(ITestOutputHelper output, ServerPool pool) : IClassFixture<ServerPool>
 {
-    [Theory]
+    [SkippableTheory]
     [MemberData(nameof(TranscriptData.All), MemberType = typeof(TranscriptData))]
     public async Task Go_vs_go_is_identical(string name)
     {
-        if (Servers.Unavailable(ServerKind.Go, output))
-        {
-            return;
-        }
+        Prerequisites.RequireServer(ServerKind.Go, output);
 
         var t = Transcript.Load(name);
         var first = await pool.GetAsync(ServerKind.Go, t.Config, instance: 1);
@@ -87,7 +80,7 @@ public sealed class DifferentialSanityTests(ITestOutputHelper output, ServerPool
         Assert.DoesNotContain("[invalid json]", results[0], StringComparison.Ordinal);
     }
 
-    [Fact]
+    [SkippableFact]
     public void There_are_at_least_30_transcripts_and_all_parse()
     {
         var names = Transcript.AllNames().ToList();
@@ -98,7 +91,7 @@ public sealed class DifferentialSanityTests(ITestOutputHelper output, ServerPool
         }
     }
 
-    [Fact]
+    [SkippableFact]
     public void Info_normalization_masks_ids_and_keeps_contract_values()
     {
         var a = TranscriptPlayer.NormalizeInfo("""INFO {"server_id":"A","server_name":"A","version":"2.9.10","proto":1,"go":"go1.19","host":"127.0.0.1","port":1,"headers":true,"max_payload":1048576,"client_id":4,"client_ip":"127.0.0.1"}""");

@@ -46,21 +46,6 @@ public sealed class NodeClient : IAsyncDisposable
         return null;
     }
 
-    /// <summary>True (and a visible "NOT RUN" note) when the nats.js tests cannot run here.</summary>
-    public static bool Unavailable(ITestOutputHelper output)
-    {
-        var reason = UnavailableReason();
-        if (reason is null)
-        {
-            return false;
-        }
-
-        var message = "NOT RUN (nats.js): " + reason;
-        output.WriteLine(message);
-        Console.Error.WriteLine("[NatsBroker.Tests] " + message);
-        return true;
-    }
-
     /// <summary>Runs <c>npm ci</c> in tests/js once per test run when node_modules/nats is missing (bounded to 3 minutes).</summary>
     public static async Task EnsureInstalledAsync()
     {

@@ -2,17 +2,9 @@ using System.Diagnostics;
 using System.Net;
 using System.Net.Sockets;
 using System.Text.Json;
+using NatsBroker.Tests.Infrastructure;
 
 namespace NatsBroker.Tests.Monitoring;
-
-/// <summary>A [Fact] that is skipped, with the reason shown in the test report, when nats-server is not on PATH.</summary>
-public sealed class NatsServerFactAttribute : FactAttribute
-{
-    public NatsServerFactAttribute()
-    {
-        if (NatsServerOracle.FindExecutable() is null) Skip = "nats-server not found on PATH: differential monitoring test not run";
-    }
-}
 
 /// <summary>nats-server (the reference implementation) started on free ports with monitoring on.</summary>
 public sealed class NatsServerOracle : IAsyncDisposable
@@ -29,12 +21,6 @@ public sealed class NatsServerOracle : IAsyncDisposable
     public int Port { get; }
     public HttpClient Http { get; }
 
-    public static string? FindExecutable()
-    {
-        var dirs = (Environment.GetEnvironmentVariable("PATH") ?? "").Split(Path.PathSeparator, StringSplitOptions.RemoveEmptyEntries);
-        return dirs.Select(d => Path.Combine(d, "nats-server")).FirstOrDefault(File.Exists);
-    }
-
     private static int FreePort()
     {
         using var l = new TcpListener(IPAddress.Loopback, 0);
@@ -44,7 +30,7 @@ public sealed class NatsServerOracle : IAsyncDisposable
 
     public static async Task<NatsServerOracle> StartAsync()
     {
-        var exe = FindExecutable() ?? throw new InvalidOperationException("nats-server not on PATH");
+        var exe = Prerequisites.RequireGoServer();
         int port = FreePort(), httpPort = FreePort();
         var psi = new ProcessStartInfo(exe)
         {
@@ -127,7 +113,7 @@ public sealed class NatsServerOracleTests
         Assert.Equal(t, o);
     }
 
-    [NatsServerFact]
+    [SkippableFact]
     public async Task TopLevelFields_MatchNatsServer()
     {
         await using var oracle = await NatsServerOracle.StartAsync();

@@ -9,12 +9,11 @@ namespace NatsBroker.Tests.Protocol;
 /// </summary>
 public sealed class ErrorTests(ITestOutputHelper output, ServerPool pool) : ProtocolTestBase(output, pool)
 {
-    [Theory]
+    [SkippableTheory]
     [MemberData(nameof(FatalInputs))]
     public async Task Fatal_protocol_errors_close_the_connection(ServerKind kind, string name, string input, string? expectedErr)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         Output.WriteLine(name);
         await using var c = await Connected(s);
         await c.SendAsync(input);
@@ -52,12 +51,11 @@ public sealed class ErrorTests(ITestOutputHelper output, ServerPool pool) : Prot
         return d;
     }
 
-    [Theory]
+    [SkippableTheory]
     [MemberData(nameof(FatalHeaderInputs))]
     public async Task Fatal_header_errors_close_the_connection(ServerKind kind, string name, string input)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         Output.WriteLine(name);
         await using var c = await Connected(s, QuietHeaders);
         await c.SendAsync(input);
@@ -76,22 +74,20 @@ public sealed class ErrorTests(ITestOutputHelper output, ServerPool pool) : Prot
         return d;
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Hpub_above_max_payload_is_fatal(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var c = await Connected(s, QuietHeaders);
         await c.SendAsync("HPUB foo 12 1048577\r\n");
         Assert.Equal(["-ERR 'Maximum Payload Violation'"], await c.ExpectClosedAsync());
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Configured_max_payload_and_max_control_line_are_enforced(ServerKind kind)
     {
         const string conf = "max_payload: 16\nmax_control_line: 64\n";
         var s = await SharedAsync(kind, conf);
-        if (s is null) return;
         await using (var ok = await Connected(s))
         {
             await ok.SendAsync("SUB mp 1\r\nPUB mp 16\r\n0123456789abcdef\r\n");
@@ -111,11 +107,10 @@ public sealed class ErrorTests(ITestOutputHelper output, ServerPool pool) : Prot
         }
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Invalid_subject_on_sub_is_reported_and_connection_stays(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         foreach (var connect in new[] { Quiet, """{"verbose":false,"pedantic":true}""" })
         {
             await using var c = await Connected(s, connect);
@@ -127,12 +122,11 @@ public sealed class ErrorTests(ITestOutputHelper output, ServerPool pool) : Prot
         }
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Pedantic_reports_wildcard_publish_but_still_delivers(ServerKind kind)
     {
         // nats-server 2.9.10 sends -ERR 'Invalid Publish Subject' and then routes the message anyway.
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var c = await Connected(s, """{"verbose":false,"pedantic":true}""");
         await c.SendAsync("SUB pw.> 1\r\n");
         foreach (var bad in new[] { "pw.*", "pw.>" })
@@ -142,43 +136,39 @@ public sealed class ErrorTests(ITestOutputHelper output, ServerPool pool) : Prot
         }
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Pedantic_verbose_sends_err_then_ok(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var c = await Raw(s, """{"verbose":true,"pedantic":true}""");
         await c.ExpectLineAsync("+OK");
         await c.SendAsync("PUB foo.* 1\r\nx\r\n");
         Assert.Equal(["-ERR 'Invalid Publish Subject'", "+OK"], await c.PingAsync());
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Default_connect_is_pedantic(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var c = await Raw(s, "{}");
         await c.ExpectLineAsync("+OK");
         await c.SendAsync("PUB foo.> 1\r\nx\r\n");
         Assert.Equal(["-ERR 'Invalid Publish Subject'", "+OK"], await c.PingAsync());
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Non_pedantic_wildcard_publish_is_accepted_silently(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var c = await Connected(s);
         await c.SendAsync("PUB np.* 1\r\nx\r\n");
         Assert.Empty(await c.PingAsync());
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Authorization_violation_closes(ServerKind kind)
     {
         var s = await SharedAsync(kind, "authorization { user: alice, password: secret }\n");
-        if (s is null) return;
         foreach (var connect in new[] { """{"verbose":false,"user":"alice","pass":"bad"}""", """{"verbose":false}""", """{"verbose":false,"auth_token":"secret"}""" })
         {
             await using var c = await Raw(s, connect);
@@ -188,11 +178,10 @@ public sealed class ErrorTests(ITestOutputHelper output, ServerPool pool) : Prot
         await using var good = await Connected(s, """{"verbose":false,"user":"alice","pass":"secret"}""");
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Ops_before_connect_on_an_auth_server_are_violations(ServerKind kind)
     {
         var s = await SharedAsync(kind, "authorization { user: alice, password: secret }\n");
-        if (s is null) return;
         foreach (var op in new[] { "PING\r\n", "SUB foo 1\r\n", "PUB foo 1\r\nx\r\n" })
         {
             await using var c = await Raw(s);
@@ -201,11 +190,10 @@ public sealed class ErrorTests(ITestOutputHelper output, ServerPool pool) : Prot
         }
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Token_auth(ServerKind kind)
     {
         var s = await SharedAsync(kind, "authorization { token: s3cret }\n");
-        if (s is null) return;
         await using (var bad = await Raw(s, """{"verbose":false,"auth_token":"nope"}"""))
         {
             Assert.Equal(["-ERR 'Authorization Violation'"], await bad.ExpectClosedAsync());
@@ -214,22 +202,20 @@ public sealed class ErrorTests(ITestOutputHelper output, ServerPool pool) : Prot
         await using var good = await Connected(s, """{"verbose":false,"auth_token":"s3cret"}""");
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Authentication_timeout_closes(ServerKind kind)
     {
         var s = await SharedAsync(kind, "authorization { user: alice, password: secret, timeout: 0.5 }\n");
-        if (s is null) return;
         await using var c = await Raw(s);
         var sw = System.Diagnostics.Stopwatch.StartNew();
         Assert.Equal(["-ERR 'Authentication Timeout'"], await c.ExpectClosedAsync(TimeSpan.FromSeconds(5)));
         Assert.InRange(sw.Elapsed, TimeSpan.FromMilliseconds(300), TimeSpan.FromSeconds(4));
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Max_subscriptions_exceeded_keeps_the_connection(ServerKind kind)
     {
         var s = await SharedAsync(kind, "max_subscriptions: 2\n");
-        if (s is null) return;
         await using var c = await Connected(s);
         await c.SendAsync("SUB ms.a 1\r\nSUB ms.b 2\r\nSUB ms.c 3\r\n");
         Assert.Equal(["-ERR 'maximum subscriptions exceeded'"], await c.PingAsync());
@@ -238,11 +224,10 @@ public sealed class ErrorTests(ITestOutputHelper output, ServerPool pool) : Prot
         Assert.Empty(await c.PingAsync());
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Max_connections_exceeded_sends_info_then_err_and_closes(ServerKind kind)
     {
         await using var s = await OwnAsync(kind, "max_connections: 2\n");
-        if (s is null) return;
         await using var a = await Connected(s);
         await using var b = await Connected(s);
         await using var c = await RawClient.ConnectAsync(s);
@@ -253,7 +238,7 @@ public sealed class ErrorTests(ITestOutputHelper output, ServerPool pool) : Prot
         Assert.Empty(await a.PingAsync());
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Permission_violations_are_reported_and_connection_stays(ServerKind kind)
     {
         const string conf = """
@@ -263,7 +248,6 @@ public sealed class ErrorTests(ITestOutputHelper output, ServerPool pool) : Prot
             ]}
             """;
         var s = await SharedAsync(kind, conf);
-        if (s is null) return;
         await using var a = await Connected(s, """{"verbose":false,"user":"a","pass":"a"}""");
         await using var b = await Connected(s, """{"verbose":false,"user":"b","pass":"b"}""");
         await b.SendAsync("SUB > 1\r\n");

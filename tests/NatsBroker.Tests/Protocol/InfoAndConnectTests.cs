@@ -6,11 +6,10 @@ namespace NatsBroker.Tests.Protocol;
 
 public sealed class InfoAndConnectTests(ITestOutputHelper output, ServerPool pool) : ProtocolTestBase(output, pool)
 {
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Info_has_the_fields_clients_rely_on(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var c = await RawClient.ConnectAsync(s);
         var raw = await c.ReadLineAsync();
         Output.WriteLine(raw);
@@ -31,11 +30,10 @@ public sealed class InfoAndConnectTests(ITestOutputHelper output, ServerPool poo
         Assert.False(info.TryGetProperty("auth_required", out _), "no auth configured: auth_required must be absent");
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Client_ids_are_distinct_and_increasing(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var a = await RawClient.ConnectAsync(s);
         var ia = await a.ReadInfoAsync();
         await using var b = await RawClient.ConnectAsync(s);
@@ -44,23 +42,21 @@ public sealed class InfoAndConnectTests(ITestOutputHelper output, ServerPool poo
         Assert.Equal(ia.GetProperty("server_id").GetString(), ib.GetProperty("server_id").GetString());
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Info_announces_auth_required_and_limits_from_config(ServerKind kind)
     {
         var s = await SharedAsync(kind, "authorization { user: u, password: p }\nmax_payload: 2048\n");
-        if (s is null) return;
         await using var c = await RawClient.ConnectAsync(s);
         var info = await c.ReadInfoAsync();
         Assert.True(info.GetProperty("auth_required").GetBoolean());
         Assert.Equal(2048, info.GetProperty("max_payload").GetInt64());
     }
 
-    [Theory]
+    [SkippableTheory]
     [MemberData(nameof(ConnectVariants))]
     public async Task Connect_variants_are_accepted(ServerKind kind, string connect, string expectedBeforePong)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var c = await Raw(s, connect);
         var lines = await c.PingAsync();
         Assert.Equal(expectedBeforePong, string.Join("|", lines));
@@ -85,22 +81,20 @@ public sealed class InfoAndConnectTests(ITestOutputHelper output, ServerPool poo
         return d;
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Ping_before_connect_is_answered_without_auth(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var c = await RawClient.ConnectAsync(s);
         await c.ReadInfoAsync();
         await c.SendAsync("PING\r\n");
         await c.ExpectLineAsync("PONG");
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Pub_before_connect_uses_default_verbose(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var c = await RawClient.ConnectAsync(s);
         await c.ReadInfoAsync();
         await c.SendAsync("PUB foo 2\r\nhi\r\nPING\r\n");
@@ -108,42 +102,38 @@ public sealed class InfoAndConnectTests(ITestOutputHelper output, ServerPool poo
         await c.ExpectLineAsync("PONG");
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Second_connect_changes_options(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var c = await Raw(s, """{"verbose":true}""");
         await c.ExpectLineAsync("+OK");
         await c.SendLineAsync("""CONNECT {"verbose":false}""");
         Assert.Empty(await c.PingAsync());
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Invalid_client_protocol_is_rejected_and_closes(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var c = await Raw(s, """{"verbose":false,"protocol":2}""");
         await c.ExpectErrAsync("invalid client protocol");
         await c.ExpectClosedAsync();
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Malformed_connect_json_closes_without_error_line(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var c = await Raw(s);
         await c.SendAsync("CONNECT {bad json\r\n");
         Assert.Empty(await c.ExpectClosedAsync());
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task No_responders_without_headers_is_rejected_and_closes(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var c = await Raw(s, """{"verbose":false,"no_responders":true}""");
         await c.ExpectErrAsync("no responders requires headers support");
         await c.ExpectClosedAsync();

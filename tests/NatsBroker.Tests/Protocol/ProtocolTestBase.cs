@@ -3,7 +3,7 @@ using Xunit.Abstractions;
 
 namespace NatsBroker.Tests.Protocol;
 
-/// <summary>Shared plumbing: a per-class server pool, the visible skip, and connection helpers.</summary>
+/// <summary>Shared plumbing: a per-class server pool, the prerequisite check, and connection helpers.</summary>
 public abstract class ProtocolTestBase(ITestOutputHelper output, ServerPool pool) : IClassFixture<ServerPool>
 {
     protected const string Quiet = """{"verbose":false,"pedantic":false}""";
@@ -11,27 +11,19 @@ public abstract class ProtocolTestBase(ITestOutputHelper output, ServerPool pool
 
     protected ITestOutputHelper Output { get; } = output;
 
-    /// <summary>A shared server for this class (null = not runnable here, already reported).</summary>
-    protected async Task<ServerProcess?> SharedAsync(ServerKind kind, string? config = null)
+    /// <summary>A shared server for this class (skips or, under CI=true, fails the test when <paramref name="kind"/> is missing).</summary>
+    protected async Task<ServerProcess> SharedAsync(ServerKind kind, string? config = null)
     {
-        if (Servers.Unavailable(kind, Output))
-        {
-            return null;
-        }
-
+        Prerequisites.RequireServer(kind, Output);
         var s = await pool.GetAsync(kind, config);
         Output.WriteLine($"using {s}");
         return s;
     }
 
-    /// <summary>A dedicated server for one test (null = not runnable here, already reported). Dispose it.</summary>
-    protected async Task<ServerProcess?> OwnAsync(ServerKind kind, string? config = null)
+    /// <summary>A dedicated server for one test (skips or fails as <see cref="SharedAsync"/>). Dispose it.</summary>
+    protected async Task<ServerProcess> OwnAsync(ServerKind kind, string? config = null)
     {
-        if (Servers.Unavailable(kind, Output))
-        {
-            return null;
-        }
-
+        Prerequisites.RequireServer(kind, Output);
         return await ServerProcess.StartAsync(kind, new ServerStartOptions { Config = config }, Output);
     }
 

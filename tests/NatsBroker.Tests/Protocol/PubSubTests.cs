@@ -5,11 +5,10 @@ namespace NatsBroker.Tests.Protocol;
 
 public sealed class PubSubTests(ITestOutputHelper output, ServerPool pool) : ProtocolTestBase(output, pool)
 {
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Pub_sub_delivers_msg_with_and_without_reply(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var sub = await Connected(s);
         await using var pub = await Connected(s);
         await sub.SendAsync("SUB ps.a 7\r\n");
@@ -23,11 +22,10 @@ public sealed class PubSubTests(ITestOutputHelper output, ServerPool pool) : Pro
         Assert.Equal("", m3.PayloadText);
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Exact_wire_format_of_msg(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var c = await Connected(s);
         await c.SendAsync("SUB wf.x 1\r\nPUB wf.x rep 2\r\nhi\r\nPING\r\n");
         await c.ExpectLineAsync("MSG wf.x 1 rep 2");
@@ -35,11 +33,10 @@ public sealed class PubSubTests(ITestOutputHelper output, ServerPool pool) : Pro
         await c.ExpectLineAsync("PONG");
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Binary_payload_with_crlf_inside_is_delivered_intact(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var c = await Connected(s);
         var payload = new byte[] { 0, 13, 10, 255, 13, 10, 80, 73, 78, 71, 13, 10 };
         await c.SendAsync("SUB bin 1\r\n");
@@ -48,11 +45,10 @@ public sealed class PubSubTests(ITestOutputHelper output, ServerPool pool) : Pro
         Assert.Equal(payload, m.Payload);
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Wildcards_match_and_each_subscription_gets_a_copy(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var c = await Connected(s);
         await c.SendAsync("SUB wc.* 1\r\nSUB wc.> 2\r\nSUB > 3\r\nSUB wc.a.b 4\r\nSUB *.a 5\r\nPUB wc.a 1\r\nx\r\n");
         var sids = new List<string>();
@@ -74,21 +70,19 @@ public sealed class PubSubTests(ITestOutputHelper output, ServerPool pool) : Pro
         Assert.Equal(["2", "3", "4"], sids.Order());
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Non_matching_subjects_are_not_delivered(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var c = await Connected(s);
         await c.SendAsync("SUB nm.bar 1\r\nSUB nm.* 2\r\nPUB nm.bar.baz 1\r\nx\r\nPUB nm 1\r\nx\r\nPUB NM.BAR 1\r\nx\r\n");
         Assert.Empty(await c.PingAsync());
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Queue_group_delivers_each_message_to_exactly_one_member(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var a = await Connected(s);
         await using var b = await Connected(s);
         await using var plain = await Connected(s);
@@ -118,22 +112,20 @@ public sealed class PubSubTests(ITestOutputHelper output, ServerPool pool) : Pro
         Assert.Equal(Enumerable.Range(0, N).Select(i => i.ToString()), got.Select(int.Parse).Order().Select(i => i.ToString()));
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Unsub_stops_delivery(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var c = await Connected(s);
         await c.SendAsync("SUB us.x 1\r\nPUB us.x 1\r\na\r\nUNSUB 1\r\nPUB us.x 1\r\nb\r\n");
         Assert.Equal("a", (await c.ExpectMessageAsync()).PayloadText);
         Assert.Empty(await c.PingAsync());
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Unsub_with_max_auto_unsubscribes(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var c = await Connected(s);
         await c.SendAsync("SUB um.x 1\r\nUNSUB 1 2\r\nPUB um.x 1\r\na\r\nPUB um.x 1\r\nb\r\nPUB um.x 1\r\nc\r\n");
         Assert.Equal("a", (await c.ExpectMessageAsync()).PayloadText);
@@ -141,42 +133,38 @@ public sealed class PubSubTests(ITestOutputHelper output, ServerPool pool) : Pro
         Assert.Empty(await c.PingAsync());
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Unsub_max_already_reached_removes_at_once(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var c = await Connected(s);
         await c.SendAsync("SUB ur.x 1\r\nPUB ur.x 1\r\na\r\nUNSUB 1 1\r\nPUB ur.x 1\r\nb\r\n");
         Assert.Equal("a", (await c.ExpectMessageAsync()).PayloadText);
         Assert.Empty(await c.PingAsync());
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Unsub_of_unknown_sid_is_ignored(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var c = await Connected(s, """{"verbose":true}""");
         await c.SendAsync("UNSUB 999\r\n");
         Assert.Equal(["+OK"], await c.PingAsync());
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Verbose_acknowledges_every_op_with_ok(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var c = await Raw(s, """{"verbose":true}""");
         await c.SendAsync("SUB vb.x 1\r\nPUB vb.x 2\r\nhi\r\nUNSUB 1\r\nPING\r\n");
         Assert.Equal(["+OK", "+OK", "+OK", "MSG vb.x 1 2", "hi", "+OK"], await c.ReadUntilPongAsync());
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Echo_false_suppresses_own_messages_only(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var self = await Connected(s, """{"verbose":false,"echo":false}""");
         await using var other = await Connected(s);
         await self.SendAsync("SUB ec.x 1\r\n");
@@ -190,21 +178,19 @@ public sealed class PubSubTests(ITestOutputHelper output, ServerPool pool) : Pro
         Assert.Equal("other", (await self.ExpectMessageAsync()).PayloadText);
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Echo_true_delivers_own_messages(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var c = await Connected(s);
         await c.SendAsync("SUB et.x 1\r\nPUB et.x 2\r\nme\r\n");
         Assert.Equal("me", (await c.ExpectMessageAsync()).PayloadText);
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Hpub_delivers_hmsg_to_header_clients(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var c = await Connected(s, QuietHeaders);
         await c.SendAsync("SUB hp.x 1\r\nHPUB hp.x rep 24 29\r\nNATS/1.0\r\nA: b\r\nC: d\r\n\r\nhello\r\nPING\r\n");
         await c.ExpectLineAsync("HMSG hp.x 1 rep 24 29");
@@ -216,11 +202,10 @@ public sealed class PubSubTests(ITestOutputHelper output, ServerPool pool) : Pro
         await c.ExpectLineAsync("PONG");
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Hpub_to_a_subscriber_without_headers_delivers_payload_only(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var old = await Connected(s, Quiet);
         await using var pub = await Connected(s, QuietHeaders);
         await old.SendAsync("SUB hn.x 1\r\n");
@@ -230,11 +215,10 @@ public sealed class PubSubTests(ITestOutputHelper output, ServerPool pool) : Pro
         Assert.Equal(("MSG", "hello"), (m.Op, m.PayloadText));
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task No_responders_returns_a_503_hmsg(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var c = await Connected(s, """{"verbose":false,"headers":true,"no_responders":true}""");
         await c.SendAsync("SUB nr.inbox 1\r\nPUB nr.nobody nr.inbox 2\r\nhi\r\nPING\r\n");
         await c.ExpectLineAsync("HMSG nr.inbox 1 16 16");
@@ -244,11 +228,10 @@ public sealed class PubSubTests(ITestOutputHelper output, ServerPool pool) : Pro
         await c.ExpectLineAsync("PONG");
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task No_responders_is_not_sent_when_someone_listens(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var c = await Connected(s, """{"verbose":false,"headers":true,"no_responders":true}""");
         await c.SendAsync("SUB nl.inbox 1\r\nSUB nl.svc 2\r\nPUB nl.svc nl.inbox 2\r\nhi\r\n");
         var m = await c.ExpectMessageAsync();
@@ -256,11 +239,10 @@ public sealed class PubSubTests(ITestOutputHelper output, ServerPool pool) : Pro
         Assert.Empty(await c.PingAsync());
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Request_reply_round_trip_between_connections(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var svc = await Connected(s);
         await using var req = await Connected(s);
         await svc.SendAsync("SUB rr.svc 1\r\n");
@@ -271,33 +253,30 @@ public sealed class PubSubTests(ITestOutputHelper output, ServerPool pool) : Pro
         Assert.Equal("pong", (await req.ExpectMessageAsync()).PayloadText);
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Ping_pong_and_pong_is_ignored(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var c = await Connected(s);
         await c.SendAsync("PONG\r\nPING\r\nPING\r\n");
         await c.ExpectLineAsync("PONG");
         await c.ExpectLineAsync("PONG");
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Duplicate_sid_subscription_delivers_once(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var c = await Connected(s);
         await c.SendAsync("SUB ds.x 1\r\nSUB ds.x 1\r\nPUB ds.x 1\r\nx\r\n");
         await c.ExpectMessageAsync();
         Assert.Empty(await c.PingAsync());
     }
 
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Large_payload_up_to_max_payload_is_delivered(ServerKind kind)
     {
         var s = await SharedAsync(kind);
-        if (s is null) return;
         await using var c = await Connected(s);
         var payload = new byte[1024 * 1024];
         new Random(42).NextBytes(payload);

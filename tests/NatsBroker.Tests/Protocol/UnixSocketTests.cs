@@ -5,32 +5,20 @@ namespace NatsBroker.Tests.Protocol;
 
 /// <summary>
 /// Our extension: plain NATS over a Unix domain socket (<c>--unix_socket</c>). nats-server has no such listener,
-/// so these run against our broker only (and report that visibly when redirected to Go).
+/// so these run against our broker only (and are reported skipped when redirected to Go).
 /// </summary>
 public sealed class UnixSocketTests(ITestOutputHelper output)
 {
-    private async Task<ServerProcess?> StartAsync()
+    private async Task<ServerProcess> StartAsync()
     {
-        if (TestEnvironment.OursRedirectedToGo)
-        {
-            output.WriteLine($"NOT RUN: {TestEnvironment.ServerSwitch}=go and nats-server has no Unix socket listener (our extension)");
-            return null;
-        }
-
-        if (!TestEnvironment.IsUnix)
-        {
-            output.WriteLine("NOT RUN: Unix domain sockets need Linux/macOS here");
-            return null;
-        }
-
+        Prerequisites.RequireOursUnixSocket(output);
         return await ServerProcess.StartAsync(ServerKind.Ours, new ServerStartOptions { UnixSocket = true }, output);
     }
 
-    [Fact]
+    [SkippableFact]
     public async Task Unix_socket_speaks_the_same_protocol_and_bridges_with_tcp()
     {
         await using var s = await StartAsync();
-        if (s is null) return;
         Assert.True(File.Exists(s.UnixSocketPath), "socket file missing: " + s.UnixSocketPath);
 
         await using var uds = await RawClient.ConnectUnixAsync(s.UnixSocketPath!);
@@ -50,22 +38,20 @@ public sealed class UnixSocketTests(ITestOutputHelper output)
         Assert.Equal("back", (await tcp.ExpectMessageAsync()).PayloadText);
     }
 
-    [Fact]
+    [SkippableFact]
     public async Task Unix_socket_errors_close_like_tcp()
     {
         await using var s = await StartAsync();
-        if (s is null) return;
         await using var uds = await RawClient.ConnectUnixAsync(s.UnixSocketPath!);
         await uds.ReadInfoAsync();
         await uds.SendAsync("BOGUS\r\n");
         Assert.Equal(["-ERR 'Unknown Protocol Operation'"], await uds.ExpectClosedAsync());
     }
 
-    [Fact]
+    [SkippableFact]
     public async Task Unix_socket_split_writes()
     {
         await using var s = await StartAsync();
-        if (s is null) return;
         await using var uds = await RawClient.ConnectUnixAsync(s.UnixSocketPath!);
         await uds.ReadInfoAsync();
         var bytes = "CONNECT {\"verbose\":false}\r\nSUB u.x 1\r\nPUB u.x 5\r\nhello\r\n"u8.ToArray();

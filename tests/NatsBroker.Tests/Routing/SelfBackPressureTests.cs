@@ -14,11 +14,10 @@ namespace NatsBroker.Tests.Routing;
 [Collection(NatsBroker.Tests.Server.AllocationCollection.Name)]
 public sealed class SelfBackPressureTests(ITestOutputHelper output, ServerPool pool) : ProtocolTestBase(output, pool)
 {
-    [Theory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Publishing_to_its_own_subscription_delivers_everything_in_order(ServerKind kind)
     {
         var s = await OwnAsync(kind);
-        if (s is null) return;
         await using var _ = s;
         const int count = 100_000, size = 1024;
         using var socket = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp) { NoDelay = true };
