@@ -171,6 +171,12 @@ public sealed partial class GatewaySupervisor : IHostedService
             : new ProcessStartInfo(path);
         psi.ArgumentList.Add("-c");
         psi.ArgumentList.Add(Path.GetFullPath(_options.ConfigFile!));
+        // The core's effective listen address (command-line flags override the file, as in nats-server).
+        psi.ArgumentList.Add("-a");
+        psi.ArgumentList.Add(_options.Host);
+        psi.ArgumentList.Add("-p");
+        psi.ArgumentList.Add(_options.Port.ToString(System.Globalization.CultureInfo.InvariantCulture));
+        if (_options.Debug || _options.Trace) psi.ArgumentList.Add("-D");
         psi.UseShellExecute = false;
         psi.Environment[SeedVariable] = _seed;
         psi.Environment[SocketVariable] = _options.UnixSocketPath;

@@ -18,6 +18,8 @@ public static class Program
     {
         ArgumentNullException.ThrowIfNull(args);
         string? configFile = null;
+        string? host = null;
+        int? port = null;
         bool debug = false;
         for (int i = 0; i < args.Length; i++)
         {
@@ -26,11 +28,19 @@ public static class Program
                 case "-c" or "--config" when i + 1 < args.Length:
                     configFile = args[++i];
                     break;
+                // nats-server's flags: the command line wins over the file (the core passes its own -a/-p on).
+                case "-a" or "--addr" or "--net" when i + 1 < args.Length:
+                    host = args[++i];
+                    break;
+                case "-p" or "--port" when i + 1 < args.Length && int.TryParse(args[i + 1], System.Globalization.CultureInfo.InvariantCulture, out int p):
+                    port = p;
+                    i++;
+                    break;
                 case "-D" or "--debug":
                     debug = true;
                     break;
                 case "-h" or "--help":
-                    Console.WriteLine("Usage: NatsBroker.TlsTerminator -c <config file> [-D]");
+                    Console.WriteLine("Usage: NatsBroker.TlsTerminator -c <config file> [-a host] [-p port] [-D]");
                     return 0;
                 default:
                     Console.Error.WriteLine($"tls-terminator: unknown argument \"{args[i]}\"");
@@ -48,6 +58,8 @@ public static class Program
         {
             var tree = ConfigParser.ParseFile(configFile);
             options = TerminatorConfig.Load(tree);
+            if (host is not null) options.Host = host;
+            if (port is not null) options.Port = port.Value;
             link = GatewayEnvironment.Resolve(tree);
         }
         catch (ConfigException e)
@@ -72,8 +84,8 @@ public static class Program
         builder.Services.AddHostedService<TerminatorService>();
         try
         {
-            using var host = builder.Build();
-            host.Run();
+            using var app = builder.Build();
+            app.Run();
             return 0;
         }
         catch (Exception ex) when (ex is System.Net.Sockets.SocketException or IOException or UnauthorizedAccessException

@@ -188,6 +188,23 @@ internal sealed class TlsSession(Socket socket, TerminatorOptions options, Certi
     }
 
     /// <summary>
+    /// A write to the core that fails because the core already closed the link still goes on to the relay, which
+    /// delivers what the core sent before closing (its -ERR) to the user.
+    /// </summary>
+    private static async Task<bool> ToCore(CoreLink core, ReadOnlyMemory<byte> data, CancellationToken drain)
+    {
+        try
+        {
+            await core.Stream.WriteAsync(data, drain).ConfigureAwait(false);
+        }
+        catch (IOException)
+        {
+            // The core closed: its last words are still in the link's receive queue.
+        }
+        return true;
+    }
+
+    /// <summary>
     /// Reads the user's first line; a CONNECT gets <c>proxy_sig</c> and <c>proxy_client</c>. Anything else (or a line
     /// longer than max_control_line) goes to the core unchanged, which answers it as it answers any client.
     /// </summary>
@@ -204,22 +221,14 @@ internal sealed class TlsSession(Socket socket, TerminatorOptions options, Certi
                 int lineEnd = eol > 0 && buffer[eol - 1] == '\r' ? eol - 1 : eol;
                 int next = buffer[eol] == '\r' ? eol + 2 : eol + 1;
                 var rewritten = CoreLink.RewriteConnect(buffer.AsSpan(0, lineEnd), signer, core.Nonce, client);
-                if (rewritten is not null)
-                {
-                    await core.Stream.WriteAsync(rewritten, drain).ConfigureAwait(false);
-                    await core.Stream.WriteAsync(buffer.AsMemory(next, filled - next), drain).ConfigureAwait(false);
-                }
-                else
-                {
-                    await core.Stream.WriteAsync(buffer.AsMemory(0, filled), drain).ConfigureAwait(false);
-                }
-                return true;
+                if (rewritten is null) return await ToCore(core, buffer.AsMemory(0, filled), drain).ConfigureAwait(false);
+                // One write: the core may answer the CONNECT (e.g. -ERR and close) before a second one lands.
+                var all = new byte[rewritten.Length + filled - next];
+                rewritten.CopyTo(all, 0);
+                buffer.AsSpan(next, filled - next).CopyTo(all.AsSpan(rewritten.Length));
+                return await ToCore(core, all, drain).ConfigureAwait(false);
             }
-            if (filled == buffer.Length)
-            {
-                await core.Stream.WriteAsync(buffer.AsMemory(0, filled), drain).ConfigureAwait(false);
-                return true;
-            }
+            if (filled == buffer.Length) return await ToCore(core, buffer.AsMemory(0, filled), drain).ConfigureAwait(false);
             int n = await ssl.ReadAsync(buffer.AsMemory(filled), drain).ConfigureAwait(false);
             if (n == 0) return false;
             filled += n;
