@@ -39,8 +39,16 @@ public static class Program
                 case "-D" or "--debug":
                     debug = true;
                     break;
+                case "--generate-key":
+                    // A proxy identity for gateways { seed_file } (keep it secret) and its public key for proxies { trusted }.
+                    using (var kp = NATS.NKeys.KeyPair.CreatePair(NATS.NKeys.PrefixByte.User))
+                    {
+                        Console.WriteLine(kp.GetSeed());
+                        Console.Error.WriteLine($"public key (for proxies {{ trusted }}): {kp.GetPublicKey()}");
+                    }
+                    return 0;
                 case "-h" or "--help":
-                    Console.WriteLine("Usage: NatsBroker.TlsTerminator -c <config file> [-a host] [-p port] [-D]");
+                    Console.WriteLine("Usage: NatsBroker.TlsTerminator -c <config file> [-a host] [-p port] [-D] | --generate-key");
                     return 0;
                 default:
                     Console.Error.WriteLine($"tls-terminator: unknown argument \"{args[i]}\"");
