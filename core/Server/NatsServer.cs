@@ -85,7 +85,6 @@ public sealed partial class NatsServer : IAsyncDisposable
             ClientIp = client?.RemoteIp,
             // nats-server 2.12 (ADR-55): a nonce whenever proxies are trusted, for the proxy to sign.
             Nonce = client?.ProxyNonce(),
-            TlsRequired = o.TlsConfigured,
             LameDuckMode = LameDuckMode,
         };
     }
