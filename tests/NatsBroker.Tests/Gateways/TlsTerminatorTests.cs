@@ -202,6 +202,33 @@ public sealed class TlsTerminatorTests(ITestOutputHelper output) : IDisposable
         await RoundTrip(nc);
     }
 
+    [Fact]
+    public async Task SIGHUP_reloads_the_certificate_for_new_clients_and_keeps_existing_ones()
+    {
+        await using var server = await Start(ServerKind.Ours, Config());
+        await using var before = new NatsConnection(ClientOpts(server));
+        await before.ConnectAsync();
+
+        // A new CA and server certificate in place of the old files; clients trusting only the new CA.
+        using var next = new TestPki();
+        File.Copy(next.ServerCert, _pki.ServerCert, overwrite: true);
+        File.Copy(next.ServerKey, _pki.ServerKey, overwrite: true);
+        var trustNew = ClientOpts(server) with { TlsOpts = new NatsTlsOpts { Mode = TlsMode.Require, CaFile = next.CaFile } };
+
+        await using (var early = new NatsConnection(trustNew))
+            await Assert.ThrowsAnyAsync<Exception>(async () => await early.ConnectAsync());
+
+        server.Reload();
+        var deadline = DateTime.UtcNow.AddSeconds(20);
+        while (!server.Output.Contains("Reloaded TLS certificates", StringComparison.Ordinal) && DateTime.UtcNow < deadline) await Task.Delay(100);
+        Assert.Contains("Reloaded TLS certificates", server.Output, StringComparison.Ordinal);
+
+        await using var after = new NatsConnection(trustNew);
+        await after.ConnectAsync();
+        await RoundTrip(after);
+        await RoundTrip(before); // the connection made with the old certificate is still served
+    }
+
     private static int? StartedPid(string log)
     {
         var matches = System.Text.RegularExpressions.Regex.Matches(log, @"Started the tls-terminator gateway \(pid (\d+)\)");
