@@ -132,7 +132,9 @@ internal sealed class TlsSession(Socket socket, TerminatorOptions options, Certi
             int n = await socket.ReceiveAsync(first, SocketFlags.Peek, timeout.Token).ConfigureAwait(false);
             if (n == 0 || first[0] != TlsHandshakeRecord)
             {
-                log.LogError("{Ip}:{Port} - TLS handshake error: first record does not look like a TLS handshake", RemoteIp, _remote.Port);
+                // nats-server's wording: "EOF" for a client that left, Go's crypto/tls text otherwise.
+                log.LogError("{Ip}:{Port} - TLS handshake error: {Error}", RemoteIp, _remote.Port,
+                    n == 0 ? "EOF" : "tls: first record does not look like a TLS handshake");
                 return null;
             }
             var ssl = new SslStream(network, leaveInnerStreamOpen: true);
