@@ -41,6 +41,8 @@ public static class Program
         builder.Services.AddSingleton(options);
         builder.Services.AddSingleton<Func<ServerOptions?>>(() => cli.Reload());
         builder.Services.AddHostedService<BrokerService>();
+        // After the broker: gateways (tls-terminator) started as supervised children when the config asks for them.
+        builder.Services.AddHostedService<GatewaySupervisor>();
         try
         {
             using var host = builder.Build();

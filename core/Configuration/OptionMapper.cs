@@ -8,7 +8,7 @@ namespace NatsBroker.Configuration;
 /// (processConfigFileLine and the parse* helpers). Keys are case-insensitive. Every problem is collected;
 /// field errors point at the key, as nats-server's pedantic parser does.
 /// </summary>
-internal sealed class OptionMapper(ServerOptions o)
+internal sealed partial class OptionMapper(ServerOptions o)
 {
     /// <summary>
     /// Keys nats-server knows that this broker does not implement yet. They are rejected with a clear message
@@ -17,7 +17,7 @@ internal sealed class OptionMapper(ServerOptions o)
     internal static readonly HashSet<string> UnsupportedTopLevel = new(StringComparer.Ordinal)
     {
         "cluster", "gateway", "leaf", "leafnodes", "websocket", "ws", "mqtt", "accounts", "mappings", "maps",
-        "tls", "ocsp", "allow_non_tls", "operator", "operators", "roots", "root", "root_operators", "root_operator",
+        "ocsp", "allow_non_tls", "operator", "operators", "roots", "root", "root_operators", "root_operator",
         "resolver", "account_resolver", "accounts_resolver", "resolver_tls", "resolver_preload",
         "resolver_pinned_accounts", "system_account", "system", "no_system_account", "no_system", "no_sys_acc",
         "trusted", "trusted_keys", "default_js_domain", "https", "https_port", "http_base_path", "prof_port",
@@ -283,6 +283,9 @@ internal sealed class OptionMapper(ServerOptions o)
                 break;
             case "jetstream":
                 JetStream(e);
+                break;
+            case "tls" or "proxies" or "gateways":
+                GatewayBlock(key, e);
                 break;
 
             default:

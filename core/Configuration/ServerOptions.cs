@@ -24,6 +24,17 @@ public sealed class ServerOptions
     /// <summary>Path of the Unix domain socket listener (our extension); null = none.</summary>
     public string? UnixSocketPath { get; set; }
 
+    // ---- Gateways (core/Configuration/OptionMapper.Gateways.cs) ----
+    /// <summary>
+    /// The file has a top-level <c>tls {}</c> block: TLS for clients is served by the tls-terminator gateway
+    /// process (gateways/tls-terminator), which owns host/port; the core then serves clients only on its Unix socket.
+    /// </summary>
+    public bool TlsConfigured { get; set; }
+    /// <summary><c>gateways { managed: external }</c>: gateways run elsewhere (systemd units); the core does not start them.</summary>
+    public bool GatewaysManagedExternally { get; set; }
+    /// <summary><c>proxies { trusted = [ {key: "U..."} ] }</c> (nats-server 2.12, ADR-55): public nkeys of trusted proxies.</summary>
+    public List<string> TrustedProxies { get; set; } = [];
+
     // ---- Limits ----
     public int MaxPayload { get; set; } = DefaultMaxPayload;
     public int MaxControlLine { get; set; } = DefaultMaxControlLine;

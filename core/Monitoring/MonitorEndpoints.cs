@@ -355,6 +355,13 @@ public sealed class MonitorEndpoints(NatsServer server)
             else if (subs) info.SubscriptionsList = [.. list.Select(s => Encoding.UTF8.GetString(s.Subject))];
         }
         if (auth) info.AuthorizedUser = NullIfEmpty(c.AuthorizedUser);
+        if (c.ProxyKey is { } proxyKey)
+        {
+            info.Proxy = new ProxyInfo { Key = proxyKey, Gateway = c.ProxiedClient?.Gateway };
+            info.TlsVersion = c.ProxiedClient?.TlsVersion;
+            info.TlsCipherSuite = c.ProxiedClient?.TlsCipherSuite;
+            info.TlsFirst = c.ProxiedClient?.TlsFirst ?? false;
+        }
         return info;
     }
 

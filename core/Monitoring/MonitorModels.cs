@@ -132,10 +132,22 @@ public sealed class ConnInfo
     [JsonPropertyName("name"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? Name { get; set; }
     [JsonPropertyName("lang"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? Lang { get; set; }
     [JsonPropertyName("version"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? Version { get; set; }
+    [JsonPropertyName("tls_version"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? TlsVersion { get; set; }
+    [JsonPropertyName("tls_cipher_suite"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? TlsCipherSuite { get; set; }
+    [JsonPropertyName("tls_first"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public bool TlsFirst { get; set; }
     [JsonPropertyName("authorized_user"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? AuthorizedUser { get; set; }
     [JsonPropertyName("account"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? Account { get; set; }
     [JsonPropertyName("subscriptions_list"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public List<string>? SubscriptionsList { get; set; }
     [JsonPropertyName("subscriptions_list_detail"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public List<SubDetail>? SubscriptionsListDetail { get; set; }
+    /// <summary>The trusted proxy this connection came through (nats-server 2.12 ConnInfo.Proxy).</summary>
+    [JsonPropertyName("proxy"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public ProxyInfo? Proxy { get; set; }
+}
+
+/// <summary>nats-server 2.12 ProxyInfo (server/monitor.go) plus ours: which kind of gateway it was.</summary>
+public sealed class ProxyInfo
+{
+    [JsonPropertyName("key")] public string Key { get; set; } = "";
+    [JsonPropertyName("gateway"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? Gateway { get; set; }
 }
 
 public sealed class SubDetail

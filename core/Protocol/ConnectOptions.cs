@@ -26,4 +26,8 @@ public sealed class ConnectOptions
     [JsonPropertyName("nkey")] public string? Nkey { get; set; }
     [JsonPropertyName("sig")] public string? Sig { get; set; }
     [JsonPropertyName("jwt")] public string? Jwt { get; set; }
+    /// <summary>ADR-55 (nats-server 2.12): a trusted proxy's signature of the INFO nonce (ClientConnection.Proxy.cs).</summary>
+    [JsonPropertyName("proxy_sig")] public string? ProxySig { get; set; }
+    /// <summary>Ours: the end user's address and TLS state, from a trusted gateway (contracts/Gateways).</summary>
+    [JsonPropertyName("proxy_client")] public NatsBroker.Contracts.Gateways.ProxiedClient? ProxyClient { get; set; }
 }

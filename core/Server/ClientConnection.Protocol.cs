@@ -77,6 +77,8 @@ public sealed partial class ClientConnection
             CloseNow(CloseReason.ParseError);
             return;
         }
+        // A trusted gateway's signature and end-user details (ClientConnection.Proxy.cs); false = rejected and closing.
+        if (!ApplyProxy(opts)) return;
         Connect = opts;
         _verbose = opts.Verbose;
         _pedantic = opts.Pedantic;

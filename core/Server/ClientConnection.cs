@@ -59,8 +59,9 @@ public sealed partial class ClientConnection
     /// <summary>A server-internal session (start-up warm-up): not counted in statistics or monitoring.</summary>
     internal bool IsInternal { get; init; }
     public ConnectionKind Kind { get; }
-    public string RemoteIp { get; }
-    public int RemotePort { get; }
+    /// <summary>The peer's address; for a connection relayed by a trusted gateway, the end user's (ClientConnection.Proxy.cs).</summary>
+    public string RemoteIp { get; private set; }
+    public int RemotePort { get; private set; }
     public DateTime ConnectedAt { get; }
     /// <summary>Time of the last read from the client (millisecond resolution, derived from the read loop's tick stamp).</summary>
     public DateTime LastActivity => ConnectedAt.AddMilliseconds(Math.Max(0, Volatile.Read(ref _lastInTicks) - _connectedTicks));

@@ -36,25 +36,40 @@ public sealed partial class NatsServer
             Log.JetStreamNotAvailable();
         }
         WarmUp();
-        var tcp = new Socket(address.AddressFamily, SocketType.Stream, ProtocolType.Tcp);
-        tcp.SetSocketOption(SocketOptionLevel.Socket, SocketOptionName.ReuseAddress, true);
-        tcp.Bind(new IPEndPoint(address, o.Port < 0 ? 0 : o.Port));
-        tcp.Listen(1024);
-        _tcpListener = tcp;
-        ClientPort = ((IPEndPoint)tcp.LocalEndPoint!).Port;
+        // With a tls {} block the client port belongs to the tls-terminator gateway (gateways/tls-terminator):
+        // clients reach the core only through it, over the Unix socket.
+        Socket? tcp = null;
+        if (!o.TlsConfigured)
+        {
+            tcp = new Socket(address.AddressFamily, SocketType.Stream, ProtocolType.Tcp);
+            tcp.SetSocketOption(SocketOptionLevel.Socket, SocketOptionName.ReuseAddress, true);
+            tcp.Bind(new IPEndPoint(address, o.Port < 0 ? 0 : o.Port));
+            tcp.Listen(1024);
+            _tcpListener = tcp;
+            ClientPort = ((IPEndPoint)tcp.LocalEndPoint!).Port;
+        }
+        else
+        {
+            ClientPort = o.Port;
+        }
 
         if (!string.IsNullOrEmpty(o.UnixSocketPath))
         {
             if (File.Exists(o.UnixSocketPath)) File.Delete(o.UnixSocketPath);
             var uds = new Socket(AddressFamily.Unix, SocketType.Stream, ProtocolType.Unspecified);
             uds.Bind(new UnixDomainSocketEndPoint(o.UnixSocketPath));
+            // Owner only: gateways run as the broker's user; the peer's uid is checked again for proxy trust.
+            if (!OperatingSystem.IsWindows()) File.SetUnixFileMode(o.UnixSocketPath, UnixFileMode.UserRead | UnixFileMode.UserWrite);
             uds.Listen(1024);
             _unixListener = uds;
         }
 
         // Every listener is bound before the "Listening" line: test harnesses and scripts take it as readiness.
-        Log.Listening($"{o.Host}:{ClientPort}");
-        _acceptLoops.Add(AcceptLoopAsync(tcp, ConnectionKind.Tcp));
+        if (tcp is not null)
+        {
+            Log.Listening($"{o.Host}:{ClientPort}");
+            _acceptLoops.Add(AcceptLoopAsync(tcp, ConnectionKind.Tcp));
+        }
         if (_unixListener is not null)
         {
             Log.ListeningUnix(o.UnixSocketPath!);

@@ -85,6 +85,8 @@ public sealed partial class NatsServer : IAsyncDisposable
             JetStream = false,
             ClientId = client?.Id ?? 0,
             ClientIp = client?.RemoteIp,
+            // nats-server 2.12 (ADR-55): a nonce whenever proxies are trusted, for the proxy to sign.
+            Nonce = client?.ProxyNonce(),
             LameDuckMode = LameDuckMode,
         };
     }

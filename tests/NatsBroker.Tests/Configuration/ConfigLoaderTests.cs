@@ -245,7 +245,7 @@ public class ConfigLoaderTests
     [InlineData("mqtt { port: 1883 }")]
     [InlineData("accounts { A: {} }")]
     [InlineData("gateway { name: x }")]
-    [InlineData("tls { cert_file: x }")]
+    [InlineData("allow_non_tls: true")]
     [InlineData("system_account: SYS")]
     public void Known_but_unsupported_keys_fail_clearly(string text)
     {

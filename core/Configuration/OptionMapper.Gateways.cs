@@ -1,0 +1,105 @@
+namespace NatsBroker.Configuration;
+
+/// <summary>
+/// The keys that concern gateway processes (docs: gateways/README.md). The core reads only what it needs:
+/// that a <c>tls {}</c> block exists (the tls-terminator validates and serves it), <c>proxies</c> (nats-server
+/// 2.12, ADR-55: which proxy nkeys it trusts) and <c>gateways</c> (ours: whether it starts the gateways itself).
+/// </summary>
+internal sealed partial class OptionMapper
+{
+    private void GatewayBlock(string key, ConfigEntry e)
+    {
+        switch (key)
+        {
+            case "tls":
+                if (Expect(e, ConfigValueKind.Map, "a map"))
+                    o.TlsConfigured = true;
+                break;
+            case "proxies":
+                Proxies(e);
+                break;
+            case "gateways":
+                Gateways(e);
+                break;
+        }
+    }
+
+    /// <summary>server/opts.go parseProxies / parseProxiesTrusted: <c>trusted</c> is an array of <c>{key: ...}</c> maps.</summary>
+    private void Proxies(ConfigEntry e)
+    {
+        if (!Expect(e, ConfigValueKind.Map, "a map")) return;
+        foreach (var f in e.Value.AsMap())
+        {
+            if (!f.Key.Equals("trusted", StringComparison.OrdinalIgnoreCase))
+            {
+                Unknown(f);
+                continue;
+            }
+            if (!Expect(f, ConfigValueKind.Array, "an array")) continue;
+            foreach (var t in f.Value.AsArray())
+            {
+                if (t.Kind != ConfigValueKind.Map)
+                {
+                    Error(t.Position, $"expected proxies' trusted entry to be a map/struct, got {t.Describe()}");
+                    continue;
+                }
+                foreach (var k in t.AsMap())
+                {
+                    if (!(k.Key.Equals("key", StringComparison.OrdinalIgnoreCase) || k.Key.Equals("public_key", StringComparison.OrdinalIgnoreCase)))
+                    {
+                        Unknown(k);
+                        continue;
+                    }
+                    if (!String(k, out var pub)) continue;
+                    if (!IsPublicNkey(pub))
+                    {
+                        Error(k.KeyPosition, $"invalid proxy key \"{pub}\"");
+                        continue;
+                    }
+                    o.TrustedProxies.Add(pub);
+                }
+            }
+        }
+    }
+
+    private static bool IsPublicNkey(string pub)
+    {
+        if (pub.Length != 56) return false;
+        try
+        {
+            using var kp = NATS.NKeys.KeyPair.FromPublicKey(pub);
+            return true;
+        }
+        catch (Exception ex) when (ex is NATS.NKeys.NKeysException or ArgumentException or FormatException)
+        {
+            return false;
+        }
+    }
+
+    /// <summary>
+    /// Ours: <c>gateways { managed: supervised | external, seed_file: "..." }</c>. <c>seed_file</c> is read by the
+    /// gateway processes (their proxy nkey seed when run by systemd); the core only checks it is a string.
+    /// </summary>
+    private void Gateways(ConfigEntry e)
+    {
+        if (!Expect(e, ConfigValueKind.Map, "a map")) return;
+        foreach (var f in e.Value.AsMap())
+        {
+            switch (f.Key.ToLowerInvariant())
+            {
+                case "managed":
+                    if (!String(f, out var m)) break;
+                    if (m.Equals("external", StringComparison.OrdinalIgnoreCase)) o.GatewaysManagedExternally = true;
+                    else if (m.Equals("supervised", StringComparison.OrdinalIgnoreCase)) o.GatewaysManagedExternally = false;
+                    else Error(f.KeyPosition, $"invalid value for \"managed\": expected \"supervised\" or \"external\", got \"{m}\"");
+                    break;
+                case "seed_file":
+                    String(f, out _);
+                    break;
+                default:
+                    Unknown(f);
+                    break;
+            }
+        }
+    }
+}

@@ -1,0 +1,124 @@
+using System.Net.Sockets;
+using System.Text;
+using System.Text.Json;
+using System.Text.Json.Nodes;
+using NatsBroker.Contracts.Gateways;
+
+namespace NatsBroker.Gateways.Link;
+
+/// <summary>
+/// One end user's connection to the core over its Unix socket. One link per end user (not multiplexed): the
+/// core then keeps each user's own read loop, auth, permissions, slow-consumer handling and /connz entry with no
+/// demultiplexing layer, a slow user's backpressure stays on that user's socket, and it is the shape of nats-server's
+/// own trusted proxies (ADR-55). The cost is one Unix socket per user (gateways/README.md has the figures).
+/// Handshake: read the core's INFO (its nonce), let the gateway show the user an INFO of its own, then pass on the
+/// user's CONNECT with <c>proxy_sig</c> and <c>proxy_client</c> added.
+/// </summary>
+public sealed class CoreLink : IAsyncDisposable
+{
+    /// <summary>Longest INFO we accept from the core.</summary>
+    private const int MaxInfoLine = 64 * 1024;
+
+    private readonly Socket _socket;
+
+    private CoreLink(Socket socket, JsonObject info, byte[] leftover)
+    {
+        _socket = socket;
+        Stream = new NetworkStream(socket, ownsSocket: true);
+        Info = info;
+        Leftover = leftover;
+        Nonce = info["nonce"]?.GetValue<string>();
+    }
+
+    public NetworkStream Stream { get; }
+    /// <summary>The core's INFO for this connection.</summary>
+    public JsonObject Info { get; }
+    /// <summary>What the core sent after its INFO line before we looked (relayed to the user after the gateway's INFO).</summary>
+    public byte[] Leftover { get; }
+    /// <summary>The nonce to sign; null when the core trusts no proxies (then it ignores proxy fields).</summary>
+    public string? Nonce { get; }
+
+    /// <summary>Connects to the core and reads its INFO.</summary>
+    public static async Task<CoreLink> ConnectAsync(string socketPath, CancellationToken ct)
+    {
+        var socket = new Socket(AddressFamily.Unix, SocketType.Stream, ProtocolType.Unspecified);
+        try
+        {
+            await socket.ConnectAsync(new UnixDomainSocketEndPoint(socketPath), ct).ConfigureAwait(false);
+            var buffer = new byte[4096];
+            int filled = 0;
+            while (true)
+            {
+                int eol = buffer.AsSpan(0, filled).IndexOf("\r\n"u8);
+                if (eol >= 0)
+                {
+                    var line = buffer.AsSpan(0, eol);
+                    if (!line.StartsWith("INFO "u8)) throw new IOException("the core did not start with INFO");
+                    var info = JsonNode.Parse(line[5..].ToArray()) as JsonObject ?? throw new IOException("the core's INFO is not a JSON object");
+                    return new CoreLink(socket, info, buffer.AsSpan(eol + 2, filled - eol - 2).ToArray());
+                }
+                if (filled == buffer.Length)
+                {
+                    if (buffer.Length >= MaxInfoLine) throw new IOException("the core's INFO is too long");
+                    Array.Resize(ref buffer, buffer.Length * 2);
+                }
+                int n = await socket.ReceiveAsync(buffer.AsMemory(filled), SocketFlags.None, ct).ConfigureAwait(false);
+                if (n == 0) throw new IOException("the core closed the link before INFO");
+                filled += n;
+            }
+        }
+        catch
+        {
+            socket.Dispose();
+            throw;
+        }
+    }
+
+    /// <summary>An INFO line as the core writes it: <c>INFO {json}\r\n</c>.</summary>
+    public static byte[] FormatInfo(JsonObject info)
+    {
+        ArgumentNullException.ThrowIfNull(info);
+        return Encoding.UTF8.GetBytes("INFO " + info.ToJsonString() + "\r\n");
+    }
+
+    /// <summary>
+    /// The user's CONNECT line (without CRLF) with the proxy fields added; any the user sent are replaced. Returns
+    /// null when the line is not a CONNECT with a JSON object (the caller then passes the bytes on unchanged and the
+    /// core answers them as it answers anyone).
+    /// </summary>
+    public static byte[]? RewriteConnect(ReadOnlySpan<byte> line, ProxySigner signer, string? nonce, ProxiedClient client)
+    {
+        ArgumentNullException.ThrowIfNull(signer);
+        if (nonce is null || !IsConnect(line)) return null;
+        JsonObject? obj;
+        try
+        {
+            obj = JsonNode.Parse(line[8..].Trim(" \t"u8).ToArray()) as JsonObject;
+        }
+        catch (JsonException)
+        {
+            return null;
+        }
+        catch (ArgumentException)
+        {
+            return null; // duplicate keys
+        }
+        if (obj is null) return null;
+        obj[ProxyConnectFields.Signature] = signer.SignNonce(nonce);
+        obj[ProxyConnectFields.Client] = JsonSerializer.SerializeToNode(client, GatewayJsonContext.Default.ProxiedClient);
+        return Encoding.UTF8.GetBytes("CONNECT " + obj.ToJsonString() + "\r\n");
+    }
+
+    /// <summary>CONNECT (any case) followed by a space or tab, as the core's parser accepts it.</summary>
+    public static bool IsConnect(ReadOnlySpan<byte> line) =>
+        line.Length > 8 && System.Text.Ascii.EqualsIgnoreCase(line[..7], "CONNECT"u8) && line[7] is (byte)' ' or (byte)'\t';
+
+    /// <summary>Half-close toward the core: it sees the user's end of input.</summary>
+    public void ShutdownSend()
+    {
+        try { _socket.Shutdown(SocketShutdown.Send); }
+        catch (Exception ex) when (ex is SocketException or ObjectDisposedException) { }
+    }
+
+    public ValueTask DisposeAsync() => Stream.DisposeAsync();
+}

@@ -1,0 +1,179 @@
+using System.Globalization;
+using System.Net.Security;
+using System.Security.Authentication;
+using NatsBroker.Configuration;
+
+namespace NatsBroker.TlsTerminator;
+
+/// <summary>
+/// Reads the terminator's part of the shared config: top-level <c>host</c>/<c>net</c>, <c>port</c>, <c>listen</c>,
+/// <c>max_control_line</c> and the <c>tls {}</c> block (server/opts.go parseTLS). Every other key belongs to the
+/// core and is left to it. Unknown keys inside <c>tls</c> are errors, as in nats-server.
+/// </summary>
+public static class TerminatorConfig
+{
+    /// <summary>Go's names that differ from IANA's (crypto/tls cipher_suites.go).</summary>
+    private static readonly Dictionary<string, TlsCipherSuite> GoAliases = new(StringComparer.Ordinal)
+    {
+        ["TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305"] = TlsCipherSuite.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+        ["TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305"] = TlsCipherSuite.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+    };
+
+    public static TerminatorOptions Load(ConfigTree tree)
+    {
+        ArgumentNullException.ThrowIfNull(tree);
+        var o = new TerminatorOptions();
+        var errors = new List<ConfigError>();
+        bool sawTls = false;
+        foreach (var e in tree.Root)
+        {
+            switch (e.Key.ToLowerInvariant())
+            {
+                case "host" or "net" when e.Value.Kind == ConfigValueKind.String:
+                    o.Host = e.Value.AsString();
+                    break;
+                case "port" when e.Value.Kind == ConfigValueKind.Integer:
+                    o.Port = (int)e.Value.AsInteger();
+                    break;
+                case "listen" when e.Value.Kind == ConfigValueKind.String:
+                    var hp = e.Value.AsString();
+                    int colon = hp.LastIndexOf(':');
+                    if (colon >= 0 && int.TryParse(hp.AsSpan(colon + 1), NumberStyles.Integer, CultureInfo.InvariantCulture, out int lp))
+                    {
+                        if (colon > 0) o.Host = hp[..colon];
+                        o.Port = lp;
+                    }
+                    break;
+                case "listen" when e.Value.Kind == ConfigValueKind.Integer:
+                    o.Port = (int)e.Value.AsInteger();
+                    break;
+                case "max_control_line" when e.Value.Kind == ConfigValueKind.Integer:
+                    o.MaxControlLine = (int)Math.Clamp(e.Value.AsInteger(), 256, 16 * 1024 * 1024);
+                    break;
+                case "tls":
+                    sawTls = true;
+                    if (e.Value.Kind != ConfigValueKind.Map)
+                        errors.Add(new ConfigError(e.KeyPosition, $"expected tls to be a map, got {e.Value.Describe()}"));
+                    else
+                        Tls(e, o, errors);
+                    break;
+            }
+        }
+        if (!sawTls) errors.Add(new ConfigError(null, "the tls-terminator needs a \"tls {}\" block in the configuration"));
+        if (errors.Count > 0) throw new ConfigException(errors);
+        return o;
+    }
+
+    private static void Tls(ConfigEntry block, TerminatorOptions o, List<ConfigError> errors)
+    {
+        foreach (var f in block.Value.AsMap())
+        {
+            var v = f.Value;
+            void Bad(string what) => errors.Add(new ConfigError(f.KeyPosition, $"invalid value for \"{f.Key}\": expected {what}, got {v.Describe()}"));
+            switch (f.Key.ToLowerInvariant())
+            {
+                case "cert_file":
+                    if (v.Kind == ConfigValueKind.String) o.CertFile = v.AsString(); else Bad("a string");
+                    break;
+                case "key_file":
+                    if (v.Kind == ConfigValueKind.String) o.KeyFile = v.AsString(); else Bad("a string");
+                    break;
+                case "ca_file":
+                    if (v.Kind == ConfigValueKind.String) o.CaFile = v.AsString(); else Bad("a string");
+                    break;
+                case "verify":
+                    if (v.Kind == ConfigValueKind.Bool) o.Verify = v.AsBool(); else Bad("a boolean");
+                    break;
+                case "verify_and_map" or "map":
+                    if (v.Kind == ConfigValueKind.Bool) o.VerifyAndMap = v.AsBool(); else Bad("a boolean");
+                    break;
+                case "timeout":
+                    // opts.go: a number of seconds (int or float) or, since 2.x, a duration string.
+                    if (v.Kind == ConfigValueKind.Integer) o.Timeout = TimeSpan.FromSeconds(v.AsInteger());
+                    else if (v.Kind == ConfigValueKind.Float) o.Timeout = TimeSpan.FromSeconds(v.AsFloat());
+                    else if (v.Kind == ConfigValueKind.String && GoDuration.TryParse(v.AsString(), out var t, out _)) o.Timeout = t;
+                    else Bad("a number of seconds or a duration");
+                    break;
+                case "handshake_first" or "first" or "immediate":
+                    HandshakeFirst(f, o, errors);
+                    break;
+                case "min_version":
+                    if (v.Kind == ConfigValueKind.String && v.AsString() is "1.2" or "1.3")
+                        o.MinVersion = v.AsString() == "1.3" ? SslProtocols.Tls13 : SslProtocols.Tls12;
+                    else
+                        errors.Add(new ConfigError(f.KeyPosition, $"unsupported TLS version {v.Describe()}: expected \"1.2\" or \"1.3\""));
+                    break;
+                case "cipher_suites":
+                    CipherSuites(f, o, errors);
+                    break;
+                case "curve_preferences":
+                    // Accepted for config compatibility; .NET on Linux takes OpenSSL's curve list (documented).
+                    if (v.Kind != ConfigValueKind.Array) Bad("an array");
+                    break;
+                case "insecure":
+                    // Only meaningful for outgoing connections in nats-server; nothing to do for a listener.
+                    if (v.Kind != ConfigValueKind.Bool) Bad("a boolean");
+                    break;
+                case "reuse_port":
+                    if (v.Kind == ConfigValueKind.Bool) o.ReusePort = v.AsBool(); else Bad("a boolean");
+                    break;
+                case "pinned_certs" or "ocsp_peer" or "cert_store" or "cert_match" or "cert_match_by" or "cert_match_skip_invalid"
+                    or "ca_certs_match" or "connection_rate_limit" or "verify_cert_and_check_known_urls" or "certs":
+                    errors.Add(new ConfigError(f.KeyPosition, $"\"{f.Key}\" in tls is not supported by this server yet"));
+                    break;
+                default:
+                    if (!v.UsedAsVariable) errors.Add(new ConfigError(f.KeyPosition, $"error parsing tls config, unknown field \"{f.Key}\""));
+                    break;
+            }
+        }
+        // server/opts.go parseTLS / GenTLSConfig.
+        if (o.CertFile.Length == 0) errors.Add(new ConfigError(block.KeyPosition, "missing 'cert_file' in TLS configuration"));
+        if (o.KeyFile.Length == 0) errors.Add(new ConfigError(block.KeyPosition, "missing 'key_file' in TLS configuration"));
+    }
+
+    /// <summary>nats-server 2.10: true/false, "auto" (50 ms fallback) or a duration (fallback after that long).</summary>
+    private static void HandshakeFirst(ConfigEntry f, TerminatorOptions o, List<ConfigError> errors)
+    {
+        var v = f.Value;
+        if (v.Kind == ConfigValueKind.Bool)
+        {
+            o.HandshakeFirst = v.AsBool();
+            return;
+        }
+        if (v.Kind == ConfigValueKind.String)
+        {
+            var s = v.AsString();
+            if (s.Equals("auto", StringComparison.OrdinalIgnoreCase) || s.Equals("auto_fallback", StringComparison.OrdinalIgnoreCase))
+            {
+                o.HandshakeFirst = true;
+                o.HandshakeFirstFallback = TimeSpan.FromMilliseconds(50);
+                return;
+            }
+            if (GoDuration.TryParse(s, out var d, out _))
+            {
+                o.HandshakeFirst = true;
+                o.HandshakeFirstFallback = d;
+                return;
+            }
+        }
+        errors.Add(new ConfigError(f.KeyPosition, $"invalid value for \"{f.Key}\": expected a boolean, \"auto\" or a duration, got {v.Describe()}"));
+    }
+
+    private static void CipherSuites(ConfigEntry f, TerminatorOptions o, List<ConfigError> errors)
+    {
+        if (f.Value.Kind != ConfigValueKind.Array)
+        {
+            errors.Add(new ConfigError(f.KeyPosition, $"invalid value for \"{f.Key}\": expected an array, got {f.Value.Describe()}"));
+            return;
+        }
+        o.CipherSuites = [];
+        foreach (var c in f.Value.AsArray())
+        {
+            var name = c.Kind == ConfigValueKind.String ? c.AsString() : "";
+            if (GoAliases.TryGetValue(name, out var suite) || Enum.TryParse(name, ignoreCase: false, out suite))
+                o.CipherSuites.Add(suite);
+            else
+                errors.Add(new ConfigError(c.Position, $"unrecognized cipher suite: \"{name}\""));
+        }
+    }
+}

@@ -1,0 +1,239 @@
+using System.Net;
+using System.Net.Security;
+using System.Net.Sockets;
+using System.Security.Authentication;
+using System.Security.Cryptography.X509Certificates;
+using System.Text;
+using Microsoft.Extensions.Logging;
+using NatsBroker.Contracts.Gateways;
+using NatsBroker.Gateways.Link;
+
+namespace NatsBroker.TlsTerminator;
+
+/// <summary>
+/// One end user, as nats-server's createClient handles a TLS client (server/client.go, server/server.go):
+/// INFO in plaintext with <c>tls_required</c>, then the TLS handshake, or with <c>handshake_first</c> the
+/// handshake first and INFO over TLS. A plaintext client, a failed handshake or one that does not finish within
+/// <c>timeout</c> is closed without another byte, as nats-server 2.9.10 does (checked against it: the client sees
+/// INFO then end of stream). After the handshake the user's CONNECT gets the proxy fields and bytes are relayed.
+/// </summary>
+internal sealed class TlsSession(Socket socket, TerminatorOptions options, CertificateSet certificates, GatewayEnvironment link,
+    ProxySigner signer, int listenPort, ILogger log)
+{
+    private const byte TlsHandshakeRecord = 0x16;
+
+    private readonly IPEndPoint _remote = (IPEndPoint)socket.RemoteEndPoint!;
+
+    private string RemoteIp => _remote.Address.IsIPv4MappedToIPv6 ? _remote.Address.MapToIPv4().ToString() : _remote.Address.ToString();
+
+    public async Task RunAsync(CancellationToken drain)
+    {
+        socket.NoDelay = true;
+        var network = new NetworkStream(socket, ownsSocket: true);
+        CoreLink? core = null;
+        try
+        {
+            core = await CoreLink.ConnectAsync(link.CoreSocket, drain).ConfigureAwait(false);
+            var info = CoreLink.FormatInfo(ClientInfo(core));
+            bool tlsFirst = options.HandshakeFirst;
+            if (tlsFirst && options.HandshakeFirstFallback is { } wait && !await ClientSpeaksWithin(wait).ConfigureAwait(false))
+                tlsFirst = false; // nothing from the client: INFO first after all (nats-server's fallback)
+            if (!tlsFirst) await network.WriteAsync(info, drain).ConfigureAwait(false);
+
+            var ssl = await HandshakeAsync(network, drain).ConfigureAwait(false);
+            if (ssl is null)
+            {
+                await core.DisposeAsync().ConfigureAwait(false);
+                return;
+            }
+            if (tlsFirst) await ssl.WriteAsync(info, drain).ConfigureAwait(false);
+            if (core.Leftover.Length > 0) await ssl.WriteAsync(core.Leftover, drain).ConfigureAwait(false);
+
+            var client = new ProxiedClient
+            {
+                Gateway = "tls-terminator",
+                Ip = RemoteIp,
+                Port = _remote.Port,
+                TlsVersion = ssl.SslProtocol switch { SslProtocols.Tls13 => "1.3", SslProtocols.Tls12 => "1.2", _ => ssl.SslProtocol.ToString() },
+                TlsCipherSuite = ssl.NegotiatedCipherSuite.ToString(),
+                TlsFirst = tlsFirst,
+            };
+            if (ssl.RemoteCertificate is X509Certificate remoteCert)
+            {
+                using var peer = new X509Certificate2(remoteCert);
+                client.TlsPeerSubject = CertificateIdentity.GoSubject(peer.SubjectName);
+                if (options.VerifyAndMap) client.TlsMapIdentities = CertificateIdentity.MapCandidates(peer);
+            }
+            if (!await ForwardConnectAsync(ssl, core, client, drain).ConfigureAwait(false))
+            {
+                await core.DisposeAsync().ConfigureAwait(false);
+                await ssl.DisposeAsync().ConfigureAwait(false);
+                return;
+            }
+            await Relay.RunAsync(ssl, core, async () =>
+            {
+                try { await ssl.ShutdownAsync().ConfigureAwait(false); }
+                catch (Exception ex) when (ex is IOException or ObjectDisposedException or InvalidOperationException) { }
+                await ssl.DisposeAsync().ConfigureAwait(false);
+            }, drain).ConfigureAwait(false);
+        }
+        catch (Exception ex) when (ex is IOException or SocketException or ObjectDisposedException or OperationCanceledException
+            or System.Text.Json.JsonException)
+        {
+            log.LogDebug("{Ip}:{Port} - closed: {Reason}", RemoteIp, _remote.Port, ex.Message);
+        }
+        finally
+        {
+            if (core is not null) await core.DisposeAsync().ConfigureAwait(false);
+            await network.DisposeAsync().ConfigureAwait(false);
+        }
+    }
+
+    /// <summary>The core's INFO as the user must see it: our listener, TLS required, the user's own address.</summary>
+    private System.Text.Json.Nodes.JsonObject ClientInfo(CoreLink core)
+    {
+        var info = (System.Text.Json.Nodes.JsonObject)core.Info.DeepClone();
+        if (options.Host is not ("0.0.0.0" or "" or "::")) info["host"] = options.Host;
+        info["port"] = listenPort;
+        info["tls_required"] = true;
+        if (options.RequireClientCertificate) info["tls_verify"] = true;
+        info["client_ip"] = RemoteIp;
+        return info;
+    }
+
+    /// <summary>handshake_first with a fallback delay: did the client send anything (its ClientHello) in time?</summary>
+    private async Task<bool> ClientSpeaksWithin(TimeSpan wait)
+    {
+        using var cts = new CancellationTokenSource(wait);
+        try
+        {
+            var one = new byte[1];
+            int n = await socket.ReceiveAsync(one, SocketFlags.Peek, cts.Token).ConfigureAwait(false);
+            return n > 0;
+        }
+        catch (OperationCanceledException)
+        {
+            return false;
+        }
+    }
+
+    /// <summary>
+    /// The TLS handshake within <c>timeout</c>. The first byte must start a TLS handshake record: Go's crypto/tls
+    /// refuses anything else ("first record does not look like a TLS handshake") and nats-server closes without
+    /// an answer; checking it here keeps OpenSSL from answering a plaintext client with an alert.
+    /// </summary>
+    private async Task<SslStream?> HandshakeAsync(NetworkStream network, CancellationToken drain)
+    {
+        using var timeout = CancellationTokenSource.CreateLinkedTokenSource(drain);
+        timeout.CancelAfter(options.Timeout);
+        var first = new byte[1];
+        try
+        {
+            int n = await socket.ReceiveAsync(first, SocketFlags.Peek, timeout.Token).ConfigureAwait(false);
+            if (n == 0 || first[0] != TlsHandshakeRecord)
+            {
+                // nats-server's wording: "EOF" for a client that left, Go's crypto/tls text otherwise.
+                log.LogError("{Ip}:{Port} - TLS handshake error: {Error}", RemoteIp, _remote.Port,
+                    n == 0 ? "EOF" : "tls: first record does not look like a TLS handshake");
+                return null;
+            }
+            var ssl = new SslStream(network, leaveInnerStreamOpen: true);
+            var auth = new SslServerAuthenticationOptions
+            {
+                ServerCertificateContext = certificates.ServerContext,
+                ClientCertificateRequired = options.RequireClientCertificate,
+                EnabledSslProtocols = options.MinVersion == SslProtocols.Tls13 ? SslProtocols.Tls13 : SslProtocols.Tls12 | SslProtocols.Tls13,
+                CertificateRevocationCheckMode = X509RevocationMode.NoCheck,
+                RemoteCertificateValidationCallback = ValidateClientCertificate,
+            };
+            if (options.CipherSuites is { } suites && !OperatingSystem.IsWindows()) auth.CipherSuitesPolicy = new CipherSuitesPolicy(suites);
+            try
+            {
+                await ssl.AuthenticateAsServerAsync(auth, timeout.Token).ConfigureAwait(false);
+                return ssl;
+            }
+            catch (Exception)
+            {
+                await ssl.DisposeAsync().ConfigureAwait(false);
+                throw;
+            }
+        }
+        catch (OperationCanceledException) when (!drain.IsCancellationRequested)
+        {
+            log.LogError("{Ip}:{Port} - TLS handshake timeout", RemoteIp, _remote.Port);
+            return null;
+        }
+        catch (Exception ex) when (ex is AuthenticationException or IOException or System.ComponentModel.Win32Exception)
+        {
+            log.LogError("{Ip}:{Port} - TLS handshake error: {Error}", RemoteIp, _remote.Port, ex.Message);
+            return null;
+        }
+    }
+
+    /// <summary>verify: a client certificate that chains to ca_file (or the system roots without ca_file).</summary>
+    private bool ValidateClientCertificate(object sender, X509Certificate? certificate, X509Chain? chain, SslPolicyErrors errors)
+    {
+        if (!options.RequireClientCertificate) return true;
+        if (certificate is null) return false;
+        if (certificates.Authorities is not { } cas)
+            return (errors & ~SslPolicyErrors.RemoteCertificateNameMismatch) == SslPolicyErrors.None;
+        using var custom = new X509Chain();
+        custom.ChainPolicy.TrustMode = X509ChainTrustMode.CustomRootTrust;
+        custom.ChainPolicy.CustomTrustStore.AddRange(cas);
+        custom.ChainPolicy.RevocationMode = X509RevocationMode.NoCheck;
+        if (chain is not null)
+        {
+            foreach (var element in chain.ChainElements) custom.ChainPolicy.ExtraStore.Add(element.Certificate);
+        }
+        using var leaf = new X509Certificate2(certificate);
+        return custom.Build(leaf);
+    }
+
+    /// <summary>
+    /// A write to the core that fails because the core already closed the link still goes on to the relay, which
+    /// delivers what the core sent before closing (its -ERR) to the user.
+    /// </summary>
+    private static async Task<bool> ToCore(CoreLink core, ReadOnlyMemory<byte> data, CancellationToken drain)
+    {
+        try
+        {
+            await core.Stream.WriteAsync(data, drain).ConfigureAwait(false);
+        }
+        catch (IOException)
+        {
+            // The core closed: its last words are still in the link's receive queue.
+        }
+        return true;
+    }
+
+    /// <summary>
+    /// Reads the user's first line; a CONNECT gets <c>proxy_sig</c> and <c>proxy_client</c>. Anything else (or a line
+    /// longer than max_control_line) goes to the core unchanged, which answers it as it answers any client.
+    /// </summary>
+    private async Task<bool> ForwardConnectAsync(SslStream ssl, CoreLink core, ProxiedClient client, CancellationToken drain)
+    {
+        var buffer = new byte[Math.Min(options.MaxControlLine + 2, 64 * 1024)];
+        int filled = 0;
+        while (true)
+        {
+            int eol = buffer.AsSpan(0, filled).IndexOf("\r\n"u8);
+            if (eol < 0) eol = buffer.AsSpan(0, filled).IndexOf((byte)'\n') is int lf and >= 0 ? lf : -1;
+            if (eol >= 0)
+            {
+                int lineEnd = eol > 0 && buffer[eol - 1] == '\r' ? eol - 1 : eol;
+                int next = buffer[eol] == '\r' ? eol + 2 : eol + 1;
+                var rewritten = CoreLink.RewriteConnect(buffer.AsSpan(0, lineEnd), signer, core.Nonce, client);
+                if (rewritten is null) return await ToCore(core, buffer.AsMemory(0, filled), drain).ConfigureAwait(false);
+                // One write: the core may answer the CONNECT (e.g. -ERR and close) before a second one lands.
+                var all = new byte[rewritten.Length + filled - next];
+                rewritten.CopyTo(all, 0);
+                buffer.AsSpan(next, filled - next).CopyTo(all.AsSpan(rewritten.Length));
+                return await ToCore(core, all, drain).ConfigureAwait(false);
+            }
+            if (filled == buffer.Length) return await ToCore(core, buffer.AsMemory(0, filled), drain).ConfigureAwait(false);
+            int n = await ssl.ReadAsync(buffer.AsMemory(filled), drain).ConfigureAwait(false);
+            if (n == 0) return false;
+            filled += n;
+        }
+    }
+}

@@ -1,0 +1,133 @@
+using System.Diagnostics;
+using System.Net;
+using System.Net.Sockets;
+using System.Text;
+using NATS.Client.Core;
+using NATS.NKeys;
+using NatsBroker.Tests.Infrastructure;
+using Xunit.Abstractions;
+
+namespace NatsBroker.Tests.Gateways;
+
+/// <summary>
+/// Gateways managed elsewhere (as under systemd): the core with <c>gateways { managed: external }</c> and two
+/// tls-terminator processes sharing one port (SO_REUSEPORT), started by the test with their own seed.
+/// </summary>
+[Collection("Gateways")]
+public sealed class ExternalGatewayTests(ITestOutputHelper output) : IDisposable
+{
+    private readonly TestPki _pki = new();
+    private readonly List<(Process Process, StringBuilder Log)> _terminators = [];
+
+    public void Dispose()
+    {
+        foreach (var (p, log) in _terminators)
+        {
+            if (!p.HasExited) p.Kill(entireProcessTree: true);
+            lock (log) output.WriteLine(log.ToString());
+            p.Dispose();
+        }
+        _pki.Dispose();
+    }
+
+    private (Process, StringBuilder) StartTerminator(string config, int port, string seed, string socket)
+    {
+        var dll = Path.Combine(AppContext.BaseDirectory, "NatsBroker.TlsTerminator.dll");
+        var psi = new ProcessStartInfo(TestEnvironment.DotnetHost())
+        {
+            UseShellExecute = false,
+            RedirectStandardError = true,
+            RedirectStandardOutput = true,
+            ArgumentList = { dll, "-c", config, "-a", "127.0.0.1", "-p", port.ToString(System.Globalization.CultureInfo.InvariantCulture), "-D" },
+        };
+        psi.Environment["NATSBROKER_GATEWAY_SEED"] = seed;
+        psi.Environment["NATSBROKER_CORE_SOCKET"] = socket;
+        var log = new StringBuilder();
+        var p = new Process { StartInfo = psi };
+        p.OutputDataReceived += (_, e) => { if (e.Data is not null) lock (log) log.AppendLine(e.Data); };
+        p.ErrorDataReceived += (_, e) => { if (e.Data is not null) lock (log) log.AppendLine(e.Data); };
+        p.Start();
+        p.BeginErrorReadLine();
+        p.BeginOutputReadLine();
+        _terminators.Add((p, log));
+        return (p, log);
+    }
+
+    private static async Task WaitFor(StringBuilder log, string text)
+    {
+        var deadline = DateTime.UtcNow.AddSeconds(30);
+        while (DateTime.UtcNow < deadline)
+        {
+            lock (log) if (log.ToString().Contains(text, StringComparison.Ordinal)) return;
+            await Task.Delay(50);
+        }
+        lock (log) Assert.Fail($"\"{text}\" not seen in:\n{log}");
+    }
+
+    [Fact]
+    public async Task Two_instances_share_a_port_and_stopping_one_sends_its_clients_to_the_other()
+    {
+        using var key = KeyPair.CreatePair(PrefixByte.User);
+        int port;
+        using (var l = new TcpListener(IPAddress.Loopback, 0)) { l.Start(); port = ((IPEndPoint)l.LocalEndpoint).Port; }
+        var socket = Path.Combine(Path.GetTempPath(), $"nb-{Guid.NewGuid():N}"[..12] + ".sock");
+        var config = $$"""
+            unix_socket: "{{socket}}"
+            tls { cert_file: "{{_pki.ServerCert}}", key_file: "{{_pki.ServerKey}}", reuse_port: true }
+            gateways { managed: external }
+            proxies { trusted = [ { key: "{{key.GetPublicKey()}}" } ] }
+            """;
+        var configPath = Path.Combine(_pki.Dir, "external.conf");
+        File.WriteAllText(configPath, config);
+
+        // The core does not listen on TCP here: start the terminators once its socket exists.
+        var coreStart = ServerProcess.StartAsync(ServerKind.Ours, new ServerStartOptions { Config = config, Port = port }, output);
+        var deadline = DateTime.UtcNow.AddSeconds(30);
+        while (!File.Exists(socket) && DateTime.UtcNow < deadline && !coreStart.IsCompleted) await Task.Delay(50);
+        Assert.True(File.Exists(socket), "the core's socket did not appear");
+        var (first, firstLog) = StartTerminator(configPath, port, key.GetSeed(), socket);
+        var (_, secondLog) = StartTerminator(configPath, port, key.GetSeed(), socket);
+        await WaitFor(firstLog, "Listening for client connections");
+        await WaitFor(secondLog, "Listening for client connections");
+        await using var core = await coreStart;
+        Assert.DoesNotContain("Started the tls-terminator", core.Output, StringComparison.Ordinal);
+
+        var clients = new List<NatsConnection>();
+        try
+        {
+            for (int i = 0; i < 8; i++)
+            {
+                var nc = new NatsConnection(new NatsOpts
+                {
+                    Url = $"tls://127.0.0.1:{port}",
+                    TlsOpts = new NatsTlsOpts { Mode = TlsMode.Require, CaFile = _pki.CaFile },
+                    ReconnectWaitMin = TimeSpan.FromMilliseconds(100),
+                    ReconnectWaitMax = TimeSpan.FromMilliseconds(500),
+                });
+                await nc.ConnectAsync();
+                clients.Add(nc);
+            }
+
+            // SIGTERM: the first instance drains and exits cleanly; its clients reconnect through the second.
+            Assert.Equal(0, Kill(first.Id, 15));
+            Assert.True(first.WaitForExit(20_000), "the terminator did not stop after SIGTERM");
+            Assert.Equal(0, first.ExitCode);
+
+            using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(30));
+            foreach (var nc in clients)
+            {
+                await using var sub = await nc.SubscribeCoreAsync<int>("after.stop");
+                await nc.PingAsync(cts.Token);
+                await nc.PublishAsync("after.stop", 1, cancellationToken: cts.Token);
+                Assert.Equal(1, (await sub.Msgs.ReadAsync(cts.Token)).Data);
+            }
+        }
+        finally
+        {
+            foreach (var nc in clients) await nc.DisposeAsync();
+        }
+    }
+
+    [System.Runtime.InteropServices.DllImport("libc", EntryPoint = "kill")]
+    private static extern int Kill(int pid, int sig);
+}

@@ -1,0 +1,312 @@
+using System.Net;
+using System.Net.Security;
+using System.Net.Sockets;
+using System.Text;
+using System.Text.Json;
+using NATS.Client.Core;
+using NatsBroker.Tests.Infrastructure;
+using Xunit.Abstractions;
+
+namespace NatsBroker.Tests.Gateways;
+
+/// <summary>
+/// TLS through the tls-terminator gateway, started by the core as a supervised child from a nats-server config
+/// with a <c>tls {}</c> block; Go nats-server with the same config is the oracle where 2.9.10 has the feature.
+/// </summary>
+[Collection("Gateways")]
+public sealed class TlsTerminatorTests(ITestOutputHelper output) : IDisposable
+{
+    private readonly TestPki _pki = new();
+
+    public void Dispose() => _pki.Dispose();
+
+    private static int FreePort()
+    {
+        using var l = new TcpListener(IPAddress.Loopback, 0);
+        l.Start();
+        return ((IPEndPoint)l.LocalEndpoint).Port;
+    }
+
+    private string Config(string tlsExtra = "", string rest = "") =>
+        $$"""
+        tls {
+          cert_file: "{{_pki.ServerCert}}"
+          key_file: "{{_pki.ServerKey}}"
+          {{tlsExtra}}
+        }
+        {{rest}}
+        """;
+
+    private Task<ServerProcess> Start(ServerKind kind, string config, bool monitoring = false) =>
+        ServerProcess.StartAsync(kind, new ServerStartOptions { Config = config, Port = FreePort(), Monitoring = monitoring }, output);
+
+    private NatsOpts ClientOpts(ServerProcess s, TlsMode mode = TlsMode.Require, (string Cert, string Key)? cert = null) => new()
+    {
+        Url = $"tls://127.0.0.1:{s.Port}",
+        TlsOpts = new NatsTlsOpts { Mode = mode, CaFile = _pki.CaFile, CertFile = cert?.Cert, KeyFile = cert?.Key },
+        ConnectTimeout = TimeSpan.FromSeconds(10),
+        MaxReconnectRetry = 0,
+    };
+
+    private static async Task RoundTrip(NatsConnection nc)
+    {
+        await using var sub = await nc.SubscribeCoreAsync<string>("greet.*");
+        await nc.PublishAsync("greet.joe", "hello");
+        using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(10));
+        var msg = await sub.Msgs.ReadAsync(cts.Token);
+        Assert.Equal("greet.joe", msg.Subject);
+        Assert.Equal("hello", msg.Data);
+    }
+
+    [Fact]
+    public async Task InfoFirst_NatsNet_PubSub_and_connz_shows_the_end_user_through_the_gateway()
+    {
+        await using var server = await Start(ServerKind.Ours, Config(), monitoring: true);
+        await using var nc = new NatsConnection(ClientOpts(server));
+        await nc.ConnectAsync();
+        Assert.True(nc.ServerInfo!.TlsRequired);
+        await RoundTrip(nc);
+
+        using var http = new HttpClient();
+        var connz = JsonDocument.Parse(await http.GetStringAsync(await GatewayTestHelpers.ConnzUri(server)));
+        var conn = Assert.Single(connz.RootElement.GetProperty("connections").EnumerateArray());
+        Assert.Equal("127.0.0.1", conn.GetProperty("ip").GetString());
+        Assert.NotEqual(0, conn.GetProperty("port").GetInt32());
+        Assert.StartsWith("1.", conn.GetProperty("tls_version").GetString(), StringComparison.Ordinal);
+        Assert.StartsWith("TLS_", conn.GetProperty("tls_cipher_suite").GetString(), StringComparison.Ordinal);
+        Assert.Equal("tls-terminator", conn.GetProperty("proxy").GetProperty("gateway").GetString());
+        Assert.StartsWith("U", conn.GetProperty("proxy").GetProperty("key").GetString(), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task HandshakeFirst_NatsNet_implicit_TLS()
+    {
+        await using var server = await Start(ServerKind.Ours, Config("handshake_first: true"), monitoring: true);
+        await using var nc = new NatsConnection(ClientOpts(server, TlsMode.Implicit));
+        await nc.ConnectAsync();
+        await RoundTrip(nc);
+        using var http = new HttpClient();
+        var connz = JsonDocument.Parse(await http.GetStringAsync(await GatewayTestHelpers.ConnzUri(server)));
+        var conn = Assert.Single(connz.RootElement.GetProperty("connections").EnumerateArray());
+        Assert.True(conn.GetProperty("tls_first").GetBoolean());
+    }
+
+    [Fact]
+    public async Task HandshakeFirst_refuses_an_INFO_first_client()
+    {
+        await using var server = await Start(ServerKind.Ours, Config("handshake_first: true"));
+        await using var nc = new NatsConnection(ClientOpts(server, TlsMode.Require));
+        await Assert.ThrowsAnyAsync<Exception>(async () => await nc.ConnectAsync());
+    }
+
+    [SkippableTheory]
+    [MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    public async Task Mutual_TLS_client_certificate_required(ServerKind kind)
+    {
+        Prerequisites.RequireServer(kind, output);
+        var alice = _pki.Issue("alice", "CN=alice");
+        await using var server = await Start(kind, Config($"ca_file: \"{_pki.CaFile}\"\nverify: true"));
+        await using (var without = new NatsConnection(ClientOpts(server)))
+        {
+            await Assert.ThrowsAnyAsync<Exception>(async () => await without.ConnectAsync());
+        }
+        await using var with = new NatsConnection(ClientOpts(server, cert: alice));
+        await with.ConnectAsync();
+        Assert.True(with.ServerInfo!.TlsVerify);
+        await RoundTrip(with);
+    }
+
+    [SkippableTheory]
+    [MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    public async Task Verify_and_map_makes_the_certificate_the_user_with_its_permissions(ServerKind kind)
+    {
+        Prerequisites.RequireServer(kind, output);
+        var alice = _pki.Issue("alice", "CN=alice", email: "alice@example.com");
+        var bob = _pki.Issue("bob", "CN=bob,O=Acme");
+        var mallory = _pki.Issue("mallory", "CN=mallory");
+        var users = """
+            authorization {
+              users = [
+                { user: "alice@example.com", permissions: { publish: "allowed.>", subscribe: ">" } }
+                { user: "CN=bob,O=Acme" }
+              ]
+            }
+            """;
+        await using var server = await Start(kind, Config($"ca_file: \"{_pki.CaFile}\"\nverify_and_map: true", users));
+
+        // alice: mapped by her e-mail SAN; publishing outside "allowed.>" is a permissions violation.
+        var (_, aliceLines) = await RawTlsSession(server.Port, alice, "CONNECT {\"verbose\":false,\"pedantic\":false}\r\nPUB denied.x 1\r\na\r\nPUB allowed.x 1\r\nb\r\nPING\r\n", "PONG");
+        Assert.Contains("-ERR 'Permissions Violation for Publish to \"denied.x\"'", aliceLines);
+        Assert.DoesNotContain(aliceLines, l => l.Contains("allowed.x", StringComparison.Ordinal));
+
+        // bob: mapped by the subject in Go's RFC 2253 form.
+        await using (var nc = new NatsConnection(ClientOpts(server, cert: bob)))
+        {
+            await nc.ConnectAsync();
+            await RoundTrip(nc);
+        }
+
+        // mallory: a valid certificate that names no user.
+        var (_, malloryLines) = await RawTlsSession(server.Port, mallory, "CONNECT {\"verbose\":false}\r\nPING\r\n", "-ERR");
+        Assert.Contains("-ERR 'Authorization Violation'", malloryLines);
+    }
+
+    [SkippableTheory]
+    [MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    public async Task Plaintext_client_gets_INFO_then_the_connection_closes_without_another_byte(ServerKind kind)
+    {
+        Prerequisites.RequireServer(kind, output);
+        await using var server = await Start(kind, Config());
+        using var socket = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp);
+        await socket.ConnectAsync(IPAddress.Loopback, server.Port);
+        var info = await ReadLine(socket);
+        Assert.StartsWith("INFO ", info, StringComparison.Ordinal);
+        using (var doc = JsonDocument.Parse(info[5..]))
+            Assert.True(doc.RootElement.GetProperty("tls_required").GetBoolean());
+        await socket.SendAsync("CONNECT {\"verbose\":false}\r\nPING\r\n"u8.ToArray());
+        Assert.Equal("", await ReadToEnd(socket, TimeSpan.FromSeconds(10)));
+    }
+
+    [SkippableTheory]
+    [MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    public async Task Handshake_timeout_closes_a_silent_client(ServerKind kind)
+    {
+        Prerequisites.RequireServer(kind, output);
+        await using var server = await Start(kind, Config("timeout: 0.5"));
+        using var socket = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp);
+        await socket.ConnectAsync(IPAddress.Loopback, server.Port);
+        Assert.StartsWith("INFO ", await ReadLine(socket), StringComparison.Ordinal);
+        // Say nothing: the server gives up on the handshake and closes (nats-server: "TLS handshake timeout").
+        Assert.Equal("", await ReadToEnd(socket, TimeSpan.FromSeconds(15)));
+    }
+
+    [Fact]
+    public async Task Supervisor_restarts_a_killed_terminator_and_clients_reconnect()
+    {
+        await using var server = await Start(ServerKind.Ours, Config());
+        var first = StartedPid(server.Output);
+        Assert.NotNull(first);
+        await using var nc = new NatsConnection(ClientOpts(server) with { MaxReconnectRetry = -1, ReconnectWaitMin = TimeSpan.FromMilliseconds(200) });
+        await nc.ConnectAsync();
+        await RoundTrip(nc);
+
+        using (var p = System.Diagnostics.Process.GetProcessById(first!.Value)) p.Kill();
+        var deadline = DateTime.UtcNow.AddSeconds(30);
+        while (StartedPid(server.Output) == first && DateTime.UtcNow < deadline) await Task.Delay(100);
+        Assert.NotEqual(first, StartedPid(server.Output));
+        Assert.False(server.HasExited);
+
+        // The client reconnects through the new terminator.
+        using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(30));
+        while (nc.ConnectionState != NatsConnectionState.Open) await Task.Delay(100, cts.Token);
+        await RoundTrip(nc);
+    }
+
+    [Fact]
+    public async Task SIGHUP_reloads_the_certificate_for_new_clients_and_keeps_existing_ones()
+    {
+        await using var server = await Start(ServerKind.Ours, Config());
+        await using var before = new NatsConnection(ClientOpts(server));
+        await before.ConnectAsync();
+
+        // A new CA and server certificate in place of the old files; clients trusting only the new CA.
+        using var next = new TestPki();
+        File.Copy(next.ServerCert, _pki.ServerCert, overwrite: true);
+        File.Copy(next.ServerKey, _pki.ServerKey, overwrite: true);
+        var trustNew = ClientOpts(server) with { TlsOpts = new NatsTlsOpts { Mode = TlsMode.Require, CaFile = next.CaFile } };
+
+        await using (var early = new NatsConnection(trustNew))
+            await Assert.ThrowsAnyAsync<Exception>(async () => await early.ConnectAsync());
+
+        server.Reload();
+        var deadline = DateTime.UtcNow.AddSeconds(20);
+        while (!server.Output.Contains("Reloaded TLS certificates", StringComparison.Ordinal) && DateTime.UtcNow < deadline) await Task.Delay(100);
+        Assert.Contains("Reloaded TLS certificates", server.Output, StringComparison.Ordinal);
+
+        await using var after = new NatsConnection(trustNew);
+        await after.ConnectAsync();
+        await RoundTrip(after);
+        await RoundTrip(before); // the connection made with the old certificate is still served
+    }
+
+    private static int? StartedPid(string log)
+    {
+        var matches = System.Text.RegularExpressions.Regex.Matches(log, @"Started the tls-terminator gateway \(pid (\d+)\)");
+        return matches.Count == 0 ? null : int.Parse(matches[^1].Groups[1].Value, System.Globalization.CultureInfo.InvariantCulture);
+    }
+
+    /// <summary>INFO-first TLS by hand: read INFO, upgrade, send <paramref name="send"/>, read lines until one starts with <paramref name="until"/>.</summary>
+    private async Task<(string Info, List<string> Lines)> RawTlsSession(int port, (string Cert, string Key) cert, string send, string until)
+    {
+        using var socket = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp);
+        await socket.ConnectAsync(IPAddress.Loopback, port);
+        var info = await ReadLine(socket);
+        await using var ssl = new SslStream(new NetworkStream(socket, ownsSocket: false), false, TrustTestCa);
+        using var clientCert = System.Security.Cryptography.X509Certificates.X509Certificate2.CreateFromPemFile(cert.Cert, cert.Key);
+        await ssl.AuthenticateAsClientAsync(new SslClientAuthenticationOptions
+        {
+            TargetHost = "localhost",
+            ClientCertificates = [clientCert],
+        });
+        await ssl.WriteAsync(Encoding.ASCII.GetBytes(send));
+        var lines = new List<string>();
+        using var reader = new StreamReader(ssl, Encoding.ASCII);
+        using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(10));
+        while (await reader.ReadLineAsync(cts.Token) is { } line)
+        {
+            lines.Add(line);
+            if (line.StartsWith(until, StringComparison.Ordinal)) break;
+        }
+        output.WriteLine(string.Join("\n", lines));
+        return (info, lines);
+    }
+
+    /// <summary>The server certificate must chain to the test CA.</summary>
+    private bool TrustTestCa(object sender, System.Security.Cryptography.X509Certificates.X509Certificate? certificate,
+        System.Security.Cryptography.X509Certificates.X509Chain? chain, SslPolicyErrors errors)
+    {
+        if (certificate is null) return false;
+        using var custom = new System.Security.Cryptography.X509Certificates.X509Chain();
+        custom.ChainPolicy.TrustMode = System.Security.Cryptography.X509Certificates.X509ChainTrustMode.CustomRootTrust;
+        custom.ChainPolicy.CustomTrustStore.Add(System.Security.Cryptography.X509Certificates.X509Certificate2.CreateFromPem(File.ReadAllText(_pki.CaFile)));
+        custom.ChainPolicy.RevocationMode = System.Security.Cryptography.X509Certificates.X509RevocationMode.NoCheck;
+        using var leaf = new System.Security.Cryptography.X509Certificates.X509Certificate2(certificate);
+        return custom.Build(leaf);
+    }
+
+    private static async Task<string> ReadLine(Socket socket)
+    {
+        var sb = new StringBuilder();
+        var one = new byte[1];
+        using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(10));
+        while (!sb.ToString().EndsWith("\r\n", StringComparison.Ordinal))
+        {
+            if (await socket.ReceiveAsync(one, SocketFlags.None, cts.Token) == 0) break;
+            sb.Append((char)one[0]);
+        }
+        return sb.ToString().TrimEnd();
+    }
+
+    /// <summary>Everything the server sends until it closes (must close within <paramref name="bound"/>).</summary>
+    private static async Task<string> ReadToEnd(Socket socket, TimeSpan bound)
+    {
+        var sb = new StringBuilder();
+        var buf = new byte[4096];
+        using var cts = new CancellationTokenSource(bound);
+        while (true)
+        {
+            int n;
+            try
+            {
+                n = await socket.ReceiveAsync(buf, SocketFlags.None, cts.Token);
+            }
+            catch (SocketException)
+            {
+                break; // reset counts as closed
+            }
+            if (n == 0) break;
+            sb.Append(Encoding.ASCII.GetString(buf, 0, n));
+        }
+        return sb.ToString();
+    }
+}
