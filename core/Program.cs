@@ -1,5 +1,3 @@
-using Microsoft.Extensions.DependencyInjection;
-using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 using NatsBroker.Configuration;
 using NatsBroker.Hosting;
@@ -31,21 +29,14 @@ public static class Program
         var log = logProvider.CreateLogger("nats");
         foreach (var warning in cli.ConfigWarnings) log.LogWarning("{Warning}", warning.ToString());
 
-        var builder = Host.CreateEmptyApplicationBuilder(new HostApplicationBuilderSettings { DisableDefaults = true });
-        builder.Logging.ClearProviders();
-        builder.Logging.SetMinimumLevel(level);
-        // A start-up failure is reported once, below, as nats-server does; not again with the host's stack trace.
-        builder.Logging.AddFilter("Microsoft.Extensions.Hosting", LogLevel.None);
-        builder.Logging.AddProvider(logProvider);
-        builder.Services.Configure<ConsoleLifetimeOptions>(o => o.SuppressStatusMessages = true);
-        builder.Services.AddSingleton(options);
-        builder.Services.AddSingleton<Func<ServerOptions?>>(() => cli.Reload());
-        builder.Services.AddHostedService<BrokerService>();
+        // No generic host: the broker owns its signals (BrokerService), so the host's DI container, configuration
+        // and console lifetime were start-up cost only (measured in ProcessLifetime's remarks).
+        using var loggers = new LoggerFactory([logProvider], new LoggerFilterOptions { MinLevel = level });
+        using var lifetime = new ProcessLifetime();
+        var service = new BrokerService(options, () => cli.Reload(), loggers, lifetime);
         try
         {
-            using var host = builder.Build();
-            host.Run();
-            return 0;
+            service.StartAsync(CancellationToken.None).GetAwaiter().GetResult();
         }
         catch (Exception ex) when (ex is System.Net.Sockets.SocketException or IOException or UnauthorizedAccessException or ConfigException)
         {
@@ -53,5 +44,12 @@ public static class Program
             log.LogCritical("{Error}", ex.Message);
             return 1;
         }
+        // Warm the protocol paths on a throwaway server once listening, so warm-up never delays readiness.
+        Server.NatsServer.StartWarmUp();
+        lifetime.NotifyStarted();
+        lifetime.WaitForStopRequest();
+        service.StopAsync(CancellationToken.None).GetAwaiter().GetResult();
+        lifetime.NotifyStopped();
+        return 0;
     }
 }

@@ -35,7 +35,6 @@ public sealed partial class NatsServer
             Log.StorageEngines(StorageEngines.PersistentEngine, string.Join(", ", StorageEngines.LoadedFromPaths));
             Log.JetStreamNotAvailable();
         }
-        WarmUp();
         var tcp = new Socket(address.AddressFamily, SocketType.Stream, ProtocolType.Tcp);
         tcp.SetSocketOption(SocketOptionLevel.Socket, SocketOptionName.ReuseAddress, true);
         tcp.Bind(new IPEndPoint(address, o.Port < 0 ? 0 : o.Port));
