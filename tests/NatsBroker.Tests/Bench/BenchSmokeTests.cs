@@ -46,6 +46,13 @@ public class BenchSmokeTests(ITestOutputHelper output)
         var table = File.ReadAllText(Path.Combine(outDir, "smoke.md"));
         Assert.Contains("| Scenario | Payload | Go msg/s | Go MB/s | ours msg/s | ours MB/s | Ratio", table);
         Assert.Contains("pubsub-16", table);
+        // Every core row also runs cold (first traffic on a fresh process), paired with its steady-state twin.
+        Assert.Contains("## Cold and steady state", table);
+        Assert.Contains("`pubsub-16-cold`", table);
+        // Start-up to listening, idle RSS and per-idle-connection memory of both servers in the same run.
+        Assert.Contains("## Start-up and memory footprint", table);
+        Assert.Matches(@"\| ours \| \d+\.\d", table);
+        if (TestEnvironment.GoServerPath is not null) Assert.Matches(@"\| go \| \d+\.\d", table);
         Directory.Delete(outDir, recursive: true);
     }
 }
