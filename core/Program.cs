@@ -31,7 +31,7 @@ public static class Program
 
         // No generic host: the broker owns its signals (BrokerService), so the host's DI container, configuration
         // and console lifetime were start-up cost only (measured in ProcessLifetime's remarks).
-        using var loggers = new LoggerFactory([logProvider], new LoggerFilterOptions { MinLevel = level });
+        using var loggers = new NatsLoggerFactory(logProvider);
         using var lifetime = new ProcessLifetime();
         var service = new BrokerService(options, () => cli.Reload(), loggers, lifetime);
         try
