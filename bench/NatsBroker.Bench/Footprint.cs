@@ -17,7 +17,7 @@ internal sealed record FootprintSide(string Server, int OkRuns, double? PortsFil
 
 /// <summary>
 /// Start-up and memory of a fresh server process: spawn to the ports file (what nats.node's and NATS.Net's test
-/// harnesses wait for) and to the first accepted connection; VmRSS after 1 s idle; then <see cref="Connections"/>
+/// harnesses wait for) and to the first accepted connection (one connect after the ports file appeared); VmRSS after 1 s idle; then <see cref="Connections"/>
 /// connections that CONNECT and PING (each waits for its PONG) and stay idle: (VmRSS after 1 s − idle VmRSS) /
 /// connections. Runs ours and Go alternately in the same bench run.
 /// </summary>
@@ -48,21 +48,32 @@ internal static class Footprint
             p.ErrorDataReceived += (_, _) => { };
             p.BeginOutputReadLine();
             p.BeginErrorReadLine();
+            // Like client test harnesses: wait for the ports file without touching the port (a connection
+            // probe would make the server serve a client while it is still starting), then connect once.
             double? portsMs = null, acceptMs = null;
             var endpoint = new IPEndPoint(IPAddress.Loopback, port);
-            while ((portsMs is null || acceptMs is null) && sw.Elapsed < StartTimeout && !p.HasExited)
+            while (portsMs is null && sw.Elapsed < StartTimeout && !p.HasExited)
             {
-                if (portsMs is null && Directory.EnumerateFiles(dir, "*.ports").Any())
+                if (Directory.EnumerateFiles(dir, "*.ports").Any())
                 {
                     portsMs = sw.Elapsed.TotalMilliseconds;
                 }
+                else
+                {
+                    Thread.Sleep(1);
+                }
+            }
 
-                if (acceptMs is null && TryConnect(endpoint))
+            while (portsMs is not null && acceptMs is null && sw.Elapsed < StartTimeout && !p.HasExited)
+            {
+                if (TryConnect(endpoint))
                 {
                     acceptMs = sw.Elapsed.TotalMilliseconds;
                 }
-
-                Thread.Sleep(1);
+                else
+                {
+                    Thread.Sleep(1);
+                }
             }
 
             if (portsMs is null || acceptMs is null)

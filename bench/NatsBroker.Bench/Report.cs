@@ -162,7 +162,7 @@ internal static class Report
 
         sb.AppendLine("## Start-up and memory footprint");
         sb.AppendLine();
-        sb.AppendLine(CultureInfo.InvariantCulture, $"Median over {sides.Max(s => s.OkRuns)} fresh starts per server, alternating. Start-up: process spawn to the ports file (`--ports_file_dir`, what client test suites wait for) and to the first accepted TCP connection. Idle RSS: VmRSS 1 s after start. Per idle connection: {Footprint.Connections:N0} connections that CONNECT and PING (each gets its PONG) then idle; (VmRSS 1 s later − idle RSS) / {Footprint.Connections:N0}.");
+        sb.AppendLine(CultureInfo.InvariantCulture, $"Median over {sides.Max(s => s.OkRuns)} fresh starts per server, alternating. Start-up: process spawn to the ports file (`--ports_file_dir`, what client test suites wait for; polled every ms without touching the port) and to the first accepted TCP connection (connecting once the ports file exists). Idle RSS: VmRSS 1 s after start. Per idle connection: {Footprint.Connections:N0} connections that CONNECT and PING (each gets its PONG) then idle; (VmRSS 1 s later − idle RSS) / {Footprint.Connections:N0}.");
         sb.AppendLine();
         sb.AppendLine("| Server | start-up to ports file ms (min–max) | start-up to accepting ms | idle RSS MB | KB per idle connection |");
         sb.AppendLine("|---|---|---|---|---|");
