@@ -1,5 +1,3 @@
-using Microsoft.Extensions.DependencyInjection;
-using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 using NatsBroker.Configuration;
 using NatsBroker.Hosting;
@@ -31,23 +29,17 @@ public static class Program
         var log = logProvider.CreateLogger("nats");
         foreach (var warning in cli.ConfigWarnings) log.LogWarning("{Warning}", warning.ToString());
 
-        var builder = Host.CreateEmptyApplicationBuilder(new HostApplicationBuilderSettings { DisableDefaults = true });
-        builder.Logging.ClearProviders();
-        builder.Logging.SetMinimumLevel(level);
-        // A start-up failure is reported once, below, as nats-server does; not again with the host's stack trace.
-        builder.Logging.AddFilter("Microsoft.Extensions.Hosting", LogLevel.None);
-        builder.Logging.AddProvider(logProvider);
-        builder.Services.Configure<ConsoleLifetimeOptions>(o => o.SuppressStatusMessages = true);
-        builder.Services.AddSingleton(options);
-        builder.Services.AddSingleton<Func<ServerOptions?>>(() => cli.Reload());
-        builder.Services.AddHostedService<BrokerService>();
+        // No generic host: the broker owns its signals (BrokerService), so the host's DI container, configuration
+        // and console lifetime were start-up cost only (measured in ProcessLifetime's remarks).
+        using var loggers = new NatsLoggerFactory(logProvider);
+        using var lifetime = new ProcessLifetime();
+        var service = new BrokerService(options, () => cli.Reload(), loggers, lifetime);
         // After the broker: gateways (tls-terminator) started as supervised children when the config asks for them.
-        builder.Services.AddHostedService<GatewaySupervisor>();
+        var gateways = new GatewaySupervisor(options, loggers);
         try
         {
-            using var host = builder.Build();
-            host.Run();
-            return 0;
+            service.StartAsync(CancellationToken.None).GetAwaiter().GetResult();
+            gateways.StartAsync(CancellationToken.None).GetAwaiter().GetResult();
         }
         catch (Exception ex) when (ex is System.Net.Sockets.SocketException or IOException or UnauthorizedAccessException or ConfigException)
         {
@@ -55,5 +47,13 @@ public static class Program
             log.LogCritical("{Error}", ex.Message);
             return 1;
         }
+        // Warm the protocol paths on a throwaway server once listening, so warm-up never delays readiness.
+        Server.NatsServer.StartWarmUp();
+        lifetime.NotifyStarted();
+        lifetime.WaitForStopRequest();
+        gateways.StopAsync(CancellationToken.None).GetAwaiter().GetResult();
+        service.StopAsync(CancellationToken.None).GetAwaiter().GetResult();
+        lifetime.NotifyStopped();
+        return 0;
     }
 }

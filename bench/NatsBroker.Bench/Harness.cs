@@ -39,7 +39,9 @@ internal sealed class Harness
             return 0;
         }
 
-        if (scenarios.Count == 0)
+        bool footprint = _o.FootprintRepsOrDefault > 0 &&
+            (_o.Filters.Count == 0 || _o.Filters.Any(f => "footprint".Contains(f, StringComparison.OrdinalIgnoreCase)));
+        if (scenarios.Count == 0 && !footprint)
         {
             Console.Error.WriteLine("no scenario matches the filter; use --list");
             return 2;
@@ -111,6 +113,22 @@ internal sealed class Harness
             sides.Add(go);
         }
 
+        // --- start-up and memory footprint: ours, Go, ours, Go ... ------------------------------------------
+        var footprintRuns = new List<FootprintSample>();
+        for (int rep = 1; footprint && rep <= _o.FootprintRepsOrDefault; rep++)
+        {
+            foreach (var side in sides)
+            {
+                var f = Footprint.Measure(side, rep, tmp);
+                footprintRuns.Add(f);
+                Console.WriteLine(f.Status == "ok"
+                    ? $"[footprint] rep {rep}/{_o.FootprintRepsOrDefault} {side.Label,-4}: ports file {f.PortsFileMs:0.0} ms, accepting {f.AcceptMs:0.0} ms, idle RSS {f.IdleRssMb:0.0} MB, {f.PerConnectionKb:0.0} KB per idle connection"
+                    : $"[footprint] rep {rep}/{_o.FootprintRepsOrDefault} {side.Label,-4}: ERROR: {f.Note}");
+            }
+        }
+
+        var footprintSummary = footprint ? sides.Select(s => Footprint.Summarize(s.Label, footprintRuns)).ToList() : null;
+
         int reps = _o.RepsOrDefault;
         int runSeq = 0;
         foreach (var sc in scenarios)
@@ -143,7 +161,8 @@ internal sealed class Harness
 
         // --- report ---------------------------------------------------------------------------------------
         var summaries = scenarios.Select(s => Summarize(s, ours is null ? null : "ours", go is null ? null : "go")).ToList();
-        var report = new BenchReport(_o.ModeName, started, total.Elapsed.TotalSeconds, reps, machine, go?.Display, ours?.Display, oursUnavailable, goUnavailable, GeneratorNote, summaries, _runs);
+        var report = new BenchReport(_o.ModeName, started, total.Elapsed.TotalSeconds, reps, machine, go?.Display, ours?.Display, oursUnavailable, goUnavailable, GeneratorNote, summaries, _runs,
+            footprintSummary, footprint ? footprintRuns : null);
         // Smoke runs (CI, tests) write to the git-ignored bench/results/tmp so they never dirty the tree.
         string outDir = _o.OutDir ?? (_o.Mode == BenchMode.Smoke ? Path.Combine(_root, "bench", "results", "tmp") : Path.Combine(_root, "bench", "results"));
         var files = Report.Write(report, outDir);
@@ -151,7 +170,7 @@ internal sealed class Harness
         Console.WriteLine(Report.Markdown(report));
         Console.WriteLine("written: " + string.Join(", ", files));
         Console.WriteLine($"total time {total.Elapsed.TotalSeconds:0} s");
-        return _runs.Any(r => r.Status == "error") ? 3 : 0;
+        return _runs.Any(r => r.Status == "error") || footprintRuns.Any(f => f.Status == "error") ? 3 : 0;
     }
 
     private List<IScenario> Select(IReadOnlyList<IScenario> all)

@@ -39,6 +39,11 @@ internal sealed class Options
 
     public double TimeoutSeconds { get; set; } = 60;
 
+    /// <summary>Start-up / memory footprint repetitions per server; 0 = skip (see <see cref="Footprint"/>).</summary>
+    public int? FootprintReps { get; set; }
+
+    public int FootprintRepsOrDefault => FootprintReps ?? Mode switch { BenchMode.Smoke => 1, BenchMode.Quick => 5, _ => 9 };
+
     public int RepsOrDefault => Reps ?? Mode switch { BenchMode.Smoke => 1, BenchMode.Quick => 2, _ => 5 };
 
     public double ModeScale => Mode switch { BenchMode.Smoke => 0.01, BenchMode.Quick => 1, _ => 3 } * Scale;
@@ -65,6 +70,8 @@ internal sealed class Options
           --no-build            do not build core/ (expects core/bin/Release/net10.0/NatsBroker.dll)
           --timeout S           bound for one run of one scenario in seconds (default 60)
           --out DIR             output directory (default bench/results; smoke: bench/results/tmp, git-ignored)
+          --footprint-reps N    start-up / idle RSS / per-connection memory starts per server (default 9 full,
+                                5 quick, 1 smoke; 0 skips); run when no --filter is given or one names "footprint"
           --list                list scenarios and exit
         """;
 
@@ -92,6 +99,7 @@ internal sealed class Options
                 case "--gen": o.Generators = Next(); break;
                 case "--timeout": o.TimeoutSeconds = double.Parse(Next(), CultureInfo.InvariantCulture); break;
                 case "--out": o.OutDir = Next(); break;
+                case "--footprint-reps": o.FootprintReps = int.Parse(Next(), CultureInfo.InvariantCulture); break;
                 case "--list": o.List = true; break;
                 case "-h" or "--help": throw new HelpRequestedException();
                 default: throw new ArgumentException("unknown option " + a);

@@ -90,6 +90,9 @@ internal static class Report
             sb.AppendLine();
         }
 
+        AppendColdSteady(sb, r);
+        AppendFootprint(sb, r);
+
         sb.AppendLine("## CPU and memory (medians over the timed windows)");
         sb.AppendLine();
         sb.AppendLine("CPU % = CPU seconds / wall seconds of the timed window (100% = one core; the machine has " + m.Cores.ToString(Inv) + "). ns/msg = CPU nanoseconds per message (request) of the timed part: less sensitive to other load on the machine than %. The raw and NATS.Net generators' CPU is this whole bench process (all threads); nats.js's is the node process. Peak RSS is the server's VmHWM. The generator is not the bottleneck when its ns/msg is well below the server's.");
@@ -119,6 +122,65 @@ internal static class Report
         }
 
         return sb.ToString();
+    }
+
+    /// <summary>Each core row next to its cold twin ("-cold": no warm-up traffic on the fresh server process).</summary>
+    private static void AppendColdSteady(StringBuilder sb, BenchReport r)
+    {
+        var byName = r.Summaries.ToDictionary(s => s.Scenario, StringComparer.Ordinal);
+        var pairs = r.Summaries
+            .Where(s => !s.Scenario.EndsWith("-cold", StringComparison.Ordinal) && byName.ContainsKey(s.Scenario + "-cold"))
+            .Select(s => (Steady: s, Cold: byName[s.Scenario + "-cold"]))
+            .ToList();
+        if (pairs.Count == 0)
+        {
+            return;
+        }
+
+        sb.AppendLine("## Cold and steady state (ratio ours / Go, same run)");
+        sb.AppendLine();
+        sb.AppendLine("Cold: the timed part is the first traffic a freshly started server process sees (no warm-up). Steady state: the same workload after about a second of warm-up traffic on the same process. Every run starts a fresh process.");
+        sb.AppendLine();
+        sb.AppendLine("| Scenario | cold Go msg/s | cold ours msg/s | cold ratio | steady Go msg/s | steady ours msg/s | steady ratio |");
+        sb.AppendLine("|---|---|---|---|---|---|---|");
+        foreach (var (steady, cold) in pairs)
+        {
+            static string Ratio(double? x) => x is double v ? v.ToString("0.00", Inv) + "x" : "-";
+            sb.AppendLine(CultureInfo.InvariantCulture,
+                $"| {steady.Title} (`{steady.Scenario}`) | {Cell(cold.Go, x => Rate(x.MedianMsgPerSec))} | {Cell(cold.Ours, x => Rate(x.MedianMsgPerSec))} | {Ratio(cold.Ratio)} | {Cell(steady.Go, x => Rate(x.MedianMsgPerSec))} | {Cell(steady.Ours, x => Rate(x.MedianMsgPerSec))} | {Ratio(steady.Ratio)} |");
+        }
+
+        sb.AppendLine();
+    }
+
+    private static void AppendFootprint(StringBuilder sb, BenchReport r)
+    {
+        if (r.Footprint is not { Count: > 0 } sides)
+        {
+            return;
+        }
+
+        sb.AppendLine("## Start-up and memory footprint");
+        sb.AppendLine();
+        sb.AppendLine(CultureInfo.InvariantCulture, $"Median over {sides.Max(s => s.OkRuns)} fresh starts per server, alternating. Start-up: process spawn to the ports file (`--ports_file_dir`, what client test suites wait for; polled every ms without touching the port) and to the first accepted TCP connection (connecting once the ports file exists). Idle RSS: VmRSS 1 s after start. Per idle connection: {Footprint.Connections:N0} connections that CONNECT and PING (each gets its PONG) then idle; (VmRSS 1 s later − idle RSS) / {Footprint.Connections:N0}.");
+        sb.AppendLine();
+        sb.AppendLine("| Server | start-up to ports file ms (min–max) | start-up to accepting ms | idle RSS MB | KB per idle connection |");
+        sb.AppendLine("|---|---|---|---|---|");
+        foreach (var s in sides)
+        {
+            static string F1(double? v) => v is double x ? x.ToString("0.0", Inv) : "-";
+            sb.AppendLine(CultureInfo.InvariantCulture,
+                $"| {s.Server} | {F1(s.PortsFileMs)} ({F1(s.MinPortsFileMs)}–{F1(s.MaxPortsFileMs)}) | {F1(s.AcceptMs)} | {F1(s.IdleRssMb)} | {F1(s.PerConnectionKb)} |");
+        }
+
+        var errors = r.FootprintRuns?.Where(f => f.Status != "ok").ToList() ?? [];
+        foreach (var e in errors)
+        {
+            sb.AppendLine();
+            sb.AppendLine(CultureInfo.InvariantCulture, $"- {e.Server} rep {e.Rep}: {e.Status}: {e.Note}");
+        }
+
+        sb.AppendLine();
     }
 
     private static string Esc(string s) => s.Replace("&", "&amp;", StringComparison.Ordinal).Replace("<", "&lt;", StringComparison.Ordinal).Replace(">", "&gt;", StringComparison.Ordinal);

@@ -1,5 +1,6 @@
 using System.Runtime.InteropServices;
 using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Hosting.Systemd;
 using Microsoft.Extensions.Logging;
 using NatsBroker.Configuration;
 using NatsBroker.Monitoring;
@@ -19,6 +20,8 @@ public sealed class BrokerService(ServerOptions options, Func<ServerOptions?> re
     private readonly List<PosixSignalRegistration> _signals = [];
     private NatsServer? _server;
     private MonitoringServer? _monitor;
+    // sd_notify(3) to $NOTIFY_SOCKET (Type=notify units); IsEnabled is false outside systemd.
+    private readonly SystemdNotifier _systemd = new();
 
     public NatsServer? Server => _server;
 
@@ -64,12 +67,12 @@ public sealed class BrokerService(ServerOptions options, Func<ServerOptions?> re
             }));
         }
         server.Log.Ready();
-        SystemdNotifier.Notify("READY=1");
+        if (_systemd.IsEnabled) _systemd.Notify(ServiceState.Ready);
     }
 
     public async Task StopAsync(CancellationToken cancellationToken)
     {
-        SystemdNotifier.Notify("STOPPING=1");
+        if (_systemd.IsEnabled) _systemd.Notify(ServiceState.Stopping);
         foreach (var s in _signals) s.Dispose();
         if (_monitor is not null) await _monitor.DisposeAsync().ConfigureAwait(false);
         if (_server is not null) await _server.ShutdownAsync().ConfigureAwait(false);

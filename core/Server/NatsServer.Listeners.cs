@@ -35,7 +35,6 @@ public sealed partial class NatsServer
             Log.StorageEngines(StorageEngines.PersistentEngine, string.Join(", ", StorageEngines.LoadedFromPaths));
             Log.JetStreamNotAvailable();
         }
-        WarmUp();
         // With a tls {} block the client port belongs to the tls-terminator gateway (gateways/tls-terminator):
         // clients reach the core only through it, over the Unix socket.
         Socket? tcp = null;

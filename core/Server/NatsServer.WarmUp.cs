@@ -1,4 +1,6 @@
 using System.Text;
+using Microsoft.Extensions.Logging.Abstractions;
+using NatsBroker.Configuration;
 using NatsBroker.Transport;
 
 namespace NatsBroker.Server;
@@ -7,22 +9,26 @@ public sealed partial class NatsServer
 {
     /// <summary>
     /// Runs one scripted session (CONNECT, SUB, PUB, HPUB, request with no responders, UNSUB, PING) over the
-    /// in-memory transport before listening, so the first real client does not pay for JIT compilation of the
-    /// protocol paths (tens of milliseconds that show up as first-connect latency). Not counted in statistics.
+    /// in-memory transport of a throwaway server, on a background thread, so the first real client does not pay
+    /// for JIT compilation and first-use initialisation of the protocol paths. The throwaway server has its own
+    /// routing table, client ids and statistics, so the session is invisible to the real server and can overlap
+    /// its start-up and its first clients instead of delaying "listening" (it ran before binding: ~65 ms of a
+    /// ~180 ms start-up on the 2-core bench VM).
     /// </summary>
-    internal void WarmUp()
+    public static Thread StartWarmUp()
     {
-        // A scratch routing table, so the warm-up leaves no trace in /subsz statistics.
-        var realRouter = Router;
-        Router = NewRouter();
-        try
+        var thread = new Thread(static () =>
         {
-            RunWarmUpSession();
-        }
-        finally
+            var scratch = new NatsServer(new ServerOptions(), NullLogger.Instance);
+            scratch.RunWarmUpSession();
+        })
         {
-            Router = realRouter;
-        }
+            IsBackground = true,
+            Name = "warm-up",
+            Priority = ThreadPriority.BelowNormal,
+        };
+        thread.Start();
+        return thread;
     }
 
     private void RunWarmUpSession()

@@ -21,7 +21,9 @@ public sealed class SubjectResultCache
     {
         ArgumentOutOfRangeException.ThrowIfLessThan(capacity, 2);
         _capacity = capacity;
-        _map = new Dictionary<byte[], SubListResult>(capacity, ByteArrayComparer.Instance);
+        // Grows on demand up to the capacity bound: pre-sizing for 512 entries cost ~14 KB per connection (most
+        // connections publish to a handful of subjects), the largest part of an idle connection's memory.
+        _map = new Dictionary<byte[], SubListResult>(ByteArrayComparer.Instance);
         _bySpan = _map.GetAlternateLookup<ReadOnlySpan<byte>>();
     }
 

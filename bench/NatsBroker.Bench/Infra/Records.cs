@@ -72,4 +72,6 @@ internal sealed record BenchReport(
     string? GoUnavailable,
     string GeneratorNote,
     IReadOnlyList<ScenarioSummary> Summaries,
-    IReadOnlyList<RunRecord> Runs);
+    IReadOnlyList<RunRecord> Runs,
+    IReadOnlyList<FootprintSide>? Footprint = null,
+    IReadOnlyList<FootprintSample>? FootprintRuns = null);

@@ -11,18 +11,9 @@ internal static class ScenarioCatalog
 {
     public static IReadOnlyList<IScenario> All() =>
     [
-        // Core, raw-protocol generator. Counts are quick-mode defaults (full mode x3, smoke mode /100).
-        new PubSubScenario("pub-16", "publish only", pubs: 1, subs: 0, payload: 16, defaultCount: 3_000_000),
-        new PubSubScenario("pub-128", "publish only", pubs: 1, subs: 0, payload: 128, defaultCount: 2_000_000),
-        new PubSubScenario("pubsub-16", "pub/sub 1:1", pubs: 1, subs: 1, payload: 16, defaultCount: 1_500_000),
-        new PubSubScenario("pubsub-16k", "pub/sub 1:1", pubs: 1, subs: 1, payload: 16 * 1024, defaultCount: 20_000),
-        new PubSubScenario("fanout-128", "fan-out 1:4", pubs: 1, subs: 4, payload: 128, defaultCount: 400_000),
-        new PubSubScenario("4x4-128", "4 pub x 4 sub", pubs: 4, subs: 4, payload: 128, defaultCount: 400_000),
-        new RequestReplyScenario("reqrep-128", "request/reply 1 client, 1 service", clients: 1, services: 1, queue: false, payload: 128, defaultCount: 4_000),
-        new RequestReplyScenario("qreqrep-16", "request/reply 10 clients, 2 queue services", clients: 10, services: 2, queue: true, payload: 16, defaultCount: 20_000),
-        new RequestReplyScenario("reqrep150-256", "request/reply 150 concurrent requesters", clients: 150, services: 1, queue: false, payload: 256, defaultCount: 3_000),
-        new RequestReplyScenario("reqrep150-1k", "request/reply 150 concurrent requesters", clients: 150, services: 1, queue: false, payload: 1024, defaultCount: 3_000),
-        new RequestReplyScenario("reqrep150-4k", "request/reply 150 concurrent requesters", clients: 150, services: 1, queue: false, payload: 4096, defaultCount: 3_000),
+        // Core, raw-protocol generator: steady state (after warm-up traffic), then the same rows cold.
+        .. CoreRows(cold: false),
+        .. CoreRows(cold: true),
         new AuthFloodScenario("authflood-reqrep", flooders: 4, payload: 16, defaultSeconds: 5),
 
         // JetStream, raw generator ("not supported" rows when the server has no JetStream).
@@ -59,4 +50,25 @@ internal static class ScenarioCatalog
         new NatsJsScenario("njs-js-ordered-128", "JetStream ordered consumer, file", "js-ordered", 128, 30_000, jetStream: true),
         new NatsJsScenario("njs-js-fetch-128", "JetStream durable pull fetch (batch 500), file", "js-fetch", 128, 20_000, jetStream: true),
     ];
+
+    /// <summary>
+    /// The core rows. Counts are quick-mode defaults (full mode x3, smoke mode /100). Cold rows ("-cold") skip the
+    /// warm-up traffic, so they measure a freshly started server from its first message (JIT, tiering, pools).
+    /// </summary>
+    private static IEnumerable<IScenario> CoreRows(bool cold)
+    {
+        string N(string name) => cold ? name + "-cold" : name;
+        string T(string title) => cold ? title + ", cold" : title;
+        yield return new PubSubScenario(N("pub-16"), T("publish only"), pubs: 1, subs: 0, payload: 16, defaultCount: 3_000_000, cold: cold);
+        yield return new PubSubScenario(N("pub-128"), T("publish only"), pubs: 1, subs: 0, payload: 128, defaultCount: 2_000_000, cold: cold);
+        yield return new PubSubScenario(N("pubsub-16"), T("pub/sub 1:1"), pubs: 1, subs: 1, payload: 16, defaultCount: 1_500_000, cold: cold);
+        yield return new PubSubScenario(N("pubsub-16k"), T("pub/sub 1:1"), pubs: 1, subs: 1, payload: 16 * 1024, defaultCount: 20_000, cold: cold);
+        yield return new PubSubScenario(N("fanout-128"), T("fan-out 1:4"), pubs: 1, subs: 4, payload: 128, defaultCount: 400_000, cold: cold);
+        yield return new PubSubScenario(N("4x4-128"), T("4 pub x 4 sub"), pubs: 4, subs: 4, payload: 128, defaultCount: 400_000, cold: cold);
+        yield return new RequestReplyScenario(N("reqrep-128"), T("request/reply 1 client, 1 service"), clients: 1, services: 1, queue: false, payload: 128, defaultCount: 4_000, cold: cold);
+        yield return new RequestReplyScenario(N("qreqrep-16"), T("request/reply 10 clients, 2 queue services"), clients: 10, services: 2, queue: true, payload: 16, defaultCount: 20_000, cold: cold);
+        yield return new RequestReplyScenario(N("reqrep150-256"), T("request/reply 150 concurrent requesters"), clients: 150, services: 1, queue: false, payload: 256, defaultCount: 3_000, cold: cold);
+        yield return new RequestReplyScenario(N("reqrep150-1k"), T("request/reply 150 concurrent requesters"), clients: 150, services: 1, queue: false, payload: 1024, defaultCount: 3_000, cold: cold);
+        yield return new RequestReplyScenario(N("reqrep150-4k"), T("request/reply 150 concurrent requesters"), clients: 150, services: 1, queue: false, payload: 4096, defaultCount: 3_000, cold: cold);
+    }
 }

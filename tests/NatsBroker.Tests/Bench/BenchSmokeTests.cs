@@ -50,6 +50,13 @@ public class BenchSmokeTests(ITestOutputHelper output)
         Assert.Contains("pubsub-16", table);
         Assert.Contains("nn-pubsub-16", table);
         Assert.Contains("nn-reqrep-128", table);
+        // Every core row also runs cold (first traffic on a fresh process), paired with its steady-state twin.
+        Assert.Contains("## Cold and steady state", table);
+        Assert.Contains("`pubsub-16-cold`", table);
+        // Start-up to listening, idle RSS and per-idle-connection memory of both servers in the same run.
+        Assert.Contains("## Start-up and memory footprint", table);
+        Assert.Matches(@"\| ours \| \d+\.\d", table);
+        if (TestEnvironment.GoServerPath is not null) Assert.Matches(@"\| go \| \d+\.\d", table);
         Directory.Delete(outDir, recursive: true);
     }
 }

@@ -10,9 +10,12 @@ internal sealed class PubSubScenario : IScenario
 {
     private readonly int _pubs;
     private readonly int _subs;
+    private readonly bool _cold;
 
-    public PubSubScenario(string name, string title, int pubs, int subs, int payload, long defaultCount)
+    /// <param name="cold">No warm-up traffic: the timed part is the first traffic the fresh server process sees.</param>
+    public PubSubScenario(string name, string title, int pubs, int subs, int payload, long defaultCount, bool cold = false)
     {
+        _cold = cold;
         Name = name;
         Title = title;
         _pubs = pubs;
@@ -47,7 +50,7 @@ internal sealed class PubSubScenario : IScenario
         long perPub = Math.Max(1, ctx.Count / _pubs);
         // Warm-up long enough (about a second of traffic) for a JIT-compiled server to reach its optimised code
         // (.NET tiers up after ~100 ms of calls plus background compilation); capped by bytes for big payloads.
-        long warmPerPub = Math.Clamp(perPub / 2, 100, Math.Min(2_000_000, Math.Max(1000, 256L * 1024 * 1024 / Math.Max(1, PayloadBytes) / _pubs)));
+        long warmPerPub = _cold ? 0 : Math.Clamp(perPub / 2, 100, Math.Min(2_000_000, Math.Max(1000, 256L * 1024 * 1024 / Math.Max(1, PayloadBytes) / _pubs)));
         long total = perPub * _pubs;
         long warmTotal = warmPerPub * _pubs;
 

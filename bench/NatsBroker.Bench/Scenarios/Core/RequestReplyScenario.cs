@@ -14,9 +14,12 @@ internal sealed class RequestReplyScenario : IScenario
     private readonly int _clients;
     private readonly int _services;
     private readonly bool _queue;
+    private readonly bool _cold;
 
-    public RequestReplyScenario(string name, string title, int clients, int services, bool queue, int payload, long defaultCount)
+    /// <param name="cold">No warm-up requests: the timed part is the first traffic the fresh server process sees.</param>
+    public RequestReplyScenario(string name, string title, int clients, int services, bool queue, int payload, long defaultCount, bool cold = false)
     {
+        _cold = cold;
         Name = name;
         Title = title;
         _clients = clients;
@@ -44,7 +47,7 @@ internal sealed class RequestReplyScenario : IScenario
     {
         string svcSubject = "bench.rr." + ctx.RunId;
         long perClient = Math.Max(1, ctx.Count / _clients);
-        long warmPerClient = Math.Clamp(perClient / 5, 5, 2000);
+        long warmPerClient = _cold ? 0 : Math.Clamp(perClient / 5, 5, 2000);
 
         for (int i = 0; i < _services; i++)
         {
