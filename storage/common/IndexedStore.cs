@@ -55,6 +55,31 @@ internal abstract class IndexedStore : IStreamStore
     public StreamStoreConfig Config { get; }
     public string? LastError { get; protected set; }
     public IReadOnlyList<string> RecoveryReport => _report;
+
+    private volatile string? _failure;
+
+    /// <summary>Non-null once the engine failed to make something durable; every later write is refused (fail-stop).</summary>
+    public string? Failure => _failure;
+
+    /// <summary>
+    /// Turns the store read-only for good: after a failed write or fsync nothing can be acknowledged any more
+    /// (the kernel may have dropped the dirty pages, so a retried fsync could "succeed" without the data).
+    /// Thread-safe; the first reason wins.
+    /// </summary>
+    protected void FailStop(string reason)
+    {
+        Interlocked.CompareExchange(ref _failure, reason, null);
+        LastError = _failure;
+    }
+
+    /// <summary>Status for a write attempted on a closed or failed store, or Ok.</summary>
+    private StoreStatus WriteRefusal()
+    {
+        if (IsClosed) return StoreStatus.Closed;
+        if (_failure is null) return StoreStatus.Ok;
+        LastError = _failure;
+        return StoreStatus.IoError;
+    }
     protected void Report(string problem) => _report.Add(problem);
 
     // ---- engine hooks (called under Sync) ----
@@ -126,6 +151,8 @@ internal abstract class IndexedStore : IStreamStore
         long ticket;
         lock (Sync)
         {
+            var refused = WriteRefusal();
+            if (refused != StoreStatus.Ok) return refused;
             if (sequence <= Last) return StoreStatus.SequenceMismatch;
             long now = NowNanos();
             if (timestamp == 0) timestamp = now;
@@ -142,7 +169,8 @@ internal abstract class IndexedStore : IStreamStore
 
     private StoreStatus AppendLocked(ulong seq, long ts, long now, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload, long ttl)
     {
-        if (IsClosed) return StoreStatus.Closed;
+        var refused = WriteRefusal();
+        if (refused != StoreStatus.Ok) return refused;
         if (subject.IsEmpty || !SubjectMatch.IsLiteral(subject)) return StoreStatus.InvalidArgument;
         long size = (long)subject.Length + headers.Length + payload.Length;
         var lim = Limits;
@@ -363,7 +391,8 @@ internal abstract class IndexedStore : IStreamStore
     {
         lock (Sync)
         {
-            if (IsClosed) return StoreStatus.Closed;
+            var refused = WriteRefusal();
+            if (refused != StoreStatus.Ok) return refused;
             var st = RemoveLocked(sequence, kind);
             if (st != StoreStatus.Ok) return st;
             return OnOperationDone(FloorDirty);
@@ -376,7 +405,8 @@ internal abstract class IndexedStore : IStreamStore
     {
         lock (Sync)
         {
-            if (IsClosed) return new(StoreStatus.Closed, 0);
+            var refused = WriteRefusal();
+            if (refused != StoreStatus.Ok) return new(refused, 0);
             ulong before = Msgs;
             bool all = SubjectMatch.IsAll(filter);
             if (all && keep == 0 && upToSequence == 0)
@@ -443,7 +473,8 @@ internal abstract class IndexedStore : IStreamStore
     {
         lock (Sync)
         {
-            if (IsClosed) return new(StoreStatus.Closed, 0);
+            var refused = WriteRefusal();
+            if (refused != StoreStatus.Ok) return new(refused, 0);
             if (sequence <= First) return new(StoreStatus.Ok, 0);
             ulong before = Msgs;
             if (sequence > Last)
@@ -468,7 +499,8 @@ internal abstract class IndexedStore : IStreamStore
     {
         lock (Sync)
         {
-            if (IsClosed) return StoreStatus.Closed;
+            var refused = WriteRefusal();
+            if (refused != StoreStatus.Ok) return refused;
             return SkipLocked(lastSequence, persist: true);
         }
     }
@@ -669,7 +701,8 @@ internal abstract class IndexedStore : IStreamStore
         ArgumentNullException.ThrowIfNull(limits);
         lock (Sync)
         {
-            if (IsClosed) return StoreStatus.Closed;
+            var refused = WriteRefusal();
+            if (refused != StoreStatus.Ok) return refused;
             Limits = limits;
             EnforceAllLimitsLocked();
             StartExpiryTimer();
