@@ -49,15 +49,15 @@ internal sealed class FileConsumerStore : MemoryConsumerStore
         {
             DurableFile.Replace(_store.FileSystem, _path, ConsumerStateCodec.Encode(State), syncDirectory: false);
             _store.ConsumerDirectoryChanged();
-            if (_store.SyncAlways) _store.SyncConsumerDirectory();
-            _dirty = false;
-            return StoreStatus.Ok;
         }
         catch (Exception e) when (e is IOException or UnauthorizedAccessException)
         {
             _store.ConsumerWriteFailed(Name, e);
             return FileStore.IsDiskFull(e) ? StoreStatus.DiskFull : StoreStatus.IoError;
         }
+        var st = _store.SyncAlways ? _store.SyncConsumerDirectory() : StoreStatus.Ok;
+        if (st == StoreStatus.Ok) _dirty = false;
+        return st;
     }
 
     protected override StoreStatus DeleteFiles()
@@ -69,8 +69,7 @@ internal sealed class FileConsumerStore : MemoryConsumerStore
             if (fs.FileExists(_path)) fs.DeleteFile(_path);
             if (fs.FileExists(_path + ".tmp")) fs.DeleteFile(_path + ".tmp");
             _store.ConsumerDirectoryChanged();
-            if (_store.SyncAlways) _store.SyncConsumerDirectory();
-            return StoreStatus.Ok;
+            return _store.SyncAlways ? _store.SyncConsumerDirectory() : StoreStatus.Ok;
         }
         catch (Exception e) when (e is IOException or UnauthorizedAccessException)
         {

@@ -127,7 +127,13 @@ internal sealed partial class FileStore
     private void AppendControl(byte type, ulong seq)
     {
         int len = Format.RecordOverhead;
-        if (EnsureTailRoom(len, Last + 1) != StoreStatus.Ok) return;
+        if (EnsureTailRoom(len, Last + 1) != StoreStatus.Ok)
+        {
+            // The removal already happened in memory; without its record a restart would undo it, so the store
+            // cannot go on accepting (or acknowledging) operations: fail-stop.
+            if (Failure is null) FailStop($"file store '{Config.StreamName}': cannot write a {(type == Format.TypeTombstone ? "tombstone" : "control record")} for sequence {seq} ({LastError}); the store is read-only until it is reopened");
+            return;
+        }
         var t = _tail;
         Format.WriteRecord(t.Cache.AsSpan((int)t.Size, len), type, seq, 0, 0, default, default, default);
         t.Size += len;

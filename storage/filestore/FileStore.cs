@@ -188,11 +188,19 @@ internal sealed partial class FileStore : IndexedStore
     internal void ConsumerDirectoryChanged() => _consumerDirState.Touch();
 
     /// <summary>Sync-always consumer writes make their directory entry durable before they return.</summary>
-    internal void SyncConsumerDirectory()
+    internal StoreStatus SyncConsumerDirectory()
     {
         long gen = Interlocked.Read(ref _consumerDirState.Gen);
-        _fs.SyncDirectory(_consumerDir);
+        try
+        {
+            _fs.SyncDirectory(_consumerDir);
+        }
+        catch (Exception e) when (e is IOException or UnauthorizedAccessException)
+        {
+            return Fail($"fsync of directory {_consumerDir}", e);
+        }
         _consumerDirState.MarkSynced(gen);
+        return StoreStatus.Ok;
     }
 
     internal void ConsumerWriteFailed(string consumer, Exception e) => Fail($"writing the state of consumer '{consumer}'", e);
