@@ -2,6 +2,21 @@ using NatsBroker.Contracts;
 
 namespace NatsBroker.Storage.Internal;
 
+/// <summary>A read an engine finishes outside the store lock (see <see cref="IndexedStore.ReadMessage"/>).</summary>
+internal struct DeferredRead
+{
+    /// <summary>Set by the caller: the engine may defer this read.</summary>
+    public bool Allowed { get; set; }
+    /// <summary>Set by the engine: the read was deferred.</summary>
+    public bool Pending { get; set; }
+    public object? Source { get; set; }
+    public long Offset { get; set; }
+    public int Length { get; set; }
+    public ulong Sequence { get; set; }
+    /// <summary>Engine-owned buffer for the deferred read (e.g. a block cache being loaded).</summary>
+    public byte[]? Buffer { get; set; }
+}
+
 /// <summary>How a removal must be made durable by a persistent engine.</summary>
 internal enum RemoveKind
 {
@@ -19,7 +34,8 @@ internal enum RemoveKind
 /// <summary>
 /// The engine-independent part of a store: sequence index, subject index, limits, TTL, purge, load-next and
 /// consumer registry. Engines implement where message bytes live (<see cref="WriteMessage"/>,
-/// <see cref="ReadMessage"/>) and how removals persist (<see cref="OnRemoved"/>). Every member runs under
+/// <see cref="ReadMessage"/>) and how removals persist (<see cref="OnRemoved"/>). Every member except
+/// <see cref="CompleteRead"/> (disk reads deferred out of the lock, so readers never stall appends) runs under
 /// <see cref="Sync"/>. Appends cost O(1) (plus O(removed) for limit enforcement) and allocate nothing once the
 /// subject set is stable.
 /// </summary>
@@ -84,7 +100,19 @@ internal abstract class IndexedStore : IStreamStore
 
     // ---- engine hooks (called under Sync) ----
     protected abstract StoreStatus WriteMessage(ulong seq, long ts, long ttl, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload, ref IndexEntry entry);
-    protected abstract StoreStatus ReadMessage(ulong seq, in IndexEntry entry, SubjectInfo subject, StoredMessage into);
+    /// <summary>
+    /// Reads a message (under <see cref="Sync"/>). An engine that needs disk I/O may instead fill
+    /// <paramref name="deferred"/> (when <see cref="DeferredRead.Allowed"/>) and return Ok; the caller then
+    /// finishes the read with <see cref="CompleteRead"/> after releasing the lock, so a cold read never blocks appends.
+    /// </summary>
+    protected abstract StoreStatus ReadMessage(ulong seq, in IndexEntry entry, SubjectInfo subject, StoredMessage into, ref DeferredRead deferred);
+
+    /// <summary>Finishes a deferred read outside the lock; <paramref name="retry"/> asks for the whole load again under the lock.</summary>
+    protected virtual StoreStatus CompleteRead(ref DeferredRead deferred, StoredMessage into, out bool retry)
+    {
+        retry = true;
+        return StoreStatus.Ok;
+    }
     protected abstract void OnRemoved(ulong seq, ref IndexEntry entry, RemoveKind kind);
     /// <summary>Everything was removed; the next sequence is <paramref name="nextSeq"/>.</summary>
     protected abstract StoreStatus OnPurgedAll(ulong nextSeq);
@@ -533,17 +561,39 @@ internal abstract class IndexedStore : IStreamStore
 
     public StoreStatus Load(ulong sequence, StoredMessage into)
     {
+        var d = new DeferredRead { Allowed = true };
+        var st = LoadCore(sequence, into, ref d);
+        if (!d.Pending) return st;
+        st = CompleteRead(ref d, into, out bool retry);
+        if (!retry) return st;
+        d = default;
+        return LoadCore(sequence, into, ref d);
+    }
+
+    private StoreStatus LoadCore(ulong sequence, StoredMessage into, ref DeferredRead d)
+    {
         lock (Sync)
         {
             if (IsClosed) return StoreStatus.Closed;
             if (sequence < First || sequence > Last || !Index.Holds(sequence)) return StoreStatus.NotFound;
             ref var e = ref Index.Get(sequence);
             if (!e.IsLive) return StoreStatus.Deleted;
-            return ReadMessage(sequence, e, Subjects.ById(e.SubjectId), into);
+            return ReadMessage(sequence, e, Subjects.ById(e.SubjectId), into, ref d);
         }
     }
 
     public StoreStatus LoadLast(ReadOnlySpan<byte> subject, StoredMessage into)
+    {
+        var d = new DeferredRead { Allowed = true };
+        var st = LoadLastCore(subject, into, ref d);
+        if (!d.Pending) return st;
+        st = CompleteRead(ref d, into, out bool retry);
+        if (!retry) return st;
+        d = default;
+        return LoadLastCore(subject, into, ref d);
+    }
+
+    private StoreStatus LoadLastCore(ReadOnlySpan<byte> subject, StoredMessage into, ref DeferredRead d)
     {
         lock (Sync)
         {
@@ -570,11 +620,22 @@ internal abstract class IndexedStore : IStreamStore
             }
             if (seq == 0 || seq < First) return StoreStatus.NotFound;
             ref var e = ref Index.Get(seq);
-            return ReadMessage(seq, e, Subjects.ById(e.SubjectId), into);
+            return ReadMessage(seq, e, Subjects.ById(e.SubjectId), into, ref d);
         }
     }
 
     public StoreStatus LoadNext(ReadOnlySpan<byte> filter, ulong fromSequence, StoredMessage into)
+    {
+        var d = new DeferredRead { Allowed = true };
+        var st = LoadNextCore(filter, fromSequence, into, ref d);
+        if (!d.Pending) return st;
+        st = CompleteRead(ref d, into, out bool retry);
+        if (!retry) return st;
+        d = default;
+        return LoadNextCore(filter, fromSequence, into, ref d);
+    }
+
+    private StoreStatus LoadNextCore(ReadOnlySpan<byte> filter, ulong fromSequence, StoredMessage into, ref DeferredRead d)
     {
         lock (Sync)
         {
@@ -627,7 +688,7 @@ internal abstract class IndexedStore : IStreamStore
             }
             if (found == 0) return StoreStatus.NotFound;
             ref var fe = ref Index.Get(found);
-            return ReadMessage(found, fe, Subjects.ById(fe.SubjectId), into);
+            return ReadMessage(found, fe, Subjects.ById(fe.SubjectId), into, ref d);
         }
     }
 

@@ -8,11 +8,12 @@ internal sealed partial class FileStore
 {
     private readonly List<MsgBlock> _cached = [];
     private byte[] _scratch = new byte[4096];
+    private byte[]? _spareReadBuffer = new byte[4096];
     private uint _coldBlock;
     private long _coldNext;
     private int _seqRun;
 
-    protected override StoreStatus ReadMessage(ulong seq, in IndexEntry entry, SubjectInfo subject, StoredMessage into)
+    protected override StoreStatus ReadMessage(ulong seq, in IndexEntry entry, SubjectInfo subject, StoredMessage into, ref DeferredRead deferred)
     {
         if (!_byId.TryGetValue((uint)(entry.Location >> 32), out var b)) return StoreStatus.Corrupt;
         int off = (int)(entry.Location & 0xFFFFFFFF);
@@ -24,7 +25,19 @@ internal sealed partial class FileStore
             _seqRun = b.Id == _coldBlock && off == _coldNext ? _seqRun + 1 : 0;
             _coldBlock = b.Id;
             _coldNext = off + len;
-            if (_seqRun >= 2 && _opt.CacheBlocks > 0 && b.Size <= _opt.BlockSize) LoadBlockCache(b);
+            bool loadBlock = _seqRun >= 2 && _opt.CacheBlocks > 0 && b.Size <= _opt.BlockSize;
+            if (deferred.Allowed)
+            {
+                // Disk I/O happens after the store lock is released (CompleteRead): appends go on meanwhile.
+                deferred.Pending = true;
+                deferred.Source = b;
+                deferred.Sequence = seq;
+                deferred.Offset = loadBlock ? -1 : off;
+                deferred.Length = loadBlock ? (int)b.Size : len;
+                deferred.Buffer = loadBlock ? RentBuffer((int)b.Size) : null;
+                return StoreStatus.Ok;
+            }
+            if (loadBlock) LoadBlockCache(b);
         }
         if (b.Cache is not null && off + len <= b.Size)
         {
@@ -60,10 +73,73 @@ internal sealed partial class FileStore
                 return StoreStatus.Corrupt;
             }
         }
+        CopyOut(rec, seq, into);
+        return StoreStatus.Ok;
+    }
+
+    private static void CopyOut(ReadOnlySpan<byte> rec, ulong seq, StoredMessage into)
+    {
         var r = new Format.Rec(rec);
         var dst = into.Prepare(seq, r.Timestamp, r.Ttl, r.SubjectLength, r.HeadersLength, r.PayloadLength);
-        rec.Slice(Format.RecordHeaderSize, len - Format.RecordOverhead).CopyTo(dst);
-        return StoreStatus.Ok;
+        rec.Slice(Format.RecordHeaderSize, rec.Length - Format.RecordOverhead).CopyTo(dst);
+    }
+
+    /// <summary>
+    /// Runs without the store lock: one positional read of a record (checked), or the load of a whole block
+    /// that is then installed as its cache under the lock (briefly). Anything unexpected (the block was deleted
+    /// meanwhile, a checksum that fails, possibly because an erase rewrote the record) is retried under the
+    /// lock, which reports it exactly.
+    /// </summary>
+    protected override StoreStatus CompleteRead(ref DeferredRead d, StoredMessage into, out bool retry)
+    {
+        retry = true;
+        var b = (MsgBlock)d.Source!;
+        if (d.Offset < 0)
+        {
+            var buf = d.Buffer!;
+            bool ok;
+            try
+            {
+                ok = b.File.Read(buf.AsSpan(0, d.Length), 0) == d.Length;
+            }
+            catch (Exception e) when (e is IOException or UnauthorizedAccessException or ObjectDisposedException)
+            {
+                ok = false;
+            }
+            lock (Sync)
+            {
+                if (ok && !b.Removed && b.Cache is null && b.Size == d.Length && !IsClosed)
+                {
+                    b.Cache = buf;
+                    KeepCached(b);
+                }
+                else
+                {
+                    ReturnBuffer(buf);
+                }
+            }
+            return StoreStatus.Ok; // retry: the load now finds the cache (or reads under the lock)
+        }
+        // One spare buffer serves the usual single reader without allocating; concurrent readers allocate their own.
+        var rent = Interlocked.Exchange(ref _spareReadBuffer, null);
+        if (rent is null || rent.Length < d.Length) rent = new byte[Math.Max(d.Length, 4096)];
+        try
+        {
+            var rec = rent.AsSpan(0, d.Length);
+            if (b.File.Read(rec, d.Offset) < d.Length) return StoreStatus.Ok;
+            if (!Format.TryRecord(rec, out var chk) || chk.Seq != d.Sequence || chk.Type != Format.TypeMessage) return StoreStatus.Ok;
+            CopyOut(rec, d.Sequence, into);
+            retry = false;
+            return StoreStatus.Ok;
+        }
+        catch (Exception e) when (e is IOException or UnauthorizedAccessException or ObjectDisposedException)
+        {
+            return StoreStatus.Ok; // retried under the lock
+        }
+        finally
+        {
+            Interlocked.CompareExchange(ref _spareReadBuffer, rent, null);
+        }
     }
 
     /// <summary>

@@ -28,6 +28,9 @@ internal sealed class FaultFileSystem
 
     public int InjectedFailures { get; private set; }
 
+    /// <summary>Called with the path before a file read, outside the file system's lock (tests stall a reader here).</summary>
+    public Action<string>? BeforeRead { get; set; }
+
     public IStoreFileSystem Session() => new View(this, _epoch);
 
     /// <summary>Loses power: discards every un-fsynced change except a random prefix per file and directory.</summary>
@@ -315,6 +318,7 @@ internal sealed class FaultFileSystem
 
         public int Read(Span<byte> into, long offset)
         {
+            fs.BeforeRead?.Invoke(path);
             lock (fs._gate)
             {
                 Alive();

@@ -337,4 +337,42 @@ public sealed class PowerCutTests
         }
         s2.Dispose();
     }
+
+    [Fact]
+    public async Task A_reader_stalled_on_a_cold_block_does_not_block_appends()
+    {
+        var fs = NewFileSystem();
+        var cfg = new StreamStoreConfig { StreamName = "P" };
+        var opt = new FileStoreOptions { BlockSize = 4096, CacheBlocks = 0, FileSystem = fs.Session() };
+        var r = FileStore.Open(cfg, Root + "/cold", opt);
+        Assert.True(r.IsOk, r.Error);
+        using var s = r.Store!;
+        for (ulong q = 1; q <= 300; q++) Assert.True(s.Append(B("c"), default, B(Payload(q))).IsOk);
+        using var entered = new ManualResetEventSlim();
+        using var release = new ManualResetEventSlim();
+        fs.BeforeRead = path =>
+        {
+            if (!path.EndsWith("0000000001.blk", StringComparison.Ordinal)) return;
+            entered.Set();
+            release.Wait(TimeSpan.FromSeconds(30));
+        };
+        var reader = Task.Run(() =>
+        {
+            var m = new StoredMessage();
+            var st = s.Load(2, m);
+            return (st, st == StoreStatus.Ok ? S(m.Payload) : "");
+        });
+        Assert.True(entered.Wait(TimeSpan.FromSeconds(30)), "the reader never reached the disk");
+        // The reader is inside a disk read of block 1 now. Appends (and a hot read) must not wait for it.
+        var appender = Task.Run(() =>
+        {
+            for (int i = 0; i < 200; i++) Assert.True(s.Append(B("c"), default, B("x")).IsOk);
+            return s.Load(s.GetState().LastSequence, new StoredMessage());
+        });
+        bool finished = await Task.WhenAny(appender, Task.Delay(TimeSpan.FromSeconds(20))) == appender;
+        release.Set();
+        Assert.True(finished, "appends were blocked by a reader waiting on the disk");
+        Assert.Equal(StoreStatus.Ok, await appender);
+        Assert.Equal((StoreStatus.Ok, Payload(2)), await reader);
+    }
 }
