@@ -72,6 +72,15 @@ internal abstract class IndexedStore : IStreamStore
     public string? LastError { get; protected set; }
     public IReadOnlyList<string> RecoveryReport => _report;
 
+    /// <summary>Sequence-index chunks allocated (1024 entries of 48 B each); tests bound the index memory with it.</summary>
+    internal int IndexChunks
+    {
+        get
+        {
+            lock (Sync) return Index.AllocatedChunks;
+        }
+    }
+
     private volatile string? _failure;
 
     /// <summary>Non-null once the engine failed to make something durable; every later write is refused (fail-stop).</summary>
@@ -239,6 +248,7 @@ internal abstract class IndexedStore : IStreamStore
         e.Prev = subj.Last;
         e.Next = 0;
         if (ttl > 0) e.Flags |= IndexEntry.FlagTtl;
+        Index.MarkLive(seq);
         if (subj.Last != 0) Index.Get(subj.Last).Next = seq;
         else subj.First = seq;
         subj.Last = seq;
@@ -325,14 +335,10 @@ internal abstract class IndexedStore : IStreamStore
     protected ref IndexEntry RecoverAdd(ulong seq, ReadOnlySpan<byte> subject, long ts, int size)
     {
         if (Msgs == 0 && Index.End != seq) Index.Reset(seq);
-        while (Index.End < seq)
-        {
-            ref var gap = ref Index.Add();
-            gap.SubjectId = -1;
-            gap.Location = -1;
-        }
+        Index.AdvanceTo(seq);
         var subj = Subjects.GetOrAdd(subject);
         ref var e = ref Index.Add();
+        Index.MarkLive(seq);
         e.Timestamp = ts;
         e.Size = size;
         e.SubjectId = subj.Id;
@@ -365,12 +371,7 @@ internal abstract class IndexedStore : IStreamStore
         }
         else
         {
-            while (Index.End <= Last)
-            {
-                ref var gap = ref Index.Add();
-                gap.SubjectId = -1;
-                gap.Location = -1;
-            }
+            Index.AdvanceTo(Last + 1);
         }
         FloorDirty = false;
     }
@@ -395,6 +396,7 @@ internal abstract class IndexedStore : IStreamStore
         Bytes -= (ulong)e.Size;
         e.SubjectId = -1;
         e.Prev = e.Next = 0;
+        Index.MarkDead(seq); // may release the chunk: 'e' is not used after this
         if (seq == First) AdvanceFirst();
         return StoreStatus.Ok;
     }
@@ -408,7 +410,8 @@ internal abstract class IndexedStore : IStreamStore
             Index.Reset(Last + 1);
             return;
         }
-        while (First <= Last && !Index.Get(First).IsLive) First++;
+        ulong next = Index.NextLive(First, Last);
+        First = next != 0 ? next : Last + 1;
         Index.TrimBelow(First);
     }
 
@@ -544,12 +547,7 @@ internal abstract class IndexedStore : IStreamStore
             return OnPurgedAll(last + 1);
         }
         if (last - Last > 1UL << 26) return StoreStatus.InvalidArgument;
-        while (Index.End <= last)
-        {
-            ref var gap = ref Index.Add();
-            gap.SubjectId = -1;
-            gap.Location = -1;
-        }
+        Index.AdvanceTo(last + 1);
         Last = last;
         return persist ? OnSkipped(last) : StoreStatus.Ok;
     }
@@ -645,10 +643,7 @@ internal abstract class IndexedStore : IStreamStore
             ulong found = 0;
             if (SubjectMatch.IsAll(filter))
             {
-                for (; seq <= Last; seq++)
-                {
-                    if (Index.Get(seq).IsLive) { found = seq; break; }
-                }
+                found = Index.NextLive(seq, Last);
             }
             else if (SubjectMatch.IsLiteral(filter))
             {
@@ -675,8 +670,9 @@ internal abstract class IndexedStore : IStreamStore
                 int gen = NextGen();
                 for (; seq <= Last; seq++)
                 {
+                    seq = Index.NextLive(seq, Last);
+                    if (seq == 0) break;
                     ref var e = ref Index.Get(seq);
-                    if (!e.IsLive) continue;
                     int id = e.SubjectId;
                     if (_matchGen[id] != gen)
                     {

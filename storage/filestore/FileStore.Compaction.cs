@@ -97,22 +97,16 @@ internal sealed partial class FileStore
                 }
             }
             int off = Format.BlockHeaderSize;
-            bool moved = false;
             while (off < size && Format.TryRecord(data.AsSpan(off, size - off), out var rec))
             {
-                if (rec.Type == Format.TypeTombstone && rec.Seq >= First && rec.Seq <= Last && Index.Holds(rec.Seq))
-                {
-                    ref var e = ref Index.Get(rec.Seq);
-                    if (e.Location >= 0 && _byId.TryGetValue((uint)(e.Location >> 32), out var target) && target != b)
-                    {
-                        AppendControl(Format.TypeTombstone, rec.Seq);
-                        moved = true;
-                    }
-                }
+                // The removed message's block is found by sequence range (the index keeps no location for
+                // deleted entries); a tombstone below the persisted floor is covered by the floor record.
+                if (rec.Type == Format.TypeTombstone && rec.Seq >= _persistedFloor && rec.Seq <= Last && BlockFor(rec.Seq) is { } target && target != b)
+                    AppendControl(Format.TypeTombstone, rec.Seq);
                 off += rec.Length;
             }
-            // Keep the block unless its tombstones are durable elsewhere.
-            if (moved && (FlushTailLocked() != StoreStatus.Ok || SyncAllLocked() != StoreStatus.Ok)) return;
+            // Keep the block unless its tombstones (and the floor record) are durable elsewhere.
+            if (FlushTailLocked() != StoreStatus.Ok || SyncAllLocked() != StoreStatus.Ok) return;
         }
         _blocks.Remove(b);
         _byId.Remove(b.Id);
@@ -132,6 +126,24 @@ internal sealed partial class FileStore
             // Not fatal: the block's messages are all covered by durable floors/tombstones; it is retried at the next open.
             LastError = $"cannot delete {b.Path}: {e.Message}";
         }
+    }
+
+    /// <summary>
+    /// The existing block that holds (or held) <paramref name="seq"/>, or null if that block is gone: the last
+    /// one whose start sequence is not above it (a block starts at the stream's next sequence when it is
+    /// created, so start sequences partition the sequence space in block order).
+    /// </summary>
+    private MsgBlock? BlockFor(ulong seq)
+    {
+        int lo = 0, hi = _blocks.Count - 1, found = -1;
+        while (lo <= hi)
+        {
+            int mid = (lo + hi) >>> 1;
+            if (_blocks[mid].StartSeq <= seq) { found = mid; lo = mid + 1; }
+            else hi = mid - 1;
+        }
+        // Its messages end at LastMsgSeq; a sequence above it was in a later block that no longer exists.
+        return found < 0 || seq > _blocks[found].LastMsgSeq ? null : _blocks[found];
     }
 
     protected override StoreStatus OnPurgedAll(ulong nextSeq)

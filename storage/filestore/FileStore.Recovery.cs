@@ -178,6 +178,7 @@ internal sealed partial class FileStore
                     TrackTtl(rec.Seq, rec.Timestamp + rec.Ttl);
                 }
                 blk.Live++;
+                blk.LastMsgSeq = rec.Seq;
                 break;
             case Format.TypeErased:
                 if (rec.Seq > maxMsgSeq) maxMsgSeq = rec.Seq;

@@ -117,6 +117,7 @@ internal sealed partial class FileStore
             }
         }
         t.Live++;
+        t.LastMsgSeq = seq;
         entry.Location = ((long)t.Id << 32) | (uint)off;
         entry.Aux = len;
         if (_sync == SyncPolicy.Always) _ticket = ++_written;

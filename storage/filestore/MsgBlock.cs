@@ -8,6 +8,8 @@ internal sealed class MsgBlock
     public required IStoreFile File;
     public ulong StartSeq;
     public ulong Floor;
+    /// <summary>Highest message sequence written to the block (0 = none): the block holds messages in [StartSeq, LastMsgSeq].</summary>
+    public ulong LastMsgSeq;
     /// <summary>Logical size: bytes in the block, including bytes not yet handed to the OS.</summary>
     public long Size;
     /// <summary>Bytes written to the file (handed to the OS).</summary>
