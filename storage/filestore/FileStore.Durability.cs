@@ -22,9 +22,10 @@ internal sealed partial class FileStore
     private readonly record struct PendingSync(MsgBlock? Block, DirectoryState? Dir, long Gen);
 
     /// <summary>Collects (under the store lock) every block and directory with writes not yet known durable.</summary>
-    private List<PendingSync> CollectUnsyncedLocked(bool includeConsumerDir)
+    private List<PendingSync> CollectUnsyncedLocked(bool includeConsumerDir, List<PendingSync>? reuse = null)
     {
-        var list = new List<PendingSync>();
+        var list = reuse ?? [];
+        list.Clear();
         foreach (var b in _blocks) if (b.NeedsSync) list.Add(new(b, null, b.WriteGen));
         if (_blockDirState.NeedsSync) list.Add(new(null, _blockDirState, Interlocked.Read(ref _blockDirState.Gen)));
         if (includeConsumerDir && _consumerDirState.NeedsSync) list.Add(new(null, _consumerDirState, Interlocked.Read(ref _consumerDirState.Gen)));
@@ -69,7 +70,12 @@ internal sealed partial class FileStore
     }
 
     /// <summary>Makes everything written so far durable, under the store lock (explicit operations, close, recovery).</summary>
-    private StoreStatus SyncAllLocked() => SyncCollected(CollectUnsyncedLocked(includeConsumerDir: true));
+    private StoreStatus SyncAllLocked() => SyncCollected(CollectUnsyncedLocked(includeConsumerDir: true, _lockedSyncList));
+
+    // Reused so that sync-always appends and operations allocate nothing: one is used only under the store
+    // lock, the other only by the single group-commit leader.
+    private readonly List<PendingSync> _lockedSyncList = [];
+    private readonly List<PendingSync> _leaderSyncList = [];
 
     // ---- group commit (sync always) ----
     private long _written;   // tickets handed out (under Sync)
@@ -129,7 +135,7 @@ internal sealed partial class FileStore
                 // One write for every record appended since the last leader; appenders meanwhile only touch memory.
                 st = FlushTailLocked();
                 if (st != StoreStatus.Ok) return st;
-                toSync = CollectUnsyncedLocked(includeConsumerDir: false);
+                toSync = CollectUnsyncedLocked(includeConsumerDir: false, _leaderSyncList);
             }
             st = SyncCollected(toSync);
             return st;
