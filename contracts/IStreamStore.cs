@@ -20,6 +20,15 @@ public interface IStreamStore : IDisposable, IAsyncDisposable
     IReadOnlyList<string> RecoveryReport { get; }
 
     /// <summary>
+    /// Why the store stopped accepting writes, or null while it is healthy. A persistent engine that could not
+    /// write or fsync something it had to make durable turns read-only for good (fail-stop: after a failed
+    /// fsync the kernel may have dropped the data, and a retry can "succeed" without it): every later write
+    /// returns <see cref="StoreStatus.IoError"/> with this reason, reads keep working, and only a reopen (after
+    /// fixing the cause) clears it. The server shows it in its logs and monitoring.
+    /// </summary>
+    string? Failure => null;
+
+    /// <summary>
     /// Appends a message at LastSequence+1. <paramref name="timestamp"/> is Unix nanoseconds (0 = now);
     /// <paramref name="ttl"/> is a per-message time to live in nanoseconds (0 = none). Enforces the limits.
     /// </summary>

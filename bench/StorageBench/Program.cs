@@ -195,6 +195,101 @@ foreach (var engine in new[] { "memory", "file" })
     }
 }
 
+// ---- issue 9 rows (file engine): open time vs size, index memory vs KV updates, appends beside a cold reader ----
+{
+    var payload = new byte[128];
+    Random.Shared.NextBytes(payload);
+    var subj = Subjects("bench", 16);
+    void Line(string text)
+    {
+        var line = "| file   | " + text;
+        Console.WriteLine(line);
+        results.Add(line);
+    }
+
+    // Open time vs store size (open still scans every block: no index snapshot files yet).
+    foreach (long mb in quick ? new long[] { 64, 256 } : [256, 1024, 2048])
+    {
+        var dir = Path.Combine(baseDir, "open-" + mb);
+        long msgs = mb * 1024 * 1024 / (128 + 8 + 40);
+        {
+            var r = new FileStoreFactory().Open(new StreamStoreConfig { StreamName = "open" }, dir);
+            using var s = r.Store!;
+            for (long i = 0; i < msgs; i++) s.Append(subj[i & 15], default, payload);
+        }
+        double best = double.MaxValue;
+        for (int rep = 0; rep < reps; rep++)
+        {
+            var sw = Stopwatch.StartNew();
+            var r = new FileStoreFactory().Open(new StreamStoreConfig { StreamName = "open" }, dir);
+            sw.Stop();
+            r.Store!.Dispose();
+            best = Math.Min(best, sw.Elapsed.TotalSeconds);
+        }
+        Line(string.Create(CultureInfo.InvariantCulture, $"open, {mb} MB store ({msgs / 1000}k msgs) | {best:F3} s (page cache warm) |"));
+        Directory.Delete(dir, true);
+    }
+
+    // Index memory vs updates on a fixed key set (KV: max msgs per subject 1, 1,000 keys + 1 never updated).
+    {
+        var cfg = new StreamStoreConfig { StreamName = "kv", Limits = new StreamLimits { MaxMessagesPerSubject = 1 } };
+        var r = new FileStoreFactory().Open(cfg, Path.Combine(baseDir, "kv"));
+        using var s = r.Store!;
+        var keys = Subjects("kv", 1000);
+        s.Append("kv.stuck"u8, default, payload);
+        long done = 0;
+        foreach (long upto in quick ? new long[] { 100_000, 300_000 } : [100_000, 1_000_000, 3_000_000])
+        {
+            for (; done < upto; done++) s.Append(keys[done % 1000], default, payload);
+            var chunks = (int)s.GetType().GetProperty("IndexChunks", System.Reflection.BindingFlags.Instance | System.Reflection.BindingFlags.NonPublic)!.GetValue(s)!;
+            GC.Collect();
+            Line(string.Create(CultureInfo.InvariantCulture, $"KV {upto / 1000}k updates over 1k keys | index {chunks} chunks ({chunks * 48} KiB), managed heap {GC.GetTotalMemory(true) / (1024 * 1024)} MiB |"));
+        }
+        s.Delete();
+    }
+
+    // Append throughput alone and with a concurrent reader doing cold random loads.
+    {
+        var r = new FileStoreFactory().Open(new StreamStoreConfig { StreamName = "cold" }, Path.Combine(baseDir, "cold"));
+        using var s = r.Store!;
+        long pre = quick ? 500_000 : 2_000_000;
+        for (long i = 0; i < pre; i++) s.Append(subj[i & 15], default, payload);
+        int n = quick ? 300_000 : 1_000_000;
+        foreach (bool withReader in new[] { false, true })
+        {
+            double best = 0;
+            long readsDone = 0;
+            for (int rep = 0; rep < reps; rep++)
+            {
+                using var stop = new CancellationTokenSource();
+                long reads = 0;
+                var reader = withReader ? new Thread(() =>
+                {
+                    var m = new StoredMessage(512);
+                    var rnd = new Random(3);
+                    while (!stop.IsCancellationRequested)
+                    {
+                        s.Load((ulong)rnd.NextInt64(1, pre), m);
+                        reads++;
+                    }
+                }) : null;
+                reader?.Start();
+                var sw = Stopwatch.StartNew();
+                for (int i = 0; i < n; i++) s.Append(subj[i & 15], default, payload);
+                sw.Stop();
+                stop.Cancel();
+                reader?.Join();
+                double rate = n / sw.Elapsed.TotalSeconds;
+                if (rate > best) { best = rate; readsDone = (long)(reads / sw.Elapsed.TotalSeconds); }
+            }
+            Line(withReader
+                ? string.Create(CultureInfo.InvariantCulture, $"append 128 B with a concurrent cold random reader | {best:N0} appends/s, reader {readsDone:N0} loads/s |")
+                : string.Create(CultureInfo.InvariantCulture, $"append 128 B, no reader (same store) | {best:N0} appends/s |"));
+        }
+        s.Delete();
+    }
+}
+
 try { Directory.Delete(baseDir, true); } catch (IOException) { }
 var outFile = Environment.GetEnvironmentVariable("STORAGE_BENCH_OUT");
 if (!string.IsNullOrEmpty(outFile)) File.WriteAllLines(outFile, results);

@@ -2,6 +2,21 @@ using NatsBroker.Contracts;
 
 namespace NatsBroker.Storage.Internal;
 
+/// <summary>A read an engine finishes outside the store lock (see <see cref="IndexedStore.ReadMessage"/>).</summary>
+internal struct DeferredRead
+{
+    /// <summary>Set by the caller: the engine may defer this read.</summary>
+    public bool Allowed { get; set; }
+    /// <summary>Set by the engine: the read was deferred.</summary>
+    public bool Pending { get; set; }
+    public object? Source { get; set; }
+    public long Offset { get; set; }
+    public int Length { get; set; }
+    public ulong Sequence { get; set; }
+    /// <summary>Engine-owned buffer for the deferred read (e.g. a block cache being loaded).</summary>
+    public byte[]? Buffer { get; set; }
+}
+
 /// <summary>How a removal must be made durable by a persistent engine.</summary>
 internal enum RemoveKind
 {
@@ -19,7 +34,8 @@ internal enum RemoveKind
 /// <summary>
 /// The engine-independent part of a store: sequence index, subject index, limits, TTL, purge, load-next and
 /// consumer registry. Engines implement where message bytes live (<see cref="WriteMessage"/>,
-/// <see cref="ReadMessage"/>) and how removals persist (<see cref="OnRemoved"/>). Every member runs under
+/// <see cref="ReadMessage"/>) and how removals persist (<see cref="OnRemoved"/>). Every member except
+/// <see cref="CompleteRead"/> (disk reads deferred out of the lock, so readers never stall appends) runs under
 /// <see cref="Sync"/>. Appends cost O(1) (plus O(removed) for limit enforcement) and allocate nothing once the
 /// subject set is stable.
 /// </summary>
@@ -55,11 +71,57 @@ internal abstract class IndexedStore : IStreamStore
     public StreamStoreConfig Config { get; }
     public string? LastError { get; protected set; }
     public IReadOnlyList<string> RecoveryReport => _report;
+
+    /// <summary>Sequence-index chunks allocated (1024 entries of 48 B each); tests bound the index memory with it.</summary>
+    internal int IndexChunks
+    {
+        get
+        {
+            lock (Sync) return Index.AllocatedChunks;
+        }
+    }
+
+    private volatile string? _failure;
+
+    /// <summary>Non-null once the engine failed to make something durable; every later write is refused (fail-stop).</summary>
+    public string? Failure => _failure;
+
+    /// <summary>
+    /// Turns the store read-only for good: after a failed write or fsync nothing can be acknowledged any more
+    /// (the kernel may have dropped the dirty pages, so a retried fsync could "succeed" without the data).
+    /// Thread-safe; the first reason wins.
+    /// </summary>
+    protected void FailStop(string reason)
+    {
+        Interlocked.CompareExchange(ref _failure, reason, null);
+        LastError = _failure;
+    }
+
+    /// <summary>Status for a write attempted on a closed or failed store, or Ok.</summary>
+    private StoreStatus WriteRefusal()
+    {
+        if (IsClosed) return StoreStatus.Closed;
+        if (_failure is null) return StoreStatus.Ok;
+        LastError = _failure;
+        return StoreStatus.IoError;
+    }
     protected void Report(string problem) => _report.Add(problem);
 
     // ---- engine hooks (called under Sync) ----
     protected abstract StoreStatus WriteMessage(ulong seq, long ts, long ttl, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload, ref IndexEntry entry);
-    protected abstract StoreStatus ReadMessage(ulong seq, in IndexEntry entry, SubjectInfo subject, StoredMessage into);
+    /// <summary>
+    /// Reads a message (under <see cref="Sync"/>). An engine that needs disk I/O may instead fill
+    /// <paramref name="deferred"/> (when <see cref="DeferredRead.Allowed"/>) and return Ok; the caller then
+    /// finishes the read with <see cref="CompleteRead"/> after releasing the lock, so a cold read never blocks appends.
+    /// </summary>
+    protected abstract StoreStatus ReadMessage(ulong seq, in IndexEntry entry, SubjectInfo subject, StoredMessage into, ref DeferredRead deferred);
+
+    /// <summary>Finishes a deferred read outside the lock; <paramref name="retry"/> asks for the whole load again under the lock.</summary>
+    protected virtual StoreStatus CompleteRead(ref DeferredRead deferred, StoredMessage into, out bool retry)
+    {
+        retry = true;
+        return StoreStatus.Ok;
+    }
     protected abstract void OnRemoved(ulong seq, ref IndexEntry entry, RemoveKind kind);
     /// <summary>Everything was removed; the next sequence is <paramref name="nextSeq"/>.</summary>
     protected abstract StoreStatus OnPurgedAll(ulong nextSeq);
@@ -126,6 +188,8 @@ internal abstract class IndexedStore : IStreamStore
         long ticket;
         lock (Sync)
         {
+            var refused = WriteRefusal();
+            if (refused != StoreStatus.Ok) return refused;
             if (sequence <= Last) return StoreStatus.SequenceMismatch;
             long now = NowNanos();
             if (timestamp == 0) timestamp = now;
@@ -142,7 +206,8 @@ internal abstract class IndexedStore : IStreamStore
 
     private StoreStatus AppendLocked(ulong seq, long ts, long now, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload, long ttl)
     {
-        if (IsClosed) return StoreStatus.Closed;
+        var refused = WriteRefusal();
+        if (refused != StoreStatus.Ok) return refused;
         if (subject.IsEmpty || !SubjectMatch.IsLiteral(subject)) return StoreStatus.InvalidArgument;
         long size = (long)subject.Length + headers.Length + payload.Length;
         var lim = Limits;
@@ -183,6 +248,7 @@ internal abstract class IndexedStore : IStreamStore
         e.Prev = subj.Last;
         e.Next = 0;
         if (ttl > 0) e.Flags |= IndexEntry.FlagTtl;
+        Index.MarkLive(seq);
         if (subj.Last != 0) Index.Get(subj.Last).Next = seq;
         else subj.First = seq;
         subj.Last = seq;
@@ -269,14 +335,10 @@ internal abstract class IndexedStore : IStreamStore
     protected ref IndexEntry RecoverAdd(ulong seq, ReadOnlySpan<byte> subject, long ts, int size)
     {
         if (Msgs == 0 && Index.End != seq) Index.Reset(seq);
-        while (Index.End < seq)
-        {
-            ref var gap = ref Index.Add();
-            gap.SubjectId = -1;
-            gap.Location = -1;
-        }
+        Index.AdvanceTo(seq);
         var subj = Subjects.GetOrAdd(subject);
         ref var e = ref Index.Add();
+        Index.MarkLive(seq);
         e.Timestamp = ts;
         e.Size = size;
         e.SubjectId = subj.Id;
@@ -309,12 +371,7 @@ internal abstract class IndexedStore : IStreamStore
         }
         else
         {
-            while (Index.End <= Last)
-            {
-                ref var gap = ref Index.Add();
-                gap.SubjectId = -1;
-                gap.Location = -1;
-            }
+            Index.AdvanceTo(Last + 1);
         }
         FloorDirty = false;
     }
@@ -339,6 +396,7 @@ internal abstract class IndexedStore : IStreamStore
         Bytes -= (ulong)e.Size;
         e.SubjectId = -1;
         e.Prev = e.Next = 0;
+        Index.MarkDead(seq); // may release the chunk: 'e' is not used after this
         if (seq == First) AdvanceFirst();
         return StoreStatus.Ok;
     }
@@ -352,7 +410,8 @@ internal abstract class IndexedStore : IStreamStore
             Index.Reset(Last + 1);
             return;
         }
-        while (First <= Last && !Index.Get(First).IsLive) First++;
+        ulong next = Index.NextLive(First, Last);
+        First = next != 0 ? next : Last + 1;
         Index.TrimBelow(First);
     }
 
@@ -363,7 +422,8 @@ internal abstract class IndexedStore : IStreamStore
     {
         lock (Sync)
         {
-            if (IsClosed) return StoreStatus.Closed;
+            var refused = WriteRefusal();
+            if (refused != StoreStatus.Ok) return refused;
             var st = RemoveLocked(sequence, kind);
             if (st != StoreStatus.Ok) return st;
             return OnOperationDone(FloorDirty);
@@ -376,7 +436,8 @@ internal abstract class IndexedStore : IStreamStore
     {
         lock (Sync)
         {
-            if (IsClosed) return new(StoreStatus.Closed, 0);
+            var refused = WriteRefusal();
+            if (refused != StoreStatus.Ok) return new(refused, 0);
             ulong before = Msgs;
             bool all = SubjectMatch.IsAll(filter);
             if (all && keep == 0 && upToSequence == 0)
@@ -443,7 +504,8 @@ internal abstract class IndexedStore : IStreamStore
     {
         lock (Sync)
         {
-            if (IsClosed) return new(StoreStatus.Closed, 0);
+            var refused = WriteRefusal();
+            if (refused != StoreStatus.Ok) return new(refused, 0);
             if (sequence <= First) return new(StoreStatus.Ok, 0);
             ulong before = Msgs;
             if (sequence > Last)
@@ -468,7 +530,8 @@ internal abstract class IndexedStore : IStreamStore
     {
         lock (Sync)
         {
-            if (IsClosed) return StoreStatus.Closed;
+            var refused = WriteRefusal();
+            if (refused != StoreStatus.Ok) return refused;
             return SkipLocked(lastSequence, persist: true);
         }
     }
@@ -484,12 +547,7 @@ internal abstract class IndexedStore : IStreamStore
             return OnPurgedAll(last + 1);
         }
         if (last - Last > 1UL << 26) return StoreStatus.InvalidArgument;
-        while (Index.End <= last)
-        {
-            ref var gap = ref Index.Add();
-            gap.SubjectId = -1;
-            gap.Location = -1;
-        }
+        Index.AdvanceTo(last + 1);
         Last = last;
         return persist ? OnSkipped(last) : StoreStatus.Ok;
     }
@@ -501,17 +559,39 @@ internal abstract class IndexedStore : IStreamStore
 
     public StoreStatus Load(ulong sequence, StoredMessage into)
     {
+        var d = new DeferredRead { Allowed = true };
+        var st = LoadCore(sequence, into, ref d);
+        if (!d.Pending) return st;
+        st = CompleteRead(ref d, into, out bool retry);
+        if (!retry) return st;
+        d = default;
+        return LoadCore(sequence, into, ref d);
+    }
+
+    private StoreStatus LoadCore(ulong sequence, StoredMessage into, ref DeferredRead d)
+    {
         lock (Sync)
         {
             if (IsClosed) return StoreStatus.Closed;
             if (sequence < First || sequence > Last || !Index.Holds(sequence)) return StoreStatus.NotFound;
             ref var e = ref Index.Get(sequence);
             if (!e.IsLive) return StoreStatus.Deleted;
-            return ReadMessage(sequence, e, Subjects.ById(e.SubjectId), into);
+            return ReadMessage(sequence, e, Subjects.ById(e.SubjectId), into, ref d);
         }
     }
 
     public StoreStatus LoadLast(ReadOnlySpan<byte> subject, StoredMessage into)
+    {
+        var d = new DeferredRead { Allowed = true };
+        var st = LoadLastCore(subject, into, ref d);
+        if (!d.Pending) return st;
+        st = CompleteRead(ref d, into, out bool retry);
+        if (!retry) return st;
+        d = default;
+        return LoadLastCore(subject, into, ref d);
+    }
+
+    private StoreStatus LoadLastCore(ReadOnlySpan<byte> subject, StoredMessage into, ref DeferredRead d)
     {
         lock (Sync)
         {
@@ -538,11 +618,22 @@ internal abstract class IndexedStore : IStreamStore
             }
             if (seq == 0 || seq < First) return StoreStatus.NotFound;
             ref var e = ref Index.Get(seq);
-            return ReadMessage(seq, e, Subjects.ById(e.SubjectId), into);
+            return ReadMessage(seq, e, Subjects.ById(e.SubjectId), into, ref d);
         }
     }
 
     public StoreStatus LoadNext(ReadOnlySpan<byte> filter, ulong fromSequence, StoredMessage into)
+    {
+        var d = new DeferredRead { Allowed = true };
+        var st = LoadNextCore(filter, fromSequence, into, ref d);
+        if (!d.Pending) return st;
+        st = CompleteRead(ref d, into, out bool retry);
+        if (!retry) return st;
+        d = default;
+        return LoadNextCore(filter, fromSequence, into, ref d);
+    }
+
+    private StoreStatus LoadNextCore(ReadOnlySpan<byte> filter, ulong fromSequence, StoredMessage into, ref DeferredRead d)
     {
         lock (Sync)
         {
@@ -552,10 +643,7 @@ internal abstract class IndexedStore : IStreamStore
             ulong found = 0;
             if (SubjectMatch.IsAll(filter))
             {
-                for (; seq <= Last; seq++)
-                {
-                    if (Index.Get(seq).IsLive) { found = seq; break; }
-                }
+                found = Index.NextLive(seq, Last);
             }
             else if (SubjectMatch.IsLiteral(filter))
             {
@@ -582,8 +670,9 @@ internal abstract class IndexedStore : IStreamStore
                 int gen = NextGen();
                 for (; seq <= Last; seq++)
                 {
+                    seq = Index.NextLive(seq, Last);
+                    if (seq == 0) break;
                     ref var e = ref Index.Get(seq);
-                    if (!e.IsLive) continue;
                     int id = e.SubjectId;
                     if (_matchGen[id] != gen)
                     {
@@ -595,7 +684,7 @@ internal abstract class IndexedStore : IStreamStore
             }
             if (found == 0) return StoreStatus.NotFound;
             ref var fe = ref Index.Get(found);
-            return ReadMessage(found, fe, Subjects.ById(fe.SubjectId), into);
+            return ReadMessage(found, fe, Subjects.ById(fe.SubjectId), into, ref d);
         }
     }
 
@@ -669,7 +758,8 @@ internal abstract class IndexedStore : IStreamStore
         ArgumentNullException.ThrowIfNull(limits);
         lock (Sync)
         {
-            if (IsClosed) return StoreStatus.Closed;
+            var refused = WriteRefusal();
+            if (refused != StoreStatus.Ok) return refused;
             Limits = limits;
             EnforceAllLimitsLocked();
             StartExpiryTimer();

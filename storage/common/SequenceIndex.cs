@@ -28,6 +28,13 @@ internal struct IndexEntry
 /// <summary>
 /// Sequence-indexed ring of fixed-size chunks of <see cref="IndexEntry"/>. Appends and lookups are O(1);
 /// chunks below the first sequence are recycled, so a steady-state append allocates nothing.
+/// <para>
+/// Sparse: each chunk counts its live entries, and a chunk whose entries are all deleted (and that is not the
+/// one being appended to) is released, as are chunks inside skipped ranges. Memory therefore follows the live
+/// messages, not the span from first to last sequence (a KV bucket where one key is never updated keeps a
+/// first sequence far behind). A released chunk reads as deleted entries (<see cref="Get"/> returns a scratch
+/// dead entry); callers write only through entries they checked are live.
+/// </para>
 /// </summary>
 internal sealed class SequenceIndex
 {
@@ -37,11 +44,13 @@ internal sealed class SequenceIndex
     private const int Mask = ChunkSize - 1;
     private const int MaxFree = 8;
 
-    private IndexEntry[][] _chunks = new IndexEntry[16][];
+    private IndexEntry[]?[] _chunks = new IndexEntry[16][];
+    private int[] _live = new int[16];
     private int _head;
     private int _count;
     private ulong _baseChunk;
     private readonly Stack<IndexEntry[]> _free = new();
+    private IndexEntry _dead;
 
     /// <summary>One past the highest sequence held.</summary>
     public ulong End { get; private set; } = 1;
@@ -49,10 +58,14 @@ internal sealed class SequenceIndex
     /// <summary>Lowest sequence the index may still hold.</summary>
     public ulong Low => _baseChunk << Shift;
 
+    /// <summary>Chunks currently allocated (1024 entries each): the index's memory is this x 48 KiB.</summary>
+    public int AllocatedChunks { get; private set; }
+
     public void Reset(ulong nextSequence)
     {
-        for (int i = 0; i < _count; i++) Release(_chunks[(_head + i) & (_chunks.Length - 1)]);
+        for (int i = 0; i < _count; i++) Release(_chunks[Slot(i)]);
         Array.Clear(_chunks);
+        Array.Clear(_live);
         _head = 0;
         _count = 0;
         _baseChunk = nextSequence >> Shift;
@@ -61,28 +74,99 @@ internal sealed class SequenceIndex
 
     public bool Holds(ulong seq) => seq < End && seq >= Low;
 
+    private int Slot(int k) => (_head + k) & (_chunks.Length - 1);
+    private int SlotOf(ulong seq) => (int)(((ulong)_head + ((seq >> Shift) - _baseChunk)) & (ulong)(_chunks.Length - 1));
+
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     public ref IndexEntry Get(ulong seq)
     {
-        ulong k = (seq >> Shift) - _baseChunk;
-        return ref _chunks[(int)(((ulong)_head + k) & (ulong)(_chunks.Length - 1))][seq & Mask];
+        var c = _chunks[SlotOf(seq)];
+        if (c is not null) return ref c[seq & Mask];
+        return ref Dead();
     }
 
-    /// <summary>Appends the entry for sequence <see cref="End"/> and returns it (zeroed).</summary>
+    private ref IndexEntry Dead()
+    {
+        _dead = default;
+        _dead.SubjectId = -1;
+        _dead.Location = -1;
+        return ref _dead;
+    }
+
+    /// <summary>Appends the entry for sequence <see cref="End"/> and returns it (zeroed, not live).</summary>
     public ref IndexEntry Add()
     {
         ulong seq = End;
         ulong k = (seq >> Shift) - _baseChunk;
-        if (k >= (ulong)_count)
+        while (k >= (ulong)_count)
         {
             if (_count == _chunks.Length) Grow();
-            _chunks[(_head + _count) & (_chunks.Length - 1)] = Rent();
+            _chunks[Slot(_count)] = null;
+            _live[Slot(_count)] = 0;
             _count++;
         }
+        int slot = SlotOf(seq);
+        var c = _chunks[slot] ??= Rent();
         End = seq + 1;
-        ref var e = ref Get(seq);
+        ref var e = ref c[seq & Mask];
         e = default;
+        e.SubjectId = -1;
+        e.Location = -1;
         return ref e;
+    }
+
+    /// <summary>Moves <see cref="End"/> to <paramref name="end"/>: the sequences in between are deleted gaps (no memory for whole chunks).</summary>
+    public void AdvanceTo(ulong end)
+    {
+        while (End < end)
+        {
+            if ((End & Mask) == 0 && end - End >= ChunkSize)
+            {
+                // A whole chunk of gaps: reserve its slot without allocating it.
+                ulong k = (End >> Shift) - _baseChunk;
+                while (k >= (ulong)_count)
+                {
+                    if (_count == _chunks.Length) Grow();
+                    _chunks[Slot(_count)] = null;
+                    _live[Slot(_count)] = 0;
+                    _count++;
+                }
+                End += ChunkSize;
+                continue;
+            }
+            Add();
+        }
+    }
+
+    /// <summary>The entry for <paramref name="seq"/> became live.</summary>
+    public void MarkLive(ulong seq) => _live[SlotOf(seq)]++;
+
+    /// <summary>The entry for <paramref name="seq"/> was deleted; its chunk is released once nothing in it is live.</summary>
+    public void MarkDead(ulong seq)
+    {
+        int slot = SlotOf(seq);
+        if (--_live[slot] > 0) return;
+        // Never the chunk being appended to (Add re-allocates any other released chunk it needs, e.g. after RemoveLast).
+        if ((seq >> Shift) == (End >> Shift)) return;
+        Release(_chunks[slot]);
+        _chunks[slot] = null;
+    }
+
+    /// <summary>The first live sequence in [<paramref name="seq"/>, <paramref name="last"/>], skipping released chunks; 0 if none.</summary>
+    public ulong NextLive(ulong seq, ulong last)
+    {
+        while (seq <= last && seq < End)
+        {
+            var c = _chunks[SlotOf(seq)];
+            if (c is null || _live[SlotOf(seq)] == 0)
+            {
+                seq = ((seq >> Shift) + 1) << Shift;
+                continue;
+            }
+            if (c[seq & Mask].IsLive) return seq;
+            seq++;
+        }
+        return 0;
     }
 
     /// <summary>Forgets the entry just added (a failed append).</summary>
@@ -94,7 +178,8 @@ internal sealed class SequenceIndex
         while (_count > 1 && ((_baseChunk + 1) << Shift) <= seq)
         {
             Release(_chunks[_head]);
-            _chunks[_head] = null!;
+            _chunks[_head] = null;
+            _live[_head] = 0;
             _head = (_head + 1) & (_chunks.Length - 1);
             _baseChunk++;
             _count--;
@@ -103,16 +188,28 @@ internal sealed class SequenceIndex
 
     private void Grow()
     {
-        var n = new IndexEntry[_chunks.Length * 2][];
-        for (int i = 0; i < _count; i++) n[i] = _chunks[(_head + i) & (_chunks.Length - 1)];
+        var n = new IndexEntry[]?[_chunks.Length * 2];
+        var l = new int[_chunks.Length * 2];
+        for (int i = 0; i < _count; i++)
+        {
+            n[i] = _chunks[Slot(i)];
+            l[i] = _live[Slot(i)];
+        }
         _chunks = n;
+        _live = l;
         _head = 0;
     }
 
-    private IndexEntry[] Rent() => _free.Count > 0 ? _free.Pop() : new IndexEntry[ChunkSize];
+    private IndexEntry[] Rent()
+    {
+        AllocatedChunks++;
+        return _free.Count > 0 ? _free.Pop() : new IndexEntry[ChunkSize];
+    }
 
     private void Release(IndexEntry[]? c)
     {
-        if (c is not null && _free.Count < MaxFree) _free.Push(c);
+        if (c is null) return;
+        AllocatedChunks--;
+        if (_free.Count < MaxFree) _free.Push(c);
     }
 }

@@ -3,31 +3,35 @@ using NatsBroker.Storage.Internal;
 
 namespace NatsBroker.Storage.File;
 
-/// <summary>Consumer state persisted to obs/NAME.cs: at once with sync-always, else by the store's flush loop.</summary>
+/// <summary>
+/// Consumer state persisted to obs/NAME.cs, replaced whole: NAME.cs.tmp is written and fsynced, then renamed
+/// over NAME.cs, so a crash or power cut leaves the old or the new state, never a torn or empty one. With
+/// sync-always the directory is fsynced too before the update returns; otherwise the store's flush loop writes
+/// dirty states (at most every ConsumerWriteInterval) and its sync tick fsyncs the directory. A failed write
+/// is fatal for the whole store (fail-stop).
+/// </summary>
 internal sealed class FileConsumerStore : MemoryConsumerStore
 {
     private readonly string _path;
-    private readonly bool _syncAlways;
+    private readonly FileStore _store;
     private bool _dirty;
     private bool _deleted;
 
-    private readonly Action _onDirty;
-
-    public FileConsumerStore(string name, string path, bool syncAlways, Action<string> onDelete, Action onDirty, ConsumerState? initial)
-        : base(name, onDelete)
+    public FileConsumerStore(string name, string path, FileStore store, ConsumerState? initial)
+        : base(name, store.ForgetFileConsumer)
     {
-        _onDirty = onDirty;
+        _store = store;
         _path = path;
-        _syncAlways = syncAlways;
         initial?.CopyTo(State);
         if (initial is null) _dirty = true;
     }
 
     protected override StoreStatus Persist()
     {
+        if (_store.Failure is not null) return StoreStatus.IoError;
         _dirty = true;
-        if (_syncAlways) return WriteLocked();
-        _onDirty();
+        if (_store.SyncAlways) return WriteLocked();
+        _store.ArmFlush();
         return StoreStatus.Ok;
     }
 
@@ -40,27 +44,20 @@ internal sealed class FileConsumerStore : MemoryConsumerStore
     private StoreStatus WriteLocked()
     {
         if (_deleted) return StoreStatus.Ok;
-        var bytes = ConsumerStateCodec.Encode(State);
-        var tmp = _path + ".tmp";
+        if (_store.Failure is not null) return StoreStatus.IoError;
         try
         {
-            using (var fs = new FileStream(tmp, FileMode.Create, FileAccess.Write, FileShare.None, 0))
-            {
-                fs.Write(bytes);
-                fs.Flush(_syncAlways);
-            }
-            System.IO.File.Move(tmp, _path, overwrite: true);
-            _dirty = false;
-            return StoreStatus.Ok;
+            DurableFile.Replace(_store.FileSystem, _path, ConsumerStateCodec.Encode(State), syncDirectory: false);
+            _store.ConsumerDirectoryChanged();
         }
-        catch (IOException e)
+        catch (Exception e) when (e is IOException or UnauthorizedAccessException)
         {
+            _store.ConsumerWriteFailed(Name, e);
             return FileStore.IsDiskFull(e) ? StoreStatus.DiskFull : StoreStatus.IoError;
         }
-        catch (UnauthorizedAccessException)
-        {
-            return StoreStatus.IoError;
-        }
+        var st = _store.SyncAlways ? _store.SyncConsumerDirectory() : StoreStatus.Ok;
+        if (st == StoreStatus.Ok) _dirty = false;
+        return st;
     }
 
     protected override StoreStatus DeleteFiles()
@@ -68,11 +65,13 @@ internal sealed class FileConsumerStore : MemoryConsumerStore
         _deleted = true;
         try
         {
-            System.IO.File.Delete(_path);
-            System.IO.File.Delete(_path + ".tmp");
-            return StoreStatus.Ok;
+            var fs = _store.FileSystem;
+            if (fs.FileExists(_path)) fs.DeleteFile(_path);
+            if (fs.FileExists(_path + ".tmp")) fs.DeleteFile(_path + ".tmp");
+            _store.ConsumerDirectoryChanged();
+            return _store.SyncAlways ? _store.SyncConsumerDirectory() : StoreStatus.Ok;
         }
-        catch (IOException)
+        catch (Exception e) when (e is IOException or UnauthorizedAccessException)
         {
             return StoreStatus.IoError;
         }

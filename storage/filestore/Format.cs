@@ -45,6 +45,19 @@ internal static class Format
 
     public static ReadOnlySpan<byte> BlockMagic => "NBMB"u8;
 
+    /// <summary>Checks the lines of store.meta: magic first line and a supported version.</summary>
+    public static (StoreStatus, string?) CheckMeta(string[] lines, string dir)
+    {
+        if (lines.Length == 0 || lines[0] != MetaMagic)
+            return (StoreStatus.NotOurStore, $"'{dir}' has a {MetaFile} that is not a natsbroker file store");
+        var ver = lines.FirstOrDefault(l => l.StartsWith("version=", StringComparison.Ordinal));
+        if (ver is null || !int.TryParse(ver.AsSpan(8), System.Globalization.NumberStyles.Integer, System.Globalization.CultureInfo.InvariantCulture, out int v))
+            return (StoreStatus.Corrupt, $"'{Path.Combine(dir, MetaFile)}' has no valid version line");
+        if (v > Version)
+            return (StoreStatus.UnsupportedVersion, $"'{dir}' is file store format version {v}; this engine reads versions up to {Version}");
+        return (StoreStatus.Ok, null);
+    }
+
     public static string BlockName(uint id) => id.ToString("D10", System.Globalization.CultureInfo.InvariantCulture) + ".blk";
 
     public static void WriteBlockHeader(Span<byte> dst, uint id, ulong startSeq, ulong floor)

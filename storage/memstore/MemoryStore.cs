@@ -102,7 +102,7 @@ internal sealed class MemoryStore : IndexedStore
 
     private long _nextNo;
 
-    protected override StoreStatus ReadMessage(ulong seq, in IndexEntry entry, SubjectInfo subject, StoredMessage into)
+    protected override StoreStatus ReadMessage(ulong seq, in IndexEntry entry, SubjectInfo subject, StoredMessage into, ref DeferredRead deferred)
     {
         var slab = SlabAt(entry.Location >> 32)!;
         int off = (int)(entry.Location & 0xFFFFFFFF);

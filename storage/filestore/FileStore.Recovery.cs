@@ -1,0 +1,221 @@
+using System.Buffers.Binary;
+using System.Globalization;
+using NatsBroker.Contracts;
+using NatsBroker.Storage.Internal;
+
+namespace NatsBroker.Storage.File;
+
+/// <summary>Open-time recovery: reads every block in id order and rebuilds the indexes (FORMAT.md, "Recovery at open").</summary>
+internal sealed partial class FileStore
+{
+    private (StoreStatus, string?) RecoverBlocks()
+    {
+        var ids = new List<uint>();
+        foreach (var name in _fs.ListFiles(_blockDir))
+        {
+            if (name.EndsWith(".blk", StringComparison.Ordinal) && uint.TryParse(name.AsSpan(0, name.Length - 4), NumberStyles.None, CultureInfo.InvariantCulture, out uint id))
+                ids.Add(id);
+            else
+                Report($"ignored unexpected file '{name}' in {Format.BlockDir}/");
+        }
+        ids.Sort();
+        if (ids.Count > 0) _maxBlockId = ids[^1];
+
+        _recovering = true;
+        ulong last = 0, floor = 0;
+        lock (Sync)
+        {
+            for (int i = 0; i < ids.Count; i++)
+            {
+                var (st, err) = RecoverBlock(ids[i], i == ids.Count - 1, ref last, ref floor);
+                if (st != StoreStatus.Ok) return (st, err);
+            }
+            RecoverLast(last, floor);
+            _persistedFloor = First;
+            if (_blocks.Count == 0 || _tail is null || _tail.Cache is null)
+            {
+                var st = NewTailBlock(Last + 1);
+                if (st != StoreStatus.Ok) return (st, LastError);
+            }
+            _recovering = false;
+            // Blocks emptied by tombstones/floors (not the newest) are compacted away now.
+            foreach (var b in _blocks.ToArray())
+            {
+                if (b.Live == 0 && b != _tail) RemoveBlock(b);
+            }
+            EnforceAllLimitsLocked();
+            var fst = FlushTailLocked();
+            // Whatever recovery changed (truncated tail, new block, carried tombstones) is made durable before use.
+            if (fst == StoreStatus.Ok) fst = SyncAllLocked();
+            if (fst != StoreStatus.Ok) return (fst, Failure ?? LastError);
+        }
+        return (StoreStatus.Ok, null);
+    }
+
+    private (StoreStatus, string?) RecoverBlock(uint id, bool isLast, ref ulong last, ref ulong floor)
+    {
+        var path = Path.Combine(_blockDir, Format.BlockName(id));
+        var file = _fs.OpenFile(path, create: false);
+        long len = file.Length;
+        if (len > int.MaxValue - 64)
+        {
+            file.Dispose();
+            return (StoreStatus.Corrupt, $"block {Format.BlockName(id)} is too large ({len} bytes)");
+        }
+        var data = RentBuffer((int)Math.Max(len, _opt.BlockSize));
+        int got = file.Read(data.AsSpan(0, (int)len), 0);
+        if (got < len) len = got;
+        var span = data.AsSpan(0, (int)len);
+        string bn = Format.BlockName(id);
+        if (len < Format.BlockHeaderSize || !span[..4].SequenceEqual(Format.BlockMagic))
+        {
+            file.Dispose();
+            ReturnBuffer(data);
+            if (isLast && (len < Format.BlockHeaderSize || span.IndexOfAnyExcept((byte)0) < 0))
+            {
+                // A crash right after creating the newest block: nothing in it was ever acknowledged
+                // (an acknowledgement needs the block's header written and fsynced).
+                Report($"block {bn}: incomplete header ({len} bytes), removed");
+                _fs.DeleteFile(path);
+                _blockDirState.Touch();
+                return (StoreStatus.Ok, null);
+            }
+            Report($"block {bn}: bad header magic, block skipped (left on disk)");
+            return (StoreStatus.Ok, null);
+        }
+        ushort ver = BinaryPrimitives.ReadUInt16LittleEndian(span[4..]);
+        if (ver > Format.Version)
+        {
+            file.Dispose();
+            ReturnBuffer(data);
+            return (StoreStatus.UnsupportedVersion, $"block {bn} has format version {ver}; this engine reads versions up to {Format.Version}");
+        }
+        if (Crc32C.Compute(span[..36]) != BinaryPrimitives.ReadUInt32LittleEndian(span[36..]))
+        {
+            Report($"block {bn}: header checksum mismatch, block skipped (left on disk)");
+            file.Dispose();
+            ReturnBuffer(data);
+            return (StoreStatus.Ok, null);
+        }
+        var blk = new MsgBlock
+        {
+            Id = id,
+            Path = path,
+            File = file,
+            StartSeq = BinaryPrimitives.ReadUInt64LittleEndian(span[16..]),
+            Floor = BinaryPrimitives.ReadUInt64LittleEndian(span[24..]),
+            Size = len,
+            Flushed = len,
+            Cache = data,
+        };
+        AddBlock(blk);
+        if (blk.StartSeq > 0 && blk.StartSeq - 1 > last) last = blk.StartSeq - 1;
+        if (blk.Floor > floor) floor = blk.Floor;
+
+        int off = Format.BlockHeaderSize;
+        ulong maxMsgSeq = Last;
+        while (off < len)
+        {
+            if (Format.TryRecord(span[off..], out var rec))
+            {
+                ApplyRecord(blk, off, rec, span.Slice(off, rec.Length), ref last, ref floor, ref maxMsgSeq);
+                off += rec.Length;
+                continue;
+            }
+            int next = Resync(span, off + 1, maxMsgSeq);
+            if (next < 0)
+            {
+                if (isLast)
+                {
+                    Report($"block {bn}: torn tail at offset {off} ({len - off} bytes) truncated");
+                    file.SetLength(off);
+                    blk.Size = blk.Flushed = off;
+                    blk.WriteGen++; // the truncation is fsynced before the store is used
+                }
+                else
+                {
+                    Report($"block {bn}: corrupt or truncated data from offset {off} to the end ({len - off} bytes); messages after sequence {maxMsgSeq} in this block are lost");
+                }
+                break;
+            }
+            var nr = new Format.Rec(span[next..]);
+            Report($"block {bn}: corrupt data at offset {off}..{next} ({next - off} bytes, checksum mismatch); sequences {maxMsgSeq + 1}..{nr.Seq - 1} may be lost");
+            off = next;
+        }
+        _diskBytes += blk.Size;
+        blk.Reserved = isLast ? Math.Max(_opt.BlockSize, blk.Size) : blk.Size;
+        _diskBytes += blk.Reserved - blk.Size;
+        if (isLast)
+        {
+            _tail = blk;
+        }
+        else
+        {
+            blk.Cache = null;
+            ReturnBuffer(data);
+        }
+        return (StoreStatus.Ok, null);
+    }
+
+    private void ApplyRecord(MsgBlock blk, int off, Format.Rec rec, ReadOnlySpan<byte> raw, ref ulong last, ref ulong floor, ref ulong maxMsgSeq)
+    {
+        switch (rec.Type)
+        {
+            case Format.TypeMessage:
+                if (rec.Seq <= maxMsgSeq || rec.Seq == 0)
+                {
+                    Report($"block {Format.BlockName(blk.Id)}: message sequence {rec.Seq} at offset {off} is not above {maxMsgSeq}; ignored");
+                    return;
+                }
+                maxMsgSeq = rec.Seq;
+                var subject = raw.Slice(Format.RecordHeaderSize, rec.SubjectLength);
+                ref var e = ref RecoverAdd(rec.Seq, subject, rec.Timestamp, rec.Length - Format.RecordOverhead);
+                e.Location = ((long)blk.Id << 32) | (uint)off;
+                e.Aux = rec.Length;
+                if (rec.Ttl > 0)
+                {
+                    e.Flags |= IndexEntry.FlagTtl;
+                    TrackTtl(rec.Seq, rec.Timestamp + rec.Ttl);
+                }
+                blk.Live++;
+                blk.LastMsgSeq = rec.Seq;
+                break;
+            case Format.TypeErased:
+                if (rec.Seq > maxMsgSeq) maxMsgSeq = rec.Seq;
+                if (rec.Seq > last) last = rec.Seq;
+                break;
+            case Format.TypeTombstone:
+                blk.Tombstones++;
+                RemoveLocked(rec.Seq, RemoveKind.Lazy);
+                break;
+            case Format.TypeFloor:
+                if (rec.Seq > floor) floor = rec.Seq;
+                if (rec.Seq > 0 && rec.Seq - 1 > last) last = rec.Seq - 1;
+                break;
+            case Format.TypeSkip:
+                if (rec.Seq > last) last = rec.Seq;
+                break;
+        }
+    }
+
+    /// <summary>Finds the next offset holding a valid record with a plausible sequence, or -1.</summary>
+    private static int Resync(ReadOnlySpan<byte> span, int from, ulong afterSeq)
+    {
+        for (int p = from; p + Format.RecordOverhead <= span.Length; p++)
+        {
+            uint len = BinaryPrimitives.ReadUInt32LittleEndian(span[p..]);
+            if (len < Format.RecordOverhead || len > span.Length - p) continue;
+            byte t = span[p + 4];
+            if (t is < Format.TypeMessage or > Format.TypeErased) continue;
+            if (t == Format.TypeMessage && BinaryPrimitives.ReadUInt64LittleEndian(span[(p + 8)..]) <= afterSeq) continue;
+            if (Format.TryRecord(span[p..], out _)) return p;
+        }
+        return -1;
+    }
+
+    private void AddBlock(MsgBlock b)
+    {
+        _blocks.Add(b);
+        _byId[b.Id] = b;
+    }
+}

@@ -1,0 +1,380 @@
+using NatsBroker.Storage.File;
+
+namespace NatsBroker.Storage.Tests.Faults;
+
+/// <summary>
+/// An in-memory file system that can fail any operation on demand and can "lose power". It keeps, for every
+/// file, the bytes a reader sees and the bytes that are durable, and for every directory the entries a reader
+/// sees and the durable ones, following the POSIX rules the engine must obey: file data becomes durable only
+/// by that file's fsync, a create/rename/delete only by an fsync of its directory.
+/// <para>
+/// <see cref="PowerCut"/> keeps, file by file and directory by directory, the durable state plus a random
+/// prefix of the operations issued since the last fsync (the last kept write possibly torn), as a kernel that
+/// wrote back some of its dirty pages may leave it; everything else is discarded. A failed fsync drops the
+/// pending writes from the durable side for good while readers still see them, as Linux does ("fsyncgate"):
+/// a later fsync that succeeds does not bring them back.
+/// </para>
+/// Each engine instance gets a <see cref="Session"/>; a power cut kills every session opened before it, so a
+/// store object left over from before the cut can no longer touch the "disk".
+/// </summary>
+internal sealed class FaultFileSystem
+{
+    private readonly object _gate = new();
+    private readonly Dir _root = new();
+    private int _epoch;
+
+    /// <summary>Decides whether an operation ("write", "sync", "syncdir", "rename", "create", "delete", "truncate") on a path fails.</summary>
+    public Func<string, string, bool>? ShouldFail { get; set; }
+
+    public int InjectedFailures { get; private set; }
+
+    /// <summary>Called with the path before a file read, outside the file system's lock (tests stall a reader here).</summary>
+    public Action<string>? BeforeRead { get; set; }
+
+    public IStoreFileSystem Session() => new View(this, _epoch);
+
+    /// <summary>Loses power: discards every un-fsynced change except a random prefix per file and directory.</summary>
+    public void PowerCut(Random rng)
+    {
+        lock (_gate)
+        {
+            _epoch++;
+            var seen = new HashSet<object>(ReferenceEqualityComparer.Instance);
+            CutDir(_root, rng, seen);
+        }
+    }
+
+    private static void CutDir(Dir d, Random rng, HashSet<object> seen)
+    {
+        if (!seen.Add(d)) return;
+        int keep = d.Pending.Count == 0 ? 0 : rng.Next(d.Pending.Count + 1);
+        var entries = new Dictionary<string, object>(d.Durable, StringComparer.Ordinal);
+        for (int i = 0; i < keep; i++) d.Pending[i].Apply(entries);
+        // Nodes reachable only through discarded entries are garbage now; the rest are cut in turn.
+        d.Entries = entries;
+        d.Durable = new Dictionary<string, object>(entries, StringComparer.Ordinal);
+        d.Pending.Clear();
+        foreach (var node in entries.Values)
+        {
+            if (node is Dir sub) CutDir(sub, rng, seen);
+            else if (node is Inode f && seen.Add(f)) CutFile(f, rng);
+        }
+    }
+
+    private static void CutFile(Inode f, Random rng)
+    {
+        var data = f.Durable.ToList();
+        int keep = f.Pending.Count == 0 ? 0 : rng.Next(f.Pending.Count + 1);
+        for (int i = 0; i < keep; i++) f.Pending[i].Apply(data, f.Pending[i].Bytes.Length);
+        if (keep < f.Pending.Count && f.Pending[keep].Bytes.Length > 1 && rng.Next(2) == 0)
+            f.Pending[keep].Apply(data, rng.Next(1, f.Pending[keep].Bytes.Length)); // a torn write
+        f.Data = data;
+        f.Durable = [.. data];
+        f.Pending.Clear();
+    }
+
+    private void Check(int epoch, string op, string path)
+    {
+        if (epoch != _epoch) throw new IOException($"power lost: {op} {path} after the cut");
+        if (ShouldFail?.Invoke(op, path) == true)
+        {
+            InjectedFailures++;
+            throw new IOException($"injected {op} failure on {path}");
+        }
+    }
+
+    private static string[] Parts(string path) => Path.GetFullPath(path).Split('/', StringSplitOptions.RemoveEmptyEntries);
+
+    private Dir? FindDir(string path)
+    {
+        Dir d = _root;
+        foreach (var p in Parts(path))
+        {
+            if (!d.Entries.TryGetValue(p, out var n) || n is not Dir sub) return null;
+            d = sub;
+        }
+        return d;
+    }
+
+    private (Dir, string) Parent(string path)
+    {
+        var full = Path.GetFullPath(path);
+        var dir = FindDir(Path.GetDirectoryName(full)!) ?? throw new DirectoryNotFoundException($"no directory for {full}");
+        return (dir, Path.GetFileName(full));
+    }
+
+    private sealed class Dir
+    {
+        public Dictionary<string, object> Entries = new(StringComparer.Ordinal);
+        public Dictionary<string, object> Durable = new(StringComparer.Ordinal);
+        public readonly List<DirOp> Pending = [];
+
+        public void Do(DirOp op)
+        {
+            op.Apply(Entries);
+            Pending.Add(op);
+        }
+    }
+
+    /// <summary>One directory change: remove <see cref="Remove"/> and/or add <see cref="Add"/> (a rename does both, atomically).</summary>
+    private sealed record DirOp(string? Remove, string? Add, object? Node)
+    {
+        public void Apply(Dictionary<string, object> entries)
+        {
+            if (Remove is not null) entries.Remove(Remove);
+            if (Add is not null) entries[Add] = Node!;
+        }
+    }
+
+    private sealed class Inode
+    {
+        public List<byte> Data = [];
+        public byte[] Durable = [];
+        public readonly List<FileOp> Pending = [];
+    }
+
+    /// <summary>A write of <see cref="Bytes"/> at <see cref="Offset"/>, or (Truncate) a change of length to <see cref="Offset"/>.</summary>
+    private sealed record FileOp(long Offset, byte[] Bytes, bool Truncate)
+    {
+        public void Apply(List<byte> data, int count)
+        {
+            if (Truncate)
+            {
+                if (data.Count > Offset) data.RemoveRange((int)Offset, data.Count - (int)Offset);
+                while (data.Count < Offset) data.Add(0);
+                return;
+            }
+            while (data.Count < Offset) data.Add(0);
+            for (int i = 0; i < count; i++)
+            {
+                long p = Offset + i;
+                if (p < data.Count) data[(int)p] = Bytes[i];
+                else data.Add(Bytes[i]);
+            }
+        }
+    }
+
+    /// <summary>The file system as one engine instance sees it; dead after the next power cut.</summary>
+    private sealed class View(FaultFileSystem fs, int epoch) : IStoreFileSystem
+    {
+        public bool FileExists(string path)
+        {
+            lock (fs._gate)
+            {
+                fs.Check(epoch, "stat", path);
+                var full = Path.GetFullPath(path);
+                var d = fs.FindDir(Path.GetDirectoryName(full)!);
+                return d is not null && d.Entries.TryGetValue(Path.GetFileName(full), out var n) && n is Inode;
+            }
+        }
+
+        public bool DirectoryExists(string path)
+        {
+            lock (fs._gate)
+            {
+                fs.Check(epoch, "stat", path);
+                return fs.FindDir(path) is not null;
+            }
+        }
+
+        public bool DirectoryHasEntries(string path)
+        {
+            lock (fs._gate)
+            {
+                fs.Check(epoch, "stat", path);
+                return fs.FindDir(path) is { } d && d.Entries.Count > 0;
+            }
+        }
+
+        public void CreateDirectory(string path)
+        {
+            lock (fs._gate)
+            {
+                fs.Check(epoch, "mkdir", path);
+                Dir d = fs._root;
+                foreach (var p in Parts(path))
+                {
+                    if (!d.Entries.TryGetValue(p, out var n))
+                    {
+                        n = new Dir();
+                        d.Do(new DirOp(null, p, n));
+                    }
+                    d = n as Dir ?? throw new IOException($"{p} is a file");
+                }
+            }
+        }
+
+        public IReadOnlyList<string> ListFiles(string directory)
+        {
+            lock (fs._gate)
+            {
+                fs.Check(epoch, "list", directory);
+                var d = fs.FindDir(directory) ?? throw new DirectoryNotFoundException(directory);
+                return [.. d.Entries.Where(e => e.Value is Inode).Select(e => e.Key)];
+            }
+        }
+
+        public IStoreFile OpenFile(string path, bool create, long preallocate = 0)
+        {
+            lock (fs._gate)
+            {
+                var (d, name) = fs.Parent(path);
+                d.Entries.TryGetValue(name, out var n);
+                if (!create)
+                {
+                    fs.Check(epoch, "open", path);
+                    return new FaultFile(fs, epoch, path, n as Inode ?? throw new FileNotFoundException(path));
+                }
+                fs.Check(epoch, "create", path);
+                if (n is Inode existing)
+                {
+                    // O_TRUNC on the same inode.
+                    existing.Data.Clear();
+                    existing.Pending.Add(new FileOp(0, [], Truncate: true));
+                    return new FaultFile(fs, epoch, path, existing);
+                }
+                var f = new Inode();
+                d.Do(new DirOp(null, name, f));
+                return new FaultFile(fs, epoch, path, f);
+            }
+        }
+
+        public byte[] ReadAllBytes(string path)
+        {
+            lock (fs._gate)
+            {
+                fs.Check(epoch, "read", path);
+                var (d, name) = fs.Parent(path);
+                return d.Entries.TryGetValue(name, out var n) && n is Inode f ? [.. f.Data] : throw new FileNotFoundException(path);
+            }
+        }
+
+        public void Rename(string from, string to)
+        {
+            lock (fs._gate)
+            {
+                fs.Check(epoch, "rename", to);
+                var (d, a) = fs.Parent(from);
+                var (d2, b) = fs.Parent(to);
+                if (d != d2) throw new IOException("cross-directory rename is not modelled");
+                if (!d.Entries.TryGetValue(a, out var n)) throw new FileNotFoundException(from);
+                d.Do(new DirOp(a, b, n));
+            }
+        }
+
+        public void DeleteFile(string path)
+        {
+            lock (fs._gate)
+            {
+                fs.Check(epoch, "delete", path);
+                var (d, name) = fs.Parent(path);
+                if (d.Entries.ContainsKey(name)) d.Do(new DirOp(name, null, null));
+            }
+        }
+
+        public void DeleteDirectory(string path)
+        {
+            lock (fs._gate)
+            {
+                fs.Check(epoch, "delete", path);
+                var (d, name) = fs.Parent(path);
+                if (d.Entries.ContainsKey(name)) d.Do(new DirOp(name, null, null));
+            }
+        }
+
+        public void SyncDirectory(string path)
+        {
+            lock (fs._gate)
+            {
+                fs.Check(epoch, "syncdir", path);
+                var d = fs.FindDir(path) ?? throw new DirectoryNotFoundException(path);
+                foreach (var op in d.Pending) op.Apply(d.Durable);
+                d.Pending.Clear();
+            }
+        }
+    }
+
+    private sealed class FaultFile(FaultFileSystem fs, int epoch, string path, Inode f) : IStoreFile
+    {
+        private bool _disposed;
+
+        private void Alive()
+        {
+            ObjectDisposedException.ThrowIf(_disposed, this);
+        }
+
+        public long Length
+        {
+            get
+            {
+                lock (fs._gate)
+                {
+                    Alive();
+                    fs.Check(epoch, "stat", path);
+                    return f.Data.Count;
+                }
+            }
+        }
+
+        public int Read(Span<byte> into, long offset)
+        {
+            fs.BeforeRead?.Invoke(path);
+            lock (fs._gate)
+            {
+                Alive();
+                fs.Check(epoch, "read", path);
+                int n = (int)Math.Clamp(f.Data.Count - offset, 0, into.Length);
+                for (int i = 0; i < n; i++) into[i] = f.Data[(int)offset + i];
+                return n;
+            }
+        }
+
+        public void Write(ReadOnlySpan<byte> data, long offset)
+        {
+            lock (fs._gate)
+            {
+                Alive();
+                fs.Check(epoch, "write", path);
+                var op = new FileOp(offset, data.ToArray(), Truncate: false);
+                op.Apply(f.Data, op.Bytes.Length);
+                f.Pending.Add(op);
+            }
+        }
+
+        public void SetLength(long length)
+        {
+            lock (fs._gate)
+            {
+                Alive();
+                fs.Check(epoch, "truncate", path);
+                var op = new FileOp(length, [], Truncate: true);
+                op.Apply(f.Data, 0);
+                f.Pending.Add(op);
+            }
+        }
+
+        public void Sync()
+        {
+            lock (fs._gate)
+            {
+                Alive();
+                try
+                {
+                    fs.Check(epoch, "sync", path);
+                }
+                catch (IOException) when (epoch == fs._epoch)
+                {
+                    // fsyncgate: the kernel marks the failed pages clean; they never reach the disk now.
+                    f.Pending.Clear();
+                    throw;
+                }
+                var durable = f.Durable.ToList();
+                foreach (var op in f.Pending) op.Apply(durable, op.Bytes.Length);
+                f.Durable = [.. durable];
+                f.Pending.Clear();
+            }
+        }
+
+        public void Dispose() => _disposed = true;
+    }
+}
