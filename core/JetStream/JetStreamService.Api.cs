@@ -119,18 +119,18 @@ public sealed partial class JetStreamService
         if (Account.TryGet(name, out var existing))
         {
             if (!SameJson(existing.Config, cfg)) return Fail(req, type, JsErrors.StreamNameExist);
-            return Respond(req, StreamInfoJson(type, existing.Info()));
+            return Respond(req, StreamInfoJson(type, existing.Info(), didCreate: true));
         }
         err = Account.Add(cfg, DateTime.UtcNow, out var stream);
         if (err is not null)
         {
             // A concurrent create of the same config is not an error (the account lock decided).
             if (err == JsErrors.StreamNameExist && Account.TryGet(name, out existing) && SameJson(existing.Config, cfg))
-                return Respond(req, StreamInfoJson(type, existing.Info()));
+                return Respond(req, StreamInfoJson(type, existing.Info(), didCreate: true));
             return Fail(req, type, err);
         }
         Logger.LogDebug("JetStream: created stream {Stream}", name);
-        return Respond(req, StreamInfoJson(type, stream!.Info()));
+        return Respond(req, StreamInfoJson(type, stream!.Info(), didCreate: true));
     }
 
     private bool StreamUpdate(ApiRequest req, string name)
@@ -154,13 +154,22 @@ public sealed partial class JetStreamService
         const string type = "stream_info_response";
         if (!JsJson.TryParse(req.Body, JsJsonContext.Default.StreamInfoRequest, out var r, out var perr)) return Fail(req, type, perr!);
         if (!Account.TryGet(name, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
-        return Respond(req, StreamInfoJson(type, stream.Info(r!.SubjectsFilter, r.DeletedDetails == true)));
+        return Respond(req, StreamInfoJson(type, stream.Info(r!.SubjectsFilter, r.DeletedDetails == true), paged: true));
     }
 
-    private static byte[] StreamInfoJson(string type, StreamInfo info) =>
+    /// <summary>
+    /// A StreamInfo response. <paramref name="didCreate"/>: STREAM.CREATE's did_create (nats-server sets it on every
+    /// successful create, also for an identical existing stream); <paramref name="paged"/>: STREAM.INFO carries
+    /// ApiPaged (total/offset/limit of subject details).
+    /// </summary>
+    private static byte[] StreamInfoJson(string type, StreamInfo info, bool didCreate = false, bool paged = false) =>
         JsJson.Serialize(new StreamInfoResponse
         {
             Type = P + type,
+            DidCreate = didCreate ? true : null,
+            Total = paged ? info.State.Subjects?.Count ?? 0 : null,
+            Offset = paged ? 0 : null,
+            Limit = paged ? (info.State.Subjects is null ? 0 : 100_000) : null,
             Config = info.Config,
             Created = info.Created,
             State = info.State,
@@ -328,8 +337,8 @@ public sealed partial class JetStreamService
         const string type = "consumer_create_response";
         if (!JsJson.TryParse(req.Body, JsJsonContext.Default.CreateConsumerRequest, out var r, out var perr)) return Fail(req, type, perr!);
         if (r!.StreamName != streamName) return Fail(req, type, JsErrors.StreamMismatch);
-        var cfg = r.Config;
-        if (cfg is null) return Fail(req, type, JsErrors.ConsumerConfigRequired);
+        // nats-server's request holds the config by value: a missing one is an empty config.
+        var cfg = r.Config ?? new ConsumerConfig();
         if (!Account.TryGet(streamName, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
 
         if (durableForm)

@@ -17,7 +17,8 @@ internal sealed partial class JsStream
         {
             Messages = st.Messages,
             Bytes = st.Bytes,
-            FirstSeq = st.FirstSequence,
+            // A stream that never held a message reports first_seq 0, as nats-server's stores do.
+            FirstSeq = st.LastSequence == 0 && st.Messages == 0 ? 0 : st.FirstSequence,
             FirstTs = GoTime.FromUnixNanos(st.Messages == 0 ? 0 : st.FirstTimestamp),
             LastSeq = st.LastSequence,
             LastTs = GoTime.FromUnixNanos(st.LastTimestamp),

@@ -18,7 +18,6 @@ internal sealed partial class JsStream
     private const int MaxHeaderSize = 64 * 1024;
 
     private readonly byte[] _pubAckPrefix;
-    private readonly byte[] _pubAckDomain;
     private readonly byte[] _pubAckScratch = new byte[512];
     // Duplicate window (worker thread only): msg id -> (seq, stored at), plus arrival order for expiry.
     private readonly Dictionary<string, (ulong Seq, long Ts)> _dedupe = new(StringComparer.Ordinal);
@@ -181,23 +180,22 @@ internal sealed partial class JsStream
     /// <summary>{"stream":"S",["domain":"D",]"seq":N[,"duplicate":true]} written into a reused scratch buffer.</summary>
     private ReadOnlySpan<byte> PubAck(ulong seq, bool duplicate)
     {
-        int need = _pubAckPrefix.Length + _pubAckDomain.Length + 48;
+        int need = _pubAckPrefix.Length + 48;
         var buf = need <= _pubAckScratch.Length ? _pubAckScratch : new byte[need];
         _pubAckPrefix.CopyTo(buf, 0);
         int n = _pubAckPrefix.Length;
         Utf8Formatter.TryFormat(seq, buf.AsSpan(n), out int w);
         n += w;
-        _pubAckDomain.CopyTo(buf, n);
-        n += _pubAckDomain.Length;
         if (duplicate)
         {
-            ",\"duplicate\":true"u8.CopyTo(buf.AsSpan(n));
-            n += ",\"duplicate\":true"u8.Length;
+            ",\"duplicate\": true"u8.CopyTo(buf.AsSpan(n));
+            n += ",\"duplicate\": true"u8.Length;
         }
         buf[n++] = (byte)'}';
         return buf.AsSpan(0, n);
     }
 
-    private static byte[] PubAckError(ApiError error) =>
-        JsJson.Serialize(new PubAckResponse { Error = error }, JsJsonContext.Default.PubAckResponse);
+    /// <summary>An error PubAck: nats-server writes the error with an empty PubAck beside it ("stream", "seq":0).</summary>
+    private byte[] PubAckError(ApiError error) =>
+        JsJson.Serialize(new PubAckResponse { Error = error, Stream = Name, Seq = 0 }, JsJsonContext.Default.PubAckResponse);
 }

@@ -51,8 +51,10 @@ internal sealed partial class JsStream : IAsyncDisposable
             FullMode = BoundedChannelFullMode.DropWrite,
             SingleReader = true,
         });
-        _pubAckPrefix = Encoding.UTF8.GetBytes($"{{\"stream\":{JsonSerializer.Serialize(Name, JsJsonContextStrings.Default.String)},\"seq\":");
-        _pubAckDomain = account.Js.Domain is { Length: > 0 } d ? Encoding.UTF8.GetBytes($",\"domain\":{JsonSerializer.Serialize(d, JsJsonContextStrings.Default.String)}") : [];
+        // nats-server formats PubAcks with Sprintf, spaces included: {"stream":"S", ["domain":"D", ]"seq":N[,"duplicate": true]}
+        string quotedName = JsonSerializer.Serialize(Name, JsJsonContextStrings.Default.String);
+        string domain = account.Js.Domain is { Length: > 0 } d ? $"\"domain\":{JsonSerializer.Serialize(d, JsJsonContextStrings.Default.String)}, " : "";
+        _pubAckPrefix = Encoding.UTF8.GetBytes($"{{\"stream\":{quotedName}, {domain}\"seq\":");
     }
 
     public string Name { get; }
