@@ -64,6 +64,23 @@ public sealed partial class JetStreamService : IAsyncDisposable
     public long ApiErrors => Interlocked.Read(ref _apiErrors);
     public long ApiDropped => Interlocked.Read(ref _apiDropped);
 
+    /// <summary>Current totals over the account's streams (reads each store's state; for monitoring).</summary>
+    public JetStreamUsage Usage()
+    {
+        ulong mem = 0, file = 0, msgs = 0;
+        int consumers = 0;
+        var streams = Account.Streams();
+        foreach (var s in streams)
+        {
+            var st = s.Store.GetState();
+            if (s.Config.Storage == "memory") mem += st.Bytes;
+            else file += st.Bytes;
+            msgs += st.Messages;
+            consumers += s.ConsumerCount;
+        }
+        return new JetStreamUsage(mem, file, streams.Length, consumers, msgs, mem + file, (ulong)ApiTotal, (ulong)ApiErrors);
+    }
+
     /// <summary>Recovers the persisted streams and consumers, then starts answering the API.</summary>
     public void Start()
     {
@@ -187,3 +204,6 @@ internal sealed class ApiRequest
         if (b.Length > 0) ArrayPool<byte>.Shared.Return(b);
     }
 }
+
+/// <summary>Totals for /jsz and /varz (nats-server JetStreamStats plus stream/consumer/message counts).</summary>
+public readonly record struct JetStreamUsage(ulong Memory, ulong Storage, int Streams, int Consumers, ulong Messages, ulong Bytes, ulong ApiTotal, ulong ApiErrors);
