@@ -157,7 +157,7 @@ internal static class JsConfigCheck
         }
         if (stream.Retention == "workqueue")
         {
-            if (c.AckPolicy != "explicit") return JsErrors.ConsumerWqRequiresExplicitAck;
+            if (c.AckPolicy != "explicit") return push ? JsErrors.ConsumerWqRequiresExplicitAck : JsErrors.ConsumerPullRequiresAck;
             if (c.DeliverPolicy != "all") return JsErrors.ConsumerWqConsumerNotDeliverAll;
         }
         return null;
