@@ -53,6 +53,7 @@ internal sealed class JsAccount : IAsyncDisposable
             }
             var err = JsStream.Open(this, config, created, recovering, out stream);
             if (err is not null) return err;
+            if (recovering) stream!.RebuildDedupe();
             _streams[config.Name] = stream!;
         }
         stream!.Start();

@@ -143,6 +143,36 @@ internal sealed partial class JsStream
         return true;
     }
 
+    /// <summary>
+    /// After a restart: re-learn the message ids still inside the duplicate window from the stored messages'
+    /// Nats-Msg-Id headers, newest first (nats-server stream.go rebuildDedupe). Runs before ingest starts.
+    /// </summary>
+    internal void RebuildDedupe()
+    {
+        var cfg = _config;
+        long window = cfg.DuplicateWindow ?? DefaultDuplicateWindowNanos;
+        long cutoff = GoTime.NowNanos() - window;
+        var st = Store.GetState();
+        var probe = new StoredMessage(256);
+        var found = new List<(string Id, ulong Seq, long Ts)>();
+        for (ulong s = st.LastSequence; s >= st.FirstSequence && s > 0; s--)
+        {
+            var status = Store.Load(s, probe);
+            if (status == StoreStatus.Deleted) continue;
+            if (status != StoreStatus.Ok || probe.Timestamp < cutoff) break;
+            if (probe.HeadersLength == 0) continue;
+            var id = NatsHeaders.GetString(probe.Headers, NatsHeaders.MsgId);
+            if (id.Length > 0) found.Add((id, s, probe.Timestamp));
+        }
+        for (int i = found.Count - 1; i >= 0; i--)
+        {
+            var (id, seq, ts) = found[i];
+            _dedupe[id] = (seq, ts);
+            _dedupeOrder.Enqueue((id, ts));
+            _lastMsgId = id;
+        }
+    }
+
     private ulong LastSequenceOf(ReadOnlySpan<byte> subject)
     {
         var probe = t_probe ??= new StoredMessage(64);
