@@ -222,7 +222,7 @@ internal sealed partial class JsConsumer
             {
                 deliveries = ++pending!.Deliveries;
                 pending.ConsumerSeq = dseq;
-                pending.DeadlineTick = now + AckWaitMs;
+                pending.DeadlineTick = now + RedeliveryDelayMs(deliveries);
                 _numRedelivered++;
             }
             else
@@ -232,7 +232,7 @@ internal sealed partial class JsConsumer
                 else _nextStreamSeq = sseq + 1;
                 Interlocked.Decrement(ref _numPending);
                 if (sseq > _deliveredStreamSeq) _deliveredStreamSeq = sseq;
-                if (!AckNone) _pending[sseq] = new PendingMsg { ConsumerSeq = dseq, Timestamp = _msg.Timestamp, Deliveries = 1, DeadlineTick = now + AckWaitMs };
+                if (!AckNone) _pending[sseq] = new PendingMsg { ConsumerSeq = dseq, Timestamp = _msg.Timestamp, Deliveries = 1, DeadlineTick = now + RedeliveryDelayMs(1) };
             }
             _store?.UpdateDelivered(dseq, sseq, deliveries, GoTime.NowNanos());
             _deliveredLastActive = DateTime.UtcNow;

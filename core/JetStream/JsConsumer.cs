@@ -81,6 +81,20 @@ internal sealed partial class JsConsumer
     private bool AckAll => Config.AckPolicy == "all";
     private long AckWaitMs => Math.Max(1, (Config.AckWait ?? 30_000_000_000) / 1_000_000);
 
+    /// <summary>
+    /// How long a delivery may stay unacknowledged: the backoff entry for this delivery count when a backoff
+    /// schedule is set (the last entry repeats), else ack_wait (nats-server consumer.go ackWait with backoff).
+    /// </summary>
+    private long RedeliveryDelayMs(ulong deliveries)
+    {
+        if (Config.Backoff is { Length: > 0 } b)
+        {
+            int i = (int)Math.Min((ulong)b.Length - 1, Math.Max(1, deliveries) - 1);
+            return Math.Max(1, b[i] / 1_000_000);
+        }
+        return AckWaitMs;
+    }
+
     /// <summary>Creates a consumer for a validated config; durable consumers of file streams open their state store.</summary>
     public static ApiError? Create(JsStream stream, string name, ConsumerConfig config, DateTime created, bool recovering, out JsConsumer? consumer)
     {

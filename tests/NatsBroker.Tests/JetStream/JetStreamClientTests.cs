@@ -235,4 +235,30 @@ public sealed class JetStreamClientTests
             await t.Js.CreateOrUpdateConsumerAsync("WQ", new ConsumerConfig("w2") { AckPolicy = ConsumerConfigAckPolicy.Explicit }, Timeout()));
         Assert.Equal(10099, second.Error.ErrCode);
     }
+
+    [Fact]
+    public async Task Backoff_schedule_sets_the_redelivery_delay_and_max_deliver_stops_redelivery()
+    {
+        await using var t = await JsTestServer.StartAsync();
+        await t.Js.CreateStreamAsync(new StreamConfig("BO", ["bo"]), Timeout());
+        (await t.Js.PublishAsync("bo", "x", cancellationToken: Timeout())).EnsureSuccess();
+        var consumer = await t.Js.CreateOrUpdateConsumerAsync("BO", new ConsumerConfig("c")
+        {
+            AckWait = TimeSpan.FromSeconds(30),
+            Backoff = [TimeSpan.FromMilliseconds(200), TimeSpan.FromMilliseconds(300)],
+            MaxDeliver = 3,
+        }, Timeout());
+        var deliveries = new List<ulong>();
+        for (int i = 0; i < 3; i++)
+        {
+            // With ack_wait 30 s these arrive only because the backoff schedule (200 ms, 300 ms) applies.
+            var m = await consumer.NextAsync<string>(opts: new NatsJSNextOpts { Expires = TimeSpan.FromSeconds(3) }, cancellationToken: Timeout());
+            Assert.NotNull(m);
+            deliveries.Add(m!.Metadata!.Value.NumDelivered);
+        }
+        Assert.Equal([1ul, 2ul, 3ul], deliveries);
+        // max_deliver 3 reached: no fourth delivery.
+        var none = await consumer.NextAsync<string>(opts: new NatsJSNextOpts { Expires = TimeSpan.FromSeconds(1) }, cancellationToken: Timeout());
+        Assert.Null(none);
+    }
 }
