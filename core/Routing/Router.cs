@@ -104,33 +104,34 @@ public sealed class Router
     /// </summary>
     public bool PublishInternal(ReadOnlySpan<byte> routeSubject, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload)
     {
+        var batch = RentInternalBatch();
+        bool matched = PublishInternal(routeSubject, subject, reply, headers, payload, batch);
+        batch.Flush();
+        batch.TakeBackPressure();
+        return matched;
+    }
+
+    /// <summary>
+    /// An internal publish whose destinations are added to the caller's <paramref name="batch"/> instead of being
+    /// flushed now: a server worker that publishes many messages in a row (PubAcks of an ingest batch, a consumer's
+    /// deliveries) flushes each destination once per batch (<see cref="DeliveryBatch.Flush"/>), as a client's read
+    /// loop does. The batch must be the caller's own and flushed before the caller waits.
+    /// </summary>
+    public bool PublishInternal(ReadOnlySpan<byte> routeSubject, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload, DeliveryBatch batch)
+    {
         int total = headers.Length + payload.Length;
-        byte[]? rented = null;
+        // Deliveries copy synchronously, so a rented copy of headers+payload can go back right after.
+        var rented = ArrayPool<byte>.Shared.Rent(Math.Max(1, total));
         try
         {
-            ReadOnlySequence<byte> sequence;
-            if (headers.IsEmpty)
-            {
-                // Deliveries copy synchronously, so a rented copy of the payload can go back right after.
-                rented = ArrayPool<byte>.Shared.Rent(Math.Max(1, total));
-                payload.CopyTo(rented);
-            }
-            else
-            {
-                rented = ArrayPool<byte>.Shared.Rent(total);
-                headers.CopyTo(rented);
-                payload.CopyTo(rented.AsSpan(headers.Length));
-            }
-            sequence = new ReadOnlySequence<byte>(rented, 0, total);
-            var batch = RentInternalBatch();
-            bool matched = Publish(null, routeSubject, subject, reply, headers.IsEmpty ? -1 : headers.Length, sequence, null, batch);
-            batch.Flush();
-            batch.TakeBackPressure();
-            return matched;
+            headers.CopyTo(rented);
+            payload.CopyTo(rented.AsSpan(headers.Length));
+            var sequence = new ReadOnlySequence<byte>(rented, 0, total);
+            return Publish(null, routeSubject, subject, reply, headers.IsEmpty ? -1 : headers.Length, sequence, null, batch);
         }
         finally
         {
-            if (rented is not null) ArrayPool<byte>.Shared.Return(rented);
+            ArrayPool<byte>.Shared.Return(rented);
         }
     }
 
