@@ -18,6 +18,9 @@ internal sealed partial class JsConsumer
     private static readonly byte[] ConsumerDeletedStatus = NatsHeaders.Status(409, "Consumer Deleted");
     private readonly ArrayBufferWriter<byte> _headerScratch = new(256);
     private readonly byte[] _replyScratch = new byte[512];
+    /// <summary>Destinations of this loop pass's deliveries, flushed every 256 deliveries and after the pass.</summary>
+    private readonly NatsBroker.Routing.DeliveryBatch _deliveries = new();
+    private int _unflushed;
 
     private async Task LoopAsync()
     {
@@ -42,6 +45,7 @@ internal sealed partial class JsConsumer
                 waitMs = NextWakeMs(now);
                 if (retained is not null) _retainedScratch = retained;
             }
+            FlushDeliveries();
             if (_retainedScratch is { Count: > 0 } done)
             {
                 _stream.OnConsumerAcked(done);
@@ -268,13 +272,21 @@ internal sealed partial class JsConsumer
             _headerScratch.ResetWrittenCount();
             var len = _msg.PayloadLength.ToString(System.Globalization.CultureInfo.InvariantCulture);
             NatsHeaders.AppendHeaders(_msg.Headers, [("Nats-Msg-Size", len)], _headerScratch);
-            _stream.Js.Router.PublishInternal(to, _msg.Subject, reply, _headerScratch.WrittenSpan, default);
+            _stream.Js.Router.PublishInternal(to, _msg.Subject, reply, _headerScratch.WrittenSpan, default, _deliveries);
         }
         else
         {
             // Routed to the pull request's reply or the deliver subject, shown with the stored subject.
-            _stream.Js.Router.PublishInternal(to, _msg.Subject, reply, _msg.Headers, _msg.Payload);
+            _stream.Js.Router.PublishInternal(to, _msg.Subject, reply, _msg.Headers, _msg.Payload, _deliveries);
         }
+        if (++_unflushed >= 256) FlushDeliveries();
+    }
+
+    private void FlushDeliveries()
+    {
+        _unflushed = 0;
+        _deliveries.Flush();
+        _deliveries.TakeBackPressure();
     }
 
     private int Format(ulong v, int at)

@@ -23,6 +23,8 @@ internal sealed partial class JsStream
     private readonly Dictionary<string, (ulong Seq, long Ts)> _dedupe = new(StringComparer.Ordinal);
     private readonly Queue<(string Id, long Ts)> _dedupeOrder = new();
     private string _lastMsgId = "";
+    /// <summary>PubAck destinations of the current ingest batch, flushed once per batch (worker thread only).</summary>
+    private readonly NatsBroker.Routing.DeliveryBatch _ackBatch = new();
     private long _droppedInbound;
 
     /// <summary>Runs on the publisher's thread: copy into a pooled buffer and queue; never block.</summary>
@@ -67,10 +69,12 @@ internal sealed partial class JsStream
                 // Wake consumers at least every 256 stored messages so a long burst is not delivered in one lump.
                 if (stored >= 256)
                 {
+                    FlushAcks();
                     KickConsumers();
                     stored = 0;
                 }
             }
+            FlushAcks();
             if (stored > 0) KickConsumers();
         }
     }
@@ -137,7 +141,7 @@ internal sealed partial class JsStream
             if (rollup.SequenceEqual("sub"u8)) Store.Purge(m.Subject, result.Sequence, 0);
             else if (rollup.SequenceEqual("all"u8)) Store.Purge(default, result.Sequence, 0);
         }
-        if (!reply.IsEmpty) Js.Publish(reply, default, default, PubAck(result.Sequence, duplicate: false));
+        if (!reply.IsEmpty) Js.Router.PublishInternal(reply, reply, default, default, PubAck(result.Sequence, duplicate: false), _ackBatch);
         foreach (var c in _consumerSnapshot) c.OnStored(m.Subject);
         if (cfg.Retention == "interest" && _consumerSnapshot.Length == 0) Store.Remove(result.Sequence);
         return true;
@@ -171,6 +175,12 @@ internal sealed partial class JsStream
             _dedupeOrder.Enqueue((id, ts));
             _lastMsgId = id;
         }
+    }
+
+    private void FlushAcks()
+    {
+        _ackBatch.Flush();
+        _ackBatch.TakeBackPressure();
     }
 
     private ulong LastSequenceOf(ReadOnlySpan<byte> subject)
