@@ -26,7 +26,7 @@ internal sealed partial class OptionMapper(ServerOptions o)
 
     private static readonly HashSet<string> UnsupportedJetStream = new(StringComparer.Ordinal)
     {
-        "domain", "key", "ek", "encryption_key", "cipher", "extension_hint", "limits", "unique_tag",
+        "key", "ek", "encryption_key", "cipher", "extension_hint", "limits", "unique_tag",
         "max_outstanding_catchup",
     };
 
@@ -809,6 +809,20 @@ internal sealed partial class OptionMapper(ServerOptions o)
                     break;
                 case "enable" or "enabled":
                     if (Bool(f, out bool b)) enable = b;
+                    break;
+                case "domain":
+                    if (String(f, out s)) o.JetStreamDomain = s;
+                    break;
+                case "sync" or "sync_interval":
+                    // opts.go: the string "always" turns on sync-always; anything else is a duration.
+                    if (f.Value.Kind == ConfigValueKind.String && string.Equals(f.Value.AsString(), "always", StringComparison.OrdinalIgnoreCase))
+                    {
+                        o.JetStreamSyncAlways = true;
+                    }
+                    else if (Duration(f, allowSeconds: false, out var interval))
+                    {
+                        o.JetStreamSyncInterval = interval;
+                    }
                     break;
                 case "store_engine":
                     // Our extension: which storage engine backs file streams (see ServerOptions.StorageEngine).

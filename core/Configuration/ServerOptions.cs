@@ -71,6 +71,12 @@ public sealed class ServerOptions
     public string? StoreDir { get; set; }
     public long JetStreamMaxMemory { get; set; } = -1;
     public long JetStreamMaxStore { get; set; } = -1;
+    /// <summary>JetStream domain (<c>jetstream { domain }</c>), reported in account info and PubAcks.</summary>
+    public string? JetStreamDomain { get; set; }
+    /// <summary>Fsync period of file streams (<c>jetstream { sync_interval }</c>); null = nats-server's 2 minutes.</summary>
+    public TimeSpan? JetStreamSyncInterval { get; set; }
+    /// <summary><c>sync_interval: always</c>: every stored message is fsynced before it is acknowledged.</summary>
+    public bool JetStreamSyncAlways { get; set; }
     /// <summary>
     /// Name of the storage engine for file-backed streams ("file" by default). Our extension, set with
     /// <c>jetstream { store_engine: name }</c>; nats-server has no such key.

@@ -220,7 +220,18 @@ public sealed class MonitorEndpoints(NatsServer server)
         };
         if (o.JetStream)
         {
-            v.JetStream = new JetStreamVarz { Config = JetStreamConfig(), Stats = new JetStreamStatsInfo { Accounts = 1 } };
+            var u = server.JetStream?.Usage() ?? default;
+            v.JetStream = new JetStreamVarz
+            {
+                Config = JetStreamConfig(),
+                Stats = new JetStreamStatsInfo
+                {
+                    Accounts = 1,
+                    Memory = u.Memory,
+                    Storage = u.Storage,
+                    Api = new JetStreamApiStats { Total = u.ApiTotal, Errors = u.ApiErrors },
+                },
+            };
         }
         foreach (var (path, n) in _requestStats) v.HttpReqStats[path] = n;
         return v;
@@ -233,7 +244,7 @@ public sealed class MonitorEndpoints(NatsServer server)
         {
             MaxMemory = o.JetStreamMaxMemory,
             MaxStorage = o.JetStreamMaxStore,
-            StoreDir = string.IsNullOrEmpty(o.StoreDir) ? null : Path.Combine(o.StoreDir, "jetstream"),
+            StoreDir = server.JetStream?.StoreDir ?? (string.IsNullOrEmpty(o.StoreDir) ? null : Path.Combine(o.StoreDir, "jetstream")),
         };
     }
 
@@ -579,6 +590,14 @@ public sealed class MonitorEndpoints(NatsServer server)
         {
             j.Config = JetStreamConfig();
             j.Accounts = 1;
+            var u = server.JetStream?.Usage() ?? default;
+            j.Memory = u.Memory;
+            j.Storage = u.Storage;
+            j.Streams = u.Streams;
+            j.Consumers = u.Consumers;
+            j.Messages = u.Messages;
+            j.Bytes = u.Bytes;
+            j.Api = new JetStreamApiStats { Total = u.ApiTotal, Errors = u.ApiErrors };
         }
         else
         {

@@ -50,9 +50,18 @@ public sealed class Router
     /// Destinations to flush and back-pressure hints are added to <paramref name="batch"/>; the caller flushes it.
     /// </summary>
     public bool Publish(IPublisher? origin, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, int headerSize,
+        in ReadOnlySequence<byte> payload, SubjectResultCache? l1, DeliveryBatch batch) =>
+        Publish(origin, subject, subject, reply, headerSize, payload, l1, batch);
+
+    /// <summary>
+    /// Routes on <paramref name="routeSubject"/> while subscribers see <paramref name="subject"/> (nats-server's
+    /// pa.deliver: a JetStream delivery is matched on the deliver subject or pull reply, but the MSG line carries
+    /// the message's original subject).
+    /// </summary>
+    private bool Publish(IPublisher? origin, ReadOnlySpan<byte> routeSubject, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, int headerSize,
         in ReadOnlySequence<byte> payload, SubjectResultCache? l1, DeliveryBatch batch)
     {
-        var result = l1 is null ? SubList.Match(subject) : SubList.Match(subject, l1);
+        var result = l1 is null ? SubList.Match(routeSubject) : SubList.Match(routeSubject, l1);
         if (result.IsEmpty) return false;
         if (t_depth >= MaxNesting)
         {
@@ -85,35 +94,44 @@ public sealed class Router
     /// destinations before returning. <paramref name="headers"/> is a complete NATS header block
     /// ("NATS/1.0\r\n...\r\n\r\n") or empty.
     /// </summary>
-    public bool PublishInternal(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload)
+    public bool PublishInternal(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload) =>
+        PublishInternal(subject, subject, reply, headers, payload);
+
+    /// <summary>
+    /// Like <see cref="PublishInternal(ReadOnlySpan{byte}, ReadOnlySpan{byte}, ReadOnlySpan{byte}, ReadOnlySpan{byte})"/>,
+    /// but matched on <paramref name="routeSubject"/> while delivered with <paramref name="subject"/> (JetStream
+    /// deliveries: routed to a deliver subject or pull reply, shown with the stored message's subject).
+    /// </summary>
+    public bool PublishInternal(ReadOnlySpan<byte> routeSubject, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload)
+    {
+        var batch = RentInternalBatch();
+        bool matched = PublishInternal(routeSubject, subject, reply, headers, payload, batch);
+        batch.Flush();
+        batch.TakeBackPressure();
+        return matched;
+    }
+
+    /// <summary>
+    /// An internal publish whose destinations are added to the caller's <paramref name="batch"/> instead of being
+    /// flushed now: a server worker that publishes many messages in a row (PubAcks of an ingest batch, a consumer's
+    /// deliveries) flushes each destination once per batch (<see cref="DeliveryBatch.Flush"/>), as a client's read
+    /// loop does. The batch must be the caller's own and flushed before the caller waits.
+    /// </summary>
+    public bool PublishInternal(ReadOnlySpan<byte> routeSubject, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload, DeliveryBatch batch)
     {
         int total = headers.Length + payload.Length;
-        byte[]? rented = null;
+        // Deliveries copy synchronously, so a rented copy of headers+payload can go back right after.
+        var rented = ArrayPool<byte>.Shared.Rent(Math.Max(1, total));
         try
         {
-            ReadOnlySequence<byte> sequence;
-            if (headers.IsEmpty)
-            {
-                // Deliveries copy synchronously, so a rented copy of the payload can go back right after.
-                rented = ArrayPool<byte>.Shared.Rent(Math.Max(1, total));
-                payload.CopyTo(rented);
-            }
-            else
-            {
-                rented = ArrayPool<byte>.Shared.Rent(total);
-                headers.CopyTo(rented);
-                payload.CopyTo(rented.AsSpan(headers.Length));
-            }
-            sequence = new ReadOnlySequence<byte>(rented, 0, total);
-            var batch = RentInternalBatch();
-            bool matched = Publish(null, subject, reply, headers.IsEmpty ? -1 : headers.Length, sequence, null, batch);
-            batch.Flush();
-            batch.TakeBackPressure();
-            return matched;
+            headers.CopyTo(rented);
+            payload.CopyTo(rented.AsSpan(headers.Length));
+            var sequence = new ReadOnlySequence<byte>(rented, 0, total);
+            return Publish(null, routeSubject, subject, reply, headers.IsEmpty ? -1 : headers.Length, sequence, null, batch);
         }
         finally
         {
-            if (rented is not null) ArrayPool<byte>.Shared.Return(rented);
+            ArrayPool<byte>.Shared.Return(rented);
         }
     }
 

@@ -22,6 +22,8 @@ public sealed partial class NatsServer
         var deadline = Environment.TickCount64 + 2000;
         while (!_clients.IsEmpty && Environment.TickCount64 < deadline) await Task.Delay(10).ConfigureAwait(false);
         foreach (var c in _clients.Values) c.CloseNow(CloseReason.ServerShutdown);
+        // Clients are gone: stop JetStream, flushing and closing every store.
+        if (JetStream is not null) await JetStream.DisposeAsync().ConfigureAwait(false);
         Log.ServerExiting();
     }
 

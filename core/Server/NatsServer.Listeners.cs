@@ -13,8 +13,11 @@ public sealed partial class NatsServer
     private readonly CancellationTokenSource _shutdown = new();
     private string? _portsFile;
 
-    /// <summary>Storage engines (when JetStream is requested); the JetStream API will open stores through it.</summary>
-    public JetStream.StorageEngines? StorageEngines { get; private set; }
+    /// <summary>Storage engines (when JetStream is requested); the JetStream API opens stores through it.</summary>
+    public NatsBroker.JetStream.StorageEngines? StorageEngines { get; private set; }
+
+    /// <summary>JetStream, when enabled (-js / jetstream {}).</summary>
+    public NatsBroker.JetStream.JetStreamService? JetStream { get; private set; }
 
     /// <summary>The bound client port (resolved when -p -1 asked for a random one).</summary>
     public int ClientPort { get; private set; }
@@ -31,9 +34,11 @@ public sealed partial class NatsServer
         if (o.JetStream)
         {
             // Engines are resolved now so a bad store_engine / store_engine_path fails start-up, not a later request.
-            StorageEngines = JetStream.StorageEngines.Create(o);
+            StorageEngines = NatsBroker.JetStream.StorageEngines.Create(o);
             Log.StorageEngines(StorageEngines.PersistentEngine, string.Join(", ", StorageEngines.LoadedFromPaths));
-            Log.JetStreamNotAvailable();
+            JetStream = new NatsBroker.JetStream.JetStreamService(Router, o, StorageEngines, Log.Logger, ServerName);
+            JetStream.Start();
+            Log.JetStreamStarted(JetStream.StoreDir);
         }
         // With a tls {} block the client port belongs to the tls-terminator gateway (gateways/tls-terminator):
         // clients reach the core only through it, over the Unix socket.

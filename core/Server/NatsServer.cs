@@ -81,8 +81,7 @@ public sealed partial class NatsServer : IAsyncDisposable
             Headers = !o.NoHeaderSupport,
             AuthRequired = _auth.AuthRequired,
             MaxPayload = o.MaxPayload,
-            // JetStream's API is not implemented yet: never advertise it (clients would call $JS.API and time out).
-            JetStream = false,
+            JetStream = JetStream is not null,
             ClientId = client?.Id ?? 0,
             ClientIp = client?.RemoteIp,
             // nats-server 2.12 (ADR-55): a nonce whenever proxies are trusted, for the proxy to sign.

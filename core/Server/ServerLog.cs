@@ -17,8 +17,8 @@ internal sealed partial class ServerLog(ILogger logger)
     [LoggerMessage(Level = LogLevel.Information, Message = "Listening for client connections on unix socket {Path}")]
     public partial void ListeningUnix(string path);
 
-    [LoggerMessage(Level = LogLevel.Warning, Message = "JetStream was requested, but this server does not implement the JetStream API yet: it runs without JetStream")]
-    public partial void JetStreamNotAvailable();
+    [LoggerMessage(Level = LogLevel.Information, Message = "Starting JetStream\n    Store Directory: \"{StoreDir}\"")]
+    public partial void JetStreamStarted(string storeDir);
 
     [LoggerMessage(Level = LogLevel.Information, Message = "Storage engines: memory, file (built in); third-party: [{ThirdParty}]; file streams use \"{Engine}\"")]
     private partial void StorageEnginesCore(string engine, string thirdParty);

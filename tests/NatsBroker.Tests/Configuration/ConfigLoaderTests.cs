@@ -256,8 +256,20 @@ public class ConfigLoaderTests
     [Fact]
     public void Unsupported_jetstream_and_user_keys()
     {
-        Assert.Equal("t.conf:1:13: \"domain\" in jetstream is not supported by this server yet", Fail("jetstream { domain: hub }"));
+        Assert.Equal("t.conf:1:13: \"cipher\" in jetstream is not supported by this server yet", Fail("jetstream { cipher: aes }"));
         Assert.Contains("\"nkey\" in a user entry is not supported", Fail("authorization { users: [ { nkey: UABC } ] }"), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void Jetstream_domain_and_sync_interval()
+    {
+        var o = Load("jetstream { domain: hub, sync_interval: \"30s\", max_file_store: 1G, store_dir: \"/tmp/x\" }");
+        Assert.Equal("hub", o.JetStreamDomain);
+        Assert.Equal(TimeSpan.FromSeconds(30), o.JetStreamSyncInterval);
+        Assert.False(o.JetStreamSyncAlways);
+        Assert.Equal(1_000_000_000L, o.JetStreamMaxStore); // "1G" is decimal in nats-server config, "1GB" binary
+        Assert.True(Load("jetstream { sync_interval: always }").JetStreamSyncAlways);
+        Assert.Contains("sync_interval", Fail("jetstream { sync_interval: \"soon\" }"), StringComparison.Ordinal);
     }
 
     [Fact]

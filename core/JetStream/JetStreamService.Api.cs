@@ -1,0 +1,544 @@
+using System.Buffers;
+using System.Security.Cryptography;
+using System.Text;
+using System.Text.Json;
+using Microsoft.Extensions.Logging;
+using NatsBroker.Contracts;
+using NatsBroker.JetStream.Api;
+
+namespace NatsBroker.JetStream;
+
+// The $JS.API handlers (nats-server jetstream_api.go): subject routing, request parsing, responses.
+public sealed partial class JetStreamService
+{
+    private const string P = JsJson.Prefix;
+    private static readonly byte[] DirectNotFound = NatsHeaders.Status(404, "Message Not Found");
+    private static readonly byte[] DirectBadRequest = NatsHeaders.Status(408, "Bad Request");
+    private static readonly byte[] NoResponders = Encoding.ASCII.GetBytes("NATS/1.0 503\r\n\r\n");
+    private readonly StoredMessage _apiMsg = new(1024);
+    private readonly Lock _apiMsgLock = new();
+
+    /// <summary>Handles one request; false when it was answered with an error.</summary>
+    private async Task<bool> DispatchAsync(ApiRequest req)
+    {
+        var subject = req.SubjectString;
+        var t = subject.Split('.');
+        // t[0]="$JS", t[1]="API"
+        if (t.Length < 3) return true;
+        switch (t[2])
+        {
+            case "INFO" when t.Length == 3:
+                return Respond(req, AccountInfo());
+            case "STREAM" when t.Length == 5 && t[3] == "DELETE":
+                return await StreamDeleteAsync(req, t[4]).ConfigureAwait(false);
+            case "STREAM" when t.Length >= 4:
+                return StreamApi(req, t);
+            case "CONSUMER" when t.Length == 6 && t[3] == "DELETE":
+                return await ConsumerDeleteAsync(req, t[4], t[5]).ConfigureAwait(false);
+            case "CONSUMER" when t.Length >= 4:
+                return ConsumerApi(req, t);
+            case "DIRECT" when t.Length >= 5 && t[3] == "GET":
+                DirectGet(req, t);
+                return true;
+        }
+        return true; // unknown API subject: nats-server has no handler for it either (no answer)
+    }
+
+    private bool Respond(ApiRequest req, byte[] json)
+    {
+        Reply(req, json);
+        return true;
+    }
+
+    private bool Fail(ApiRequest req, string type, ApiError error)
+    {
+        Reply(req, JsJson.Error(P + type, error));
+        return false;
+    }
+
+    private byte[] AccountInfo()
+    {
+        ulong mem = 0, file = 0;
+        int consumers = 0;
+        var streams = Account.Streams();
+        foreach (var s in streams)
+        {
+            var st = s.Store.GetState();
+            if (s.Config.Storage == "memory") mem += st.Bytes;
+            else file += st.Bytes;
+            consumers += s.ConsumerCount;
+        }
+        var info = new AccountInfoResponse
+        {
+            Type = P + "account_info_response",
+            Memory = mem,
+            Storage = file,
+            Streams = streams.Length,
+            Consumers = consumers,
+            Limits = new AccountLimits(),
+            Domain = string.IsNullOrEmpty(Domain) ? null : Domain,
+            Api = new ApiStats { Total = (ulong)ApiTotal, Errors = (ulong)ApiErrors },
+        };
+        return JsJson.Serialize(info, JsJsonContext.Default.AccountInfoResponse);
+    }
+
+    // ---- streams ----
+
+    private bool StreamApi(ApiRequest req, string[] t)
+    {
+        string op = t[3];
+        switch (op)
+        {
+            case "NAMES" when t.Length == 4:
+                return StreamNames(req);
+            case "LIST" when t.Length == 4:
+                return StreamList(req);
+            case "CREATE" when t.Length == 5:
+                return StreamCreate(req, t[4]);
+            case "UPDATE" when t.Length == 5:
+                return StreamUpdate(req, t[4]);
+            case "INFO" when t.Length == 5:
+                return StreamInfo(req, t[4]);
+            case "PURGE" when t.Length == 5:
+                return StreamPurge(req, t[4]);
+            case "MSG" when t.Length == 6 && t[4] == "GET":
+                return StreamMsgGet(req, t[5]);
+            case "MSG" when t.Length == 6 && t[4] == "DELETE":
+                return StreamMsgDelete(req, t[5]);
+        }
+        return true;
+    }
+
+    private bool StreamCreate(ApiRequest req, string name)
+    {
+        const string type = "stream_create_response";
+        if (!JsJson.TryParse(req.Body, JsJsonContext.Default.StreamConfig, out var cfg, out var perr)) return Fail(req, type, perr!);
+        if (cfg!.Name != name) return Fail(req, type, JsErrors.StreamMismatch);
+        var err = JsConfigCheck.CheckStream(cfg, this);
+        if (err is not null) return Fail(req, type, err);
+        if (Account.TryGet(name, out var existing))
+        {
+            if (!SameJson(existing.Config, cfg)) return Fail(req, type, JsErrors.StreamNameExist);
+            return Respond(req, StreamInfoJson(type, existing.Info(), didCreate: true));
+        }
+        err = Account.Add(cfg, DateTime.UtcNow, out var stream);
+        if (err is not null)
+        {
+            // A concurrent create of the same config is not an error (the account lock decided).
+            if (err == JsErrors.StreamNameExist && Account.TryGet(name, out existing) && SameJson(existing.Config, cfg))
+                return Respond(req, StreamInfoJson(type, existing.Info(), didCreate: true));
+            return Fail(req, type, err);
+        }
+        Logger.LogDebug("JetStream: created stream {Stream}", name);
+        return Respond(req, StreamInfoJson(type, stream!.Info(), didCreate: true));
+    }
+
+    private bool StreamUpdate(ApiRequest req, string name)
+    {
+        const string type = "stream_update_response";
+        if (!JsJson.TryParse(req.Body, JsJsonContext.Default.StreamConfig, out var cfg, out var perr)) return Fail(req, type, perr!);
+        if (cfg!.Name != name) return Fail(req, type, JsErrors.StreamMismatch);
+        var err = JsConfigCheck.CheckStream(cfg, this);
+        if (err is not null) return Fail(req, type, err);
+        if (!Account.TryGet(name, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
+        err = JsConfigCheck.CheckStreamUpdate(stream.Config, cfg);
+        if (err is not null) return Fail(req, type, err);
+        if (Account.OverlapsOthers(name, cfg.Subjects)) return Fail(req, type, JsErrors.StreamSubjectOverlap);
+        err = stream.Update(cfg);
+        if (err is not null) return Fail(req, type, err);
+        return Respond(req, StreamInfoJson(type, stream.Info()));
+    }
+
+    private bool StreamInfo(ApiRequest req, string name)
+    {
+        const string type = "stream_info_response";
+        if (!JsJson.TryParse(req.Body, JsJsonContext.Default.StreamInfoRequest, out var r, out var perr)) return Fail(req, type, perr!);
+        if (!Account.TryGet(name, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
+        return Respond(req, StreamInfoJson(type, stream.Info(r!.SubjectsFilter, r.DeletedDetails == true), paged: true));
+    }
+
+    /// <summary>
+    /// A StreamInfo response. <paramref name="didCreate"/>: STREAM.CREATE's did_create (nats-server sets it on every
+    /// successful create, also for an identical existing stream); <paramref name="paged"/>: STREAM.INFO carries
+    /// ApiPaged (total/offset/limit of subject details).
+    /// </summary>
+    private static byte[] StreamInfoJson(string type, StreamInfo info, bool didCreate = false, bool paged = false) =>
+        JsJson.Serialize(new StreamInfoResponse
+        {
+            Type = P + type,
+            DidCreate = didCreate ? true : null,
+            Total = paged ? info.State.Subjects?.Count ?? 0 : null,
+            Offset = paged ? 0 : null,
+            Limit = paged ? (info.State.Subjects is null ? 0 : 100_000) : null,
+            Config = info.Config,
+            Created = info.Created,
+            State = info.State,
+            Cluster = info.Cluster,
+            Ts = info.Ts,
+        }, JsJsonContext.Default.StreamInfoResponse);
+
+    private async Task<bool> StreamDeleteAsync(ApiRequest req, string name)
+    {
+        const string type = "stream_delete_response";
+        if (!Account.TryGet(name, out _)) return Fail(req, type, JsErrors.StreamNotFound);
+        if (!await Account.DeleteAsync(name).ConfigureAwait(false)) return Fail(req, type, JsErrors.StreamNotFound);
+        return Respond(req, JsJson.Serialize(new StreamDeleteResponse { Type = P + type, Success = true }, JsJsonContext.Default.StreamDeleteResponse));
+    }
+
+    private bool StreamPurge(ApiRequest req, string name)
+    {
+        const string type = "stream_purge_response";
+        if (!JsJson.TryParse(req.Body, JsJsonContext.Default.StreamPurgeRequest, out var r, out var perr)) return Fail(req, type, perr!);
+        if (!Account.TryGet(name, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
+        var err = stream.Purge(r!, out ulong purged);
+        if (err is not null) return Fail(req, type, err);
+        return Respond(req, JsJson.Serialize(new StreamPurgeResponse { Type = P + type, Success = true, Purged = purged }, JsJsonContext.Default.StreamPurgeResponse));
+    }
+
+    private bool StreamNames(ApiRequest req)
+    {
+        const string type = "stream_names_response";
+        if (!JsJson.TryParse(req.Body, JsJsonContext.Default.StreamNamesRequest, out var r, out var perr)) return Fail(req, type, perr!);
+        const int limit = 1024;
+        var names = Account.Streams()
+            .Where(s => string.IsNullOrEmpty(r!.Subject) || (s.Config.Subjects ?? []).Any(x => JsSubjects.Collide(x, r.Subject)))
+            .Select(s => s.Name).ToList();
+        int offset = Math.Clamp(r!.Offset ?? 0, 0, names.Count);
+        var resp = new StreamNamesResponse { Type = P + type, Total = names.Count, Offset = offset, Limit = limit, Streams = names.Skip(offset).Take(limit).ToList() };
+        return Respond(req, JsJson.Serialize(resp, JsJsonContext.Default.StreamNamesResponse));
+    }
+
+    private bool StreamList(ApiRequest req)
+    {
+        const string type = "stream_list_response";
+        if (!JsJson.TryParse(req.Body, JsJsonContext.Default.StreamNamesRequest, out var r, out var perr)) return Fail(req, type, perr!);
+        const int limit = 256;
+        var all = Account.Streams()
+            .Where(s => string.IsNullOrEmpty(r!.Subject) || (s.Config.Subjects ?? []).Any(x => JsSubjects.Collide(x, r.Subject)))
+            .ToList();
+        int offset = Math.Clamp(r!.Offset ?? 0, 0, all.Count);
+        var resp = new StreamListResponse { Type = P + type, Total = all.Count, Offset = offset, Limit = limit, Streams = all.Skip(offset).Take(limit).Select(s => s.Info()).ToList() };
+        return Respond(req, JsJson.Serialize(resp, JsJsonContext.Default.StreamListResponse));
+    }
+
+    private bool StreamMsgGet(ApiRequest req, string name)
+    {
+        const string type = "stream_msg_get_response";
+        if (!JsJson.TryParse(req.Body, JsJsonContext.Default.MsgGetRequest, out var r, out var perr)) return Fail(req, type, perr!);
+        if (!Account.TryGet(name, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
+        lock (_apiMsgLock)
+        {
+            var err = stream.GetMessage(r!, _apiMsg);
+            if (err is not null) return Fail(req, type, err);
+            var msg = new StoredMsgInfo
+            {
+                Subject = Encoding.UTF8.GetString(_apiMsg.Subject),
+                Seq = _apiMsg.Sequence,
+                Hdrs = _apiMsg.HeadersLength > 0 ? _apiMsg.Headers.ToArray() : null,
+                Data = _apiMsg.PayloadLength > 0 ? _apiMsg.Payload.ToArray() : null,
+                Time = GoTime.FromUnixNanos(_apiMsg.Timestamp),
+            };
+            return Respond(req, JsJson.Serialize(new MsgGetResponse { Type = P + type, Message = msg }, JsJsonContext.Default.MsgGetResponse));
+        }
+    }
+
+    private bool StreamMsgDelete(ApiRequest req, string name)
+    {
+        const string type = "stream_msg_delete_response";
+        if (!JsJson.TryParse(req.Body, JsJsonContext.Default.MsgDeleteRequest, out var r, out var perr)) return Fail(req, type, perr!);
+        if (!Account.TryGet(name, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
+        var err = stream.DeleteMessage(r!);
+        if (err is not null) return Fail(req, type, err);
+        return Respond(req, JsJson.Serialize(new MsgDeleteResponse { Type = P + type, Success = true }, JsJsonContext.Default.MsgDeleteResponse));
+    }
+
+    /// <summary>$JS.API.DIRECT.GET.&lt;stream&gt;[.&lt;subject&gt;]: the stored message itself with Nats-* headers.</summary>
+    private void DirectGet(ApiRequest req, string[] t)
+    {
+        if (req.Reply.Length == 0) return;
+        string name = t[4];
+        if (!Account.TryGet(name, out var stream) || !stream.Config.AllowDirect)
+        {
+            Publish(req.Reply, default, NoResponders, default);
+            return;
+        }
+        MsgGetRequest r;
+        if (t.Length > 5)
+        {
+            if (!req.Body.IsEmpty)
+            {
+                Publish(req.Reply, default, DirectBadRequest, default);
+                return;
+            }
+            r = new MsgGetRequest { LastBySubj = string.Join('.', t, 5, t.Length - 5) };
+        }
+        else if (!JsJson.TryParse(req.Body, JsJsonContext.Default.MsgGetRequest, out var parsed, out _) || parsed is null)
+        {
+            Publish(req.Reply, default, DirectBadRequest, default);
+            return;
+        }
+        else
+        {
+            r = parsed;
+        }
+        lock (_apiMsgLock)
+        {
+            var err = stream.GetMessage(r, _apiMsg);
+            if (err is not null)
+            {
+                Publish(req.Reply, default, err == JsErrors.BadRequest ? DirectBadRequest : DirectNotFound, default);
+                return;
+            }
+            var hdr = new ArrayBufferWriter<byte>(256);
+            NatsHeaders.AppendHeaders(_apiMsg.Headers, [
+                ("Nats-Stream", name),
+                ("Nats-Subject", Encoding.UTF8.GetString(_apiMsg.Subject)),
+                ("Nats-Sequence", _apiMsg.Sequence.ToString(System.Globalization.CultureInfo.InvariantCulture)),
+                ("Nats-Time-Stamp", GoTime.Rfc3339Nano(_apiMsg.Timestamp)),
+            ], hdr);
+            Publish(req.Reply, default, hdr.WrittenSpan, _apiMsg.Payload);
+        }
+    }
+
+    private static bool SameJson(StreamConfig a, StreamConfig b) =>
+        JsonSerializer.SerializeToUtf8Bytes(a, JsJsonContext.Default.StreamConfig).AsSpan()
+            .SequenceEqual(JsonSerializer.SerializeToUtf8Bytes(b, JsJsonContext.Default.StreamConfig));
+
+    private static bool SameJson(ConsumerConfig a, ConsumerConfig b) =>
+        JsonSerializer.SerializeToUtf8Bytes(a, JsJsonContext.Default.ConsumerConfig).AsSpan()
+            .SequenceEqual(JsonSerializer.SerializeToUtf8Bytes(b, JsJsonContext.Default.ConsumerConfig));
+
+    // ---- consumers ----
+
+    private bool ConsumerApi(ApiRequest req, string[] t)
+    {
+        string op = t[3];
+        switch (op)
+        {
+            case "CREATE" when t.Length >= 5:
+                return ConsumerCreate(req, t[4], t.Length >= 6 ? t[5] : null, t.Length >= 7 ? string.Join('.', t, 6, t.Length - 6) : null, durableForm: false);
+            case "DURABLE" when t.Length == 7 && t[4] == "CREATE":
+                return ConsumerCreate(req, t[5], t[6], null, durableForm: true);
+            case "INFO" when t.Length == 6:
+                return ConsumerInfo(req, t[4], t[5]);
+            case "NAMES" when t.Length == 5:
+                return ConsumerNames(req, t[4]);
+            case "LIST" when t.Length == 5:
+                return ConsumerList(req, t[4]);
+            case "MSG" when t.Length == 7 && t[4] == "NEXT":
+                PullNext(req, t[5], t[6]);
+                return true;
+        }
+        return true;
+    }
+
+    private bool ConsumerCreate(ApiRequest req, string streamName, string? nameInSubject, string? filterInSubject, bool durableForm)
+    {
+        const string type = "consumer_create_response";
+        if (!JsJson.TryParse(req.Body, JsJsonContext.Default.CreateConsumerRequest, out var r, out var perr)) return Fail(req, type, perr!);
+        if (r!.StreamName != streamName) return Fail(req, type, JsErrors.StreamMismatch);
+        // nats-server's request holds the config by value: a missing one is an empty config.
+        var cfg = r.Config ?? new ConsumerConfig();
+        if (!Account.TryGet(streamName, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
+
+        if (durableForm)
+        {
+            if (string.IsNullOrEmpty(nameInSubject)) return Fail(req, type, JsErrors.ConsumerDurableNameNotInSubject);
+            if (string.IsNullOrEmpty(cfg.DurableName)) return Fail(req, type, JsErrors.ConsumerDurableNameNotSet);
+            if (cfg.DurableName != nameInSubject) return Fail(req, type, JsErrors.ConsumerDurableNameNotMatchSubject);
+        }
+        else if (nameInSubject is not null)
+        {
+            if (!string.IsNullOrEmpty(cfg.Name) && cfg.Name != nameInSubject) return Fail(req, type, JsErrors.ConsumerDurableNameNotMatchSubject);
+            if (!string.IsNullOrEmpty(cfg.DurableName) && cfg.DurableName != nameInSubject) return Fail(req, type, JsErrors.ConsumerDurableNameNotMatchSubject);
+            if (filterInSubject is not null)
+            {
+                if (cfg.FilterSubjects is { Length: > 0 }) return Fail(req, type, JsErrors.ConsumerMultipleFiltersNotAllowed);
+                if (!string.IsNullOrEmpty(cfg.FilterSubject) && cfg.FilterSubject != filterInSubject) return Fail(req, type, JsErrors.ConsumerCreateFilterSubjectMismatch);
+            }
+        }
+        if (!string.IsNullOrEmpty(cfg.DurableName) && !string.IsNullOrEmpty(cfg.Name) && cfg.DurableName != cfg.Name)
+            return Fail(req, type, JsErrors.ConsumerCreateDurableAndNameMismatch);
+        string? name = !string.IsNullOrEmpty(cfg.DurableName) ? cfg.DurableName : !string.IsNullOrEmpty(cfg.Name) ? cfg.Name : nameInSubject;
+        if (name is not null)
+        {
+            if (name.Contains('/') || name.Contains('\\')) return Fail(req, type, JsErrors.ConsumerNameContainsPathSeparators);
+            if (!JsConfigCheck.IsValidName(name)) return Fail(req, type, JsErrors.ConsumerBadDurableName);
+            if (name.Length > JsConfigCheck.MaxNameLength) return Fail(req, type, JsErrors.ConsumerNameTooLong(JsConfigCheck.MaxNameLength));
+        }
+        name ??= RandomName();
+        if (!string.IsNullOrEmpty(cfg.Name) || nameInSubject is not null) cfg.Name = name;
+        if (!string.IsNullOrEmpty(cfg.DurableName)) cfg.Name = name;
+        cfg.Name ??= name;
+        var err = JsConfigCheck.CheckConsumer(cfg, stream.Config, false);
+        if (err is not null) return Fail(req, type, err);
+
+        JsConsumer? consumer;
+        lock (stream.ConsumersLock)
+        {
+            if (stream.TryGetConsumer(name, out var existing))
+            {
+                if (r.Action == "create" && !SameJson(existing.Config, cfg)) return Fail(req, type, JsErrors.ConsumerAlreadyExists);
+                if (!SameJson(existing.Config, cfg))
+                {
+                    var uerr = CheckConsumerUpdate(existing.Config, cfg);
+                    if (uerr is not null) return Fail(req, type, uerr);
+                    existing.Update(cfg);
+                }
+                return Respond(req, ConsumerInfoJson(type, existing.Info()));
+            }
+            if (r.Action == "update") return Fail(req, type, JsErrors.ConsumerDoesNotExist);
+            if (stream.Config.MaxConsumers > 0 && stream.ConsumerCount >= stream.Config.MaxConsumers) return Fail(req, type, JsErrors.MaximumConsumersLimit);
+            if (stream.Config.Retention == "workqueue")
+            {
+                foreach (var other in stream.ConsumersUnlocked)
+                {
+                    var of = other.Config.FilterSubjects is { Length: > 0 } ofs ? ofs : string.IsNullOrEmpty(other.Config.FilterSubject) ? [] : [other.Config.FilterSubject];
+                    var nf = cfg.FilterSubjects is { Length: > 0 } nfs ? nfs : string.IsNullOrEmpty(cfg.FilterSubject) ? [] : [cfg.FilterSubject];
+                    if (of.Length == 0 || nf.Length == 0) return Fail(req, type, of.Length == 0 && nf.Length == 0 ? JsErrors.ConsumerWqMultipleUnfiltered : JsErrors.ConsumerWqConsumerNotUnique);
+                    if (JsSubjects.Overlap(of, nf)) return Fail(req, type, JsErrors.ConsumerWqConsumerNotUnique);
+                }
+            }
+            err = JsConsumer.Create(stream, name, cfg, DateTime.UtcNow, recovering: false, out consumer);
+            if (err is not null) return Fail(req, type, err);
+            stream.AddConsumerLocked(consumer!);
+        }
+        consumer!.Start();
+        return Respond(req, ConsumerInfoJson(type, consumer.Info()));
+    }
+
+    /// <summary>What a consumer update may not change (nats-server consumer.go checkNewConsumerConfig).</summary>
+    private static ApiError? CheckConsumerUpdate(ConsumerConfig old, ConsumerConfig next)
+    {
+        if (old.DeliverPolicy != next.DeliverPolicy) return JsErrors.ConsumerCreate("deliver policy can not be updated");
+        if (old.OptStartSeq != next.OptStartSeq) return JsErrors.ConsumerCreate("start sequence can not be updated");
+        if (old.OptStartTime != next.OptStartTime) return JsErrors.ConsumerCreate("start time can not be updated");
+        if (old.AckPolicy != next.AckPolicy) return JsErrors.ConsumerCreate("ack policy can not be updated");
+        if (old.ReplayPolicy != next.ReplayPolicy) return JsErrors.ConsumerCreate("replay policy can not be updated");
+        if (string.IsNullOrEmpty(old.DeliverSubject) != string.IsNullOrEmpty(next.DeliverSubject))
+            return JsErrors.ConsumerCreate(string.IsNullOrEmpty(old.DeliverSubject) ? "can not update pull consumer to push based" : "can not update push consumer to pull based");
+        if (old.DeliverSubject != next.DeliverSubject) return JsErrors.ConsumerExistingActive;
+        if (old.FilterSubject != next.FilterSubject || !(old.FilterSubjects ?? []).SequenceEqual(next.FilterSubjects ?? []))
+            return JsErrors.ConsumerCreate("filter subject can not be updated by this server yet");
+        return null;
+    }
+
+    private static string RandomName()
+    {
+        const string alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+        Span<char> c = stackalloc char[8];
+        for (int i = 0; i < c.Length; i++) c[i] = alphabet[RandomNumberGenerator.GetInt32(alphabet.Length)];
+        return new string(c);
+    }
+
+    private static byte[] ConsumerInfoJson(string type, ConsumerInfo info) =>
+        JsJson.Serialize(ConsumerInfoResponse.From(P + type, info), JsJsonContext.Default.ConsumerInfoResponse);
+
+    private bool ConsumerInfo(ApiRequest req, string streamName, string name)
+    {
+        const string type = "consumer_info_response";
+        if (!Account.TryGet(streamName, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
+        if (!stream.TryGetConsumer(name, out var c)) return Fail(req, type, JsErrors.ConsumerNotFound);
+        return Respond(req, ConsumerInfoJson(type, c.Info()));
+    }
+
+    private async Task<bool> ConsumerDeleteAsync(ApiRequest req, string streamName, string name)
+    {
+        const string type = "consumer_delete_response";
+        if (!Account.TryGet(streamName, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
+        if (!stream.TryGetConsumer(name, out var c)) return Fail(req, type, JsErrors.ConsumerNotFound);
+        c.MarkDeleted();
+        await DeleteConsumerAsync(stream, c).ConfigureAwait(false);
+        return Respond(req, JsJson.Serialize(new ConsumerDeleteResponse { Type = P + type, Success = true }, JsJsonContext.Default.ConsumerDeleteResponse));
+    }
+
+    /// <summary>Removes a consumer and its durable state (API delete, or an ephemeral past inactive_threshold).</summary>
+    internal async Task DeleteConsumerAsync(JsStream stream, JsConsumer consumer)
+    {
+        try
+        {
+            if (!stream.RemoveConsumer(consumer)) return;
+            await consumer.StopAsync(delete: true).ConfigureAwait(false);
+        }
+        catch (Exception ex)
+        {
+            Logger.LogError(ex, "JetStream: deleting consumer {Consumer} of {Stream} failed", consumer.Name, stream.Name);
+        }
+    }
+
+    private bool ConsumerNames(ApiRequest req, string streamName)
+    {
+        const string type = "consumer_names_response";
+        if (!JsJson.TryParse(req.Body, JsJsonContext.Default.OffsetRequest, out var r, out var perr)) return Fail(req, type, perr!);
+        if (!Account.TryGet(streamName, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
+        const int limit = 1024;
+        var all = stream.Consumers;
+        int offset = Math.Clamp(r!.Offset ?? 0, 0, all.Length);
+        var resp = new ConsumerNamesResponse { Type = P + type, Total = all.Length, Offset = offset, Limit = limit, Consumers = all.Skip(offset).Take(limit).Select(c => c.Name).ToList() };
+        return Respond(req, JsJson.Serialize(resp, JsJsonContext.Default.ConsumerNamesResponse));
+    }
+
+    private bool ConsumerList(ApiRequest req, string streamName)
+    {
+        const string type = "consumer_list_response";
+        if (!JsJson.TryParse(req.Body, JsJsonContext.Default.OffsetRequest, out var r, out var perr)) return Fail(req, type, perr!);
+        if (!Account.TryGet(streamName, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
+        const int limit = 256;
+        var all = stream.Consumers;
+        int offset = Math.Clamp(r!.Offset ?? 0, 0, all.Length);
+        var resp = new ConsumerListResponse { Type = P + type, Total = all.Length, Offset = offset, Limit = limit, Consumers = all.Skip(offset).Take(limit).Select(c => c.Info()).ToList() };
+        return Respond(req, JsJson.Serialize(resp, JsJsonContext.Default.ConsumerListResponse));
+    }
+
+    /// <summary>$JS.API.CONSUMER.MSG.NEXT.&lt;stream&gt;.&lt;consumer&gt;: body empty (1), a number (batch) or JSON.</summary>
+    private void PullNext(ApiRequest req, string streamName, string name)
+    {
+        if (req.Reply.Length == 0) return;
+        if (!Account.TryGet(streamName, out var stream) || !stream.TryGetConsumer(name, out var c) || !c.IsPull)
+        {
+            Publish(req.Reply, default, NoResponders, default);
+            return;
+        }
+        var body = req.Body.Trim((byte)' ');
+        var next = new NextRequest();
+        if (!body.IsEmpty)
+        {
+            if (body[0] == (byte)'{')
+            {
+                try
+                {
+                    next = JsonSerializer.Deserialize(body, JsJsonContext.Default.NextRequest) ?? next;
+                }
+                catch (JsonException)
+                {
+                    Publish(req.Reply, default, NatsHeaders.Status(400, "Bad Request"), default);
+                    return;
+                }
+            }
+            else if (System.Buffers.Text.Utf8Parser.TryParse(body, out int n, out _))
+            {
+                next.Batch = n;
+            }
+        }
+        int batch = next.Batch is > 0 ? next.Batch.Value : 1;
+        if (c.Config.MaxBatch is > 0 && batch > c.Config.MaxBatch)
+        {
+            Publish(req.Reply, default, NatsHeaders.Status(409, $"Exceeded MaxRequestBatch of {c.Config.MaxBatch}"), default);
+            return;
+        }
+        long now = Environment.TickCount64;
+        long expiresMs = next.Expires is > 0 ? Math.Max(1, next.Expires.Value / 1_000_000) : 0;
+        long hbMs = next.IdleHeartbeat is > 0 ? next.IdleHeartbeat.Value / 1_000_000 : 0;
+        var pr = new PullRequest
+        {
+            Reply = req.Reply.ToArray(),
+            Remaining = batch,
+            BytesRemaining = next.MaxBytes is > 0 ? next.MaxBytes.Value : 0,
+            HasByteLimit = next.MaxBytes is > 0,
+            ExpiresAt = expiresMs > 0 ? now + expiresMs : long.MaxValue,
+            NoWait = next.NoWait == true,
+            HeartbeatMs = hbMs,
+        };
+        if (!c.EnqueuePull(pr)) Publish(req.Reply, default, NatsHeaders.Status(409, "Exceeded MaxWaiting"), default);
+    }
+}

@@ -1,0 +1,374 @@
+using System.Collections.Concurrent;
+using System.Text;
+using System.Text.Json;
+using Microsoft.Extensions.Logging;
+using NatsBroker.Contracts;
+using NatsBroker.JetStream.Api;
+
+namespace NatsBroker.JetStream;
+
+/// <summary>
+/// One consumer of a stream (nats-server consumer.go): its config, its delivery state, its waiting pull requests
+/// (pull) or deliver subject (push), outstanding acks and redeliveries. Acks and pull requests are queued by other
+/// threads and handled by the consumer's own loop task, which does all store reads and deliveries under the
+/// consumer's lock. Durable consumers of file streams keep their state in an <see cref="IConsumerStore"/> and their
+/// config in consumers/&lt;name&gt;.json. Split: JsConsumer.Delivery.cs (delivery loop), JsConsumer.Acks.cs.
+/// </summary>
+internal sealed partial class JsConsumer
+{
+    /// <summary>Acks and pull requests queued before new ones are dropped (they are redelivered / retried).</summary>
+    public const int InboxLimit = 100_000;
+
+    private readonly JsStream _stream;
+    private readonly Lock _lock = new();
+    private readonly ConcurrentQueue<AckItem> _acks = new();
+    private readonly ConcurrentQueue<PullRequest> _pulls = new();
+    private readonly SemaphoreSlim _wake = new(0, 1);
+    private readonly CancellationTokenSource _stop = new();
+    private readonly byte[][] _filters;
+    private readonly string _ackPrefix;
+    private int _inboxCount;
+    private int _kicked;
+    private Task? _loop;
+    private IConsumerStore? _store;
+
+    // Delivery state (under _lock).
+    private ulong _nextStreamSeq;
+    private ulong _deliveredConsumerSeq;
+    private ulong _deliveredStreamSeq;
+    private readonly Dictionary<ulong, PendingMsg> _pending = [];
+    private readonly SortedSet<ulong> _redeliver = [];
+    private Queue<ulong>? _lastPerSubject;
+    private long _numPending;
+    private int _numRedelivered;
+    private readonly LinkedList<PullRequest> _waiting = new();
+    private long _lastActiveTick = Environment.TickCount64;
+    private long _nextHeartbeatTick;
+    private DateTime? _deliveredLastActive, _ackLastActive;
+    private readonly StoredMessage _msg = new(1024);
+
+    private sealed class PendingMsg
+    {
+        public ulong ConsumerSeq;
+        public long Timestamp;
+        public ulong Deliveries;
+        public long DeadlineTick;
+    }
+
+    private JsConsumer(JsStream stream, string name, ConsumerConfig config, DateTime created, bool durable)
+    {
+        _stream = stream;
+        Name = name;
+        NameBytes = Encoding.UTF8.GetBytes(name);
+        Config = config;
+        Created = created;
+        IsDurable = durable;
+        var filters = config.FilterSubjects is { Length: > 0 } fs ? fs : config.FilterSubject is { Length: > 0 } f ? [f] : [];
+        _filters = [.. filters.Where(x => x != ">").Select(Encoding.UTF8.GetBytes)];
+        if (filters.Contains(">")) _filters = [];
+        _ackPrefix = $"$JS.ACK.{stream.Name}.{name}.";
+        DeliverSubject = config.DeliverSubject is { Length: > 0 } d ? Encoding.UTF8.GetBytes(d) : null;
+    }
+
+    public string Name { get; }
+    public byte[] NameBytes { get; }
+    public ConsumerConfig Config { get; private set; }
+    public DateTime Created { get; }
+    public bool IsDurable { get; }
+    public byte[]? DeliverSubject { get; }
+    public bool IsPull => DeliverSubject is null;
+    private bool AckNone => Config.AckPolicy == "none";
+    private bool AckAll => Config.AckPolicy == "all";
+    private long AckWaitMs => Math.Max(1, (Config.AckWait ?? 30_000_000_000) / 1_000_000);
+
+    /// <summary>
+    /// How long a delivery may stay unacknowledged: the backoff entry for this delivery count when a backoff
+    /// schedule is set (the last entry repeats), else ack_wait (nats-server consumer.go ackWait with backoff).
+    /// </summary>
+    private long RedeliveryDelayMs(ulong deliveries)
+    {
+        if (Config.Backoff is { Length: > 0 } b)
+        {
+            int i = (int)Math.Min((ulong)b.Length - 1, Math.Max(1, deliveries) - 1);
+            return Math.Max(1, b[i] / 1_000_000);
+        }
+        return AckWaitMs;
+    }
+
+    /// <summary>Creates a consumer for a validated config; durable consumers of file streams open their state store.</summary>
+    public static ApiError? Create(JsStream stream, string name, ConsumerConfig config, DateTime created, bool recovering, out JsConsumer? consumer)
+    {
+        bool durable = !string.IsNullOrEmpty(config.DurableName);
+        var c = new JsConsumer(stream, name, config, created, durable);
+        consumer = null;
+        var state = new ConsumerState();
+        bool restored = false;
+        if (durable && stream.Dir is not null)
+        {
+            var status = stream.Store.OpenConsumer(name, out var cs);
+            if (status != StoreStatus.Ok || cs is null) return JsErrors.ConsumerStoreFailed(stream.Store.LastError ?? status.ToString());
+            c._store = cs;
+            if (recovering && cs.GetState(state) == StoreStatus.Ok && state.Delivered.Stream > 0) restored = true;
+            if (!recovering) c.WriteMeta();
+        }
+        lock (c._lock)
+        {
+            if (restored) c.Restore(state);
+            else c.InitStart();
+        }
+        consumer = c;
+        return null;
+    }
+
+    private void WriteMeta()
+    {
+        Directory.CreateDirectory(_stream.ConsumersDir);
+        var meta = new ConsumerMeta { Name = Name, Config = Config, Created = Created };
+        var path = Path.Combine(_stream.ConsumersDir, Name + ".json");
+        var tmp = path + ".tmp";
+        using (var f = new FileStream(tmp, FileMode.Create, FileAccess.Write))
+        {
+            f.Write(JsonSerializer.SerializeToUtf8Bytes(meta, JsJsonContext.Default.ConsumerMeta));
+            f.Flush(flushToDisk: true);
+        }
+        File.Move(tmp, path, overwrite: true);
+    }
+
+    /// <summary>Applies an update of the mutable fields (nats-server allows description, ack_wait, max_deliver, ...).</summary>
+    public void Update(ConsumerConfig next)
+    {
+        lock (_lock) Config = next;
+        if (_store is not null) WriteMeta();
+        Kick();
+    }
+
+    /// <summary>Where delivery starts, per deliver policy (nats-server consumer.go selectStartingSeqNo).</summary>
+    private void InitStart()
+    {
+        var state = _stream.Store.GetState();
+        switch (Config.DeliverPolicy)
+        {
+            case "last":
+                {
+                    ulong last = 0;
+                    if (_filters.Length == 0) last = state.LastSequence;
+                    else foreach (var f in _filters) if (_stream.Store.LoadLast(f, _msg) == StoreStatus.Ok) last = Math.Max(last, _msg.Sequence);
+                    _nextStreamSeq = last == 0 ? state.LastSequence + 1 : last;
+                    break;
+                }
+            case "new":
+                _nextStreamSeq = state.LastSequence + 1;
+                break;
+            case "by_start_sequence":
+                _nextStreamSeq = Math.Max(1, Config.OptStartSeq ?? 1);
+                break;
+            case "by_start_time":
+                {
+                    long t = Config.OptStartTime is { } st ? GoTime.ToUnixNanos(st) : 0;
+                    _nextStreamSeq = state.LastSequence + 1;
+                    for (ulong s = state.FirstSequence; s <= state.LastSequence;)
+                    {
+                        if (_stream.Store.LoadNext(default, s, _msg) != StoreStatus.Ok) break;
+                        if (_msg.Timestamp >= t) { _nextStreamSeq = _msg.Sequence; break; }
+                        s = _msg.Sequence + 1;
+                    }
+                    break;
+                }
+            case "last_per_subject":
+                {
+                    var subjects = new Dictionary<string, ulong>(StringComparer.Ordinal);
+                    if (_filters.Length == 0) _stream.Store.GetSubjectCounts(default, subjects);
+                    else foreach (var f in _filters) _stream.Store.GetSubjectCounts(f, subjects);
+                    var seqs = new List<ulong>(subjects.Count);
+                    foreach (var subject in subjects.Keys)
+                    {
+                        if (_stream.Store.LoadLast(Encoding.UTF8.GetBytes(subject), _msg) == StoreStatus.Ok) seqs.Add(_msg.Sequence);
+                    }
+                    seqs.Sort();
+                    _lastPerSubject = new Queue<ulong>(seqs);
+                    _nextStreamSeq = state.LastSequence + 1;
+                    break;
+                }
+            default:
+                _nextStreamSeq = Math.Max(1, state.FirstSequence);
+                break;
+        }
+        _deliveredStreamSeq = _nextStreamSeq - 1;
+        RecountPending();
+    }
+
+    private void Restore(ConsumerState state)
+    {
+        _deliveredConsumerSeq = state.Delivered.Consumer;
+        _deliveredStreamSeq = state.Delivered.Stream;
+        _nextStreamSeq = state.Delivered.Stream + 1;
+        long deadline = Environment.TickCount64 + AckWaitMs;
+        foreach (var (sseq, p) in state.Pending)
+        {
+            ulong redelivered = state.Redelivered.TryGetValue(sseq, out var r) ? r : 0;
+            _pending[sseq] = new PendingMsg { ConsumerSeq = p.ConsumerSequence, Timestamp = p.Timestamp, Deliveries = redelivered + 1, DeadlineTick = deadline };
+        }
+        RecountPending();
+    }
+
+    /// <summary>Counts the messages at or after the next sequence that match the filters (num_pending).</summary>
+    private void RecountPending()
+    {
+        var st = _stream.Store.GetState();
+        long n = _lastPerSubject?.Count ?? 0;
+        if (_nextStreamSeq <= st.FirstSequence)
+        {
+            if (_filters.Length == 0) n += (long)st.Messages;
+            else foreach (var f in _filters) n += (long)_stream.Store.CountMatching(f);
+        }
+        else
+        {
+            for (ulong s = _nextStreamSeq; s <= st.LastSequence;)
+            {
+                if (!LoadNextMatching(s, out ulong found)) break;
+                n++;
+                s = found + 1;
+            }
+        }
+        Interlocked.Exchange(ref _numPending, n);
+    }
+
+    /// <summary>Loads into _msg the first message at or after <paramref name="from"/> matching any filter.</summary>
+    private bool LoadNextMatching(ulong from, out ulong seq)
+    {
+        seq = 0;
+        if (_filters.Length <= 1)
+        {
+            var filter = _filters.Length == 0 ? default : _filters[0].AsSpan();
+            if (_stream.Store.LoadNext(filter, from, _msg) != StoreStatus.Ok) return false;
+            seq = _msg.Sequence;
+            return true;
+        }
+        ulong best = ulong.MaxValue;
+        foreach (var f in _filters)
+        {
+            if (_stream.Store.LoadNext(f, from, _msg) == StoreStatus.Ok && _msg.Sequence < best) best = _msg.Sequence;
+        }
+        if (best == ulong.MaxValue) return false;
+        if (_stream.Store.Load(best, _msg) != StoreStatus.Ok) return false;
+        seq = best;
+        return true;
+    }
+
+    public bool Matches(ReadOnlySpan<byte> subject)
+    {
+        if (_filters.Length == 0) return true;
+        foreach (var f in _filters) if (SubjectMatch.Matches(subject, f)) return true;
+        return false;
+    }
+
+    /// <summary>Called by the stream's worker for each stored message (before the batch's kick).</summary>
+    public void OnStored(ReadOnlySpan<byte> subject)
+    {
+        if (Matches(subject)) Interlocked.Increment(ref _numPending);
+    }
+
+    /// <summary>After a purge or message removal: recount what is pending and drop state for removed messages.</summary>
+    public void OnStreamChanged()
+    {
+        lock (_lock)
+        {
+            var st = _stream.Store.GetState();
+            if (_nextStreamSeq < st.FirstSequence) _nextStreamSeq = st.FirstSequence;
+            RecountPending();
+        }
+        Kick();
+    }
+
+    public void Kick()
+    {
+        if (Interlocked.Exchange(ref _kicked, 1) == 0)
+        {
+            try { _wake.Release(); }
+            catch (SemaphoreFullException) { }
+            catch (ObjectDisposedException) { }
+        }
+    }
+
+    public void Start() => _loop = Task.Run(LoopAsync);
+
+    /// <summary>Stops the loop; with <paramref name="delete"/> also removes the durable state and config file.</summary>
+    public async Task StopAsync(bool delete)
+    {
+        await _stop.CancelAsync().ConfigureAwait(false);
+        Kick();
+        if (_loop is not null)
+        {
+            try { await _loop.ConfigureAwait(false); }
+            catch (OperationCanceledException) { }
+        }
+        if (_store is not null)
+        {
+            if (delete)
+            {
+                _store.Delete();
+                try { File.Delete(Path.Combine(_stream.ConsumersDir, Name + ".json")); }
+                catch (IOException ex) { _stream.Js.Logger.LogWarning("JetStream: could not remove consumer file: {Error}", ex.Message); }
+            }
+            _store.Dispose();
+            _store = null;
+        }
+    }
+
+    /// <summary>Queues a pull request; false (and the caller answers 409) when the inbox is full.</summary>
+    public bool EnqueuePull(PullRequest req)
+    {
+        if (Interlocked.Increment(ref _inboxCount) > InboxLimit)
+        {
+            Interlocked.Decrement(ref _inboxCount);
+            return false;
+        }
+        _pulls.Enqueue(req);
+        Kick();
+        return true;
+    }
+
+    public ConsumerInfo Info()
+    {
+        lock (_lock)
+        {
+            var (floorC, floorS) = AckFloorLocked();
+            return new ConsumerInfo
+            {
+                StreamName = _stream.Name,
+                Name = Name,
+                Created = Created,
+                Config = Config,
+                Delivered = new SequenceInfo { ConsumerSeq = _deliveredConsumerSeq, StreamSeq = _deliveredStreamSeq, LastActive = _deliveredLastActive },
+                AckFloor = new SequenceInfo { ConsumerSeq = floorC, StreamSeq = floorS, LastActive = _ackLastActive },
+                NumAckPending = _pending.Count,
+                NumRedelivered = _numRedelivered,
+                NumWaiting = _waiting.Count + _pulls.Count,
+                NumPending = (ulong)Math.Max(0, Interlocked.Read(ref _numPending)),
+                Cluster = new ClusterInfo { Leader = _stream.Js.ServerName },
+                PushBound = DeliverSubject is not null && _stream.Js.HasInterest(DeliverSubject) ? true : null,
+                Ts = DateTime.UtcNow,
+            };
+        }
+    }
+
+    /// <summary>The ack floor: everything at or below it is acknowledged (nats-server o.asflr / o.adflr).</summary>
+    private (ulong Consumer, ulong Stream) AckFloorLocked()
+    {
+        if (AckNone || _pending.Count == 0) return (_deliveredConsumerSeq, _deliveredStreamSeq);
+        ulong minS = ulong.MaxValue, minC = ulong.MaxValue;
+        foreach (var (s, p) in _pending)
+        {
+            if (s < minS) minS = s;
+            if (p.ConsumerSeq < minC) minC = p.ConsumerSeq;
+        }
+        return (minC - 1, minS - 1);
+    }
+
+    /// <summary>For interest retention: true once this consumer no longer needs <paramref name="sseq"/>.</summary>
+    public bool IsDoneWith(ulong sseq, ReadOnlySpan<byte> subject)
+    {
+        if (!Matches(subject)) return true;
+        lock (_lock) return sseq < _nextStreamSeq && !_pending.ContainsKey(sseq) && (_lastPerSubject is null || !_lastPerSubject.Contains(sseq));
+    }
+}

@@ -1,0 +1,119 @@
+using System.Text;
+using NatsBroker.Contracts;
+using NatsBroker.JetStream.Api;
+
+namespace NatsBroker.JetStream;
+
+// What the API asks of a stream: info, purge, message get/delete, and retention after acks.
+internal sealed partial class JsStream
+{
+    /// <summary>nats-server's limit on subject details in one STREAM.INFO (JSMaxSubjectDetails).</summary>
+    private const int MaxSubjectDetails = 100_000;
+
+    public StreamInfo Info(string? subjectsFilter = null, bool deletedDetails = false)
+    {
+        var st = Store.GetState();
+        var state = new StreamStateInfo
+        {
+            Messages = st.Messages,
+            Bytes = st.Bytes,
+            // A stream that never held a message reports first_seq 0, as nats-server's stores do.
+            FirstSeq = st.LastSequence == 0 && st.Messages == 0 ? 0 : st.FirstSequence,
+            FirstTs = GoTime.FromUnixNanos(st.Messages == 0 ? 0 : st.FirstTimestamp),
+            LastSeq = st.LastSequence,
+            LastTs = GoTime.FromUnixNanos(st.LastTimestamp),
+            NumDeleted = st.Deleted > 0 ? (long)st.Deleted : null,
+            NumSubjects = st.Subjects > 0 ? st.Subjects : null,
+            ConsumerCount = ConsumerCount,
+        };
+        if (!string.IsNullOrEmpty(subjectsFilter))
+        {
+            var subjects = new Dictionary<string, ulong>(StringComparer.Ordinal);
+            Store.GetSubjectCounts(subjectsFilter == ">" ? default : Encoding.UTF8.GetBytes(subjectsFilter), subjects);
+            if (subjects.Count > 0 && subjects.Count <= MaxSubjectDetails) state.Subjects = subjects;
+        }
+        if (deletedDetails && st.Deleted > 0)
+        {
+            var deleted = new List<ulong>();
+            var probe = new StoredMessage(64);
+            for (ulong s = st.FirstSequence; s <= st.LastSequence; s++)
+            {
+                if (Store.Load(s, probe) == StoreStatus.Deleted) deleted.Add(s);
+            }
+            state.Deleted = [.. deleted];
+        }
+        return new StreamInfo
+        {
+            Config = Config,
+            Created = Created,
+            State = state,
+            Cluster = new ClusterInfo { Leader = Js.ServerName },
+            Ts = DateTime.UtcNow,
+        };
+    }
+
+    public ApiError? Purge(StreamPurgeRequest req, out ulong purged)
+    {
+        purged = 0;
+        var cfg = Config;
+        if (cfg.Sealed) return JsErrors.StreamSealed;
+        if (cfg.DenyPurge) return JsErrors.StreamPurgeFailed("stream purge not permitted");
+        if (req.Seq is > 0 && req.Keep is > 0) return JsErrors.BadRequest;
+        var filter = string.IsNullOrEmpty(req.Filter) || req.Filter == ">" ? default : Encoding.UTF8.GetBytes(req.Filter);
+        var r = Store.Purge(filter, req.Seq ?? 0, req.Keep ?? 0);
+        if (r.Status != StoreStatus.Ok) return JsErrors.StreamPurgeFailed(Store.LastError ?? r.Status.ToString());
+        purged = r.Purged;
+        foreach (var c in _consumerSnapshot) c.OnStreamChanged();
+        return null;
+    }
+
+    public ApiError? GetMessage(MsgGetRequest req, StoredMessage into)
+    {
+        int set = (req.Seq is > 0 ? 1 : 0) + (string.IsNullOrEmpty(req.LastBySubj) ? 0 : 1);
+        if (set != 1 && !(req.Seq is > 0 && !string.IsNullOrEmpty(req.NextBySubj)) && string.IsNullOrEmpty(req.NextBySubj)) return JsErrors.BadRequest;
+        StoreStatus status;
+        if (!string.IsNullOrEmpty(req.LastBySubj)) status = Store.LoadLast(Encoding.UTF8.GetBytes(req.LastBySubj), into);
+        else if (!string.IsNullOrEmpty(req.NextBySubj)) status = Store.LoadNext(Encoding.UTF8.GetBytes(req.NextBySubj), Math.Max(1, req.Seq ?? 1), into);
+        else status = Store.Load(req.Seq!.Value, into);
+        return status == StoreStatus.Ok ? null : JsErrors.NoMessageFound;
+    }
+
+    public ApiError? DeleteMessage(MsgDeleteRequest req)
+    {
+        var cfg = Config;
+        if (cfg.Sealed) return JsErrors.StreamSealed;
+        if (cfg.DenyDelete) return JsErrors.StreamMsgDeleteFailed("message delete not permitted");
+        var status = req.NoErase == true ? Store.Remove(req.Seq) : Store.Erase(req.Seq);
+        if (status is StoreStatus.NotFound or StoreStatus.Deleted) return JsErrors.SequenceNotFound(req.Seq);
+        if (status != StoreStatus.Ok) return JsErrors.StreamMsgDeleteFailed(Store.LastError ?? status.ToString());
+        foreach (var c in _consumerSnapshot) c.OnStreamChanged();
+        return null;
+    }
+
+    /// <summary>
+    /// After acks on a work-queue or interest stream (called by a consumer with no lock held): remove messages no
+    /// consumer still needs (nats-server stream.go ackMsg).
+    /// </summary>
+    internal void OnConsumerAcked(List<ulong> sequences)
+    {
+        var cfg = Config;
+        if (cfg.Retention == "workqueue")
+        {
+            foreach (var s in sequences) Store.Remove(s);
+            return;
+        }
+        if (cfg.Retention != "interest") return;
+        var probe = new StoredMessage(128);
+        var consumers = _consumerSnapshot;
+        foreach (var s in sequences)
+        {
+            if (Store.Load(s, probe) != StoreStatus.Ok) continue;
+            bool done = true;
+            foreach (var c in consumers)
+            {
+                if (!c.IsDoneWith(s, probe.Subject)) { done = false; break; }
+            }
+            if (done) Store.Remove(s);
+        }
+    }
+}

@@ -1,0 +1,241 @@
+using System.Buffers;
+using System.Buffers.Text;
+using System.Text;
+using NatsBroker.Contracts;
+using NatsBroker.JetStream.Api;
+using NatsBroker.Routing;
+using NatsBroker.Subscriptions;
+
+namespace NatsBroker.JetStream;
+
+// The store path of a stream (nats-server stream.go processJetStreamMsg): dedupe, Nats-Expected-* checks, limits,
+// append, rollup, PubAck.
+internal sealed partial class JsStream
+{
+    /// <summary>Default duplicate window (nats-server StreamDefaultDuplicatesWindow).</summary>
+    public static readonly long DefaultDuplicateWindowNanos = (long)TimeSpan.FromMinutes(2).TotalMilliseconds * 1_000_000;
+    /// <summary>nats-server's max header size for stored messages.</summary>
+    private const int MaxHeaderSize = 64 * 1024;
+
+    private readonly byte[] _pubAckPrefix;
+    private readonly byte[] _pubAckScratch = new byte[512];
+    // Duplicate window (worker thread only): msg id -> (seq, stored at), plus arrival order for expiry.
+    private readonly Dictionary<string, (ulong Seq, long Ts)> _dedupe = new(StringComparer.Ordinal);
+    private readonly Queue<(string Id, long Ts)> _dedupeOrder = new();
+    private string _lastMsgId = "";
+    /// <summary>PubAck destinations of the current ingest batch, flushed once per batch (worker thread only).</summary>
+    private readonly NatsBroker.Routing.DeliveryBatch _ackBatch = new();
+    private long _droppedInbound;
+
+    /// <summary>Runs on the publisher's thread: copy into a pooled buffer and queue; never block.</summary>
+    private void OnPublished(Subscription sub, in InternalMessage msg)
+    {
+        int hdr = msg.HeaderSize > 0 ? msg.HeaderSize : 0;
+        int total = msg.Subject.Length + msg.Reply.Length + (int)msg.Payload.Length;
+        var buf = ArrayPool<byte>.Shared.Rent(Math.Max(1, total));
+        msg.Subject.CopyTo(buf);
+        msg.Reply.CopyTo(buf.AsSpan(msg.Subject.Length));
+        msg.Payload.CopyTo(buf.AsSpan(msg.Subject.Length + msg.Reply.Length));
+        var inbound = new Inbound(buf, msg.Subject.Length, msg.Reply.Length, hdr, (int)msg.Payload.Length - hdr);
+        if (_inbound.Writer.TryWrite(inbound)) return;
+        long n = Interlocked.Increment(ref _droppedInbound);
+        if (!msg.Reply.IsEmpty) Js.Publish(msg.Reply, default, default, PubAckError(JsErrors.StreamTooManyRequests));
+        inbound.Return();
+        if (n == 1 || n % 10_000 == 0)
+            Microsoft.Extensions.Logging.LoggerExtensions.LogWarning(Js.Logger, "JetStream stream {Stream}: inbound queue full, {Count} messages refused so far", Name, n);
+    }
+
+    private async Task IngestLoopAsync()
+    {
+        var reader = _inbound.Reader;
+        while (await reader.WaitToReadAsync().ConfigureAwait(false))
+        {
+            int stored = 0;
+            while (reader.TryRead(out var m))
+            {
+                try
+                {
+                    if (Process(m)) stored++;
+                }
+                catch (Exception ex)
+                {
+                    Microsoft.Extensions.Logging.LoggerExtensions.LogError(Js.Logger, ex, "JetStream stream {Stream}: storing a message failed", Name);
+                    if (!m.Reply.IsEmpty) Js.Publish(m.Reply, default, default, PubAckError(JsErrors.StreamStoreFailed(ex.Message)));
+                }
+                finally
+                {
+                    m.Return();
+                }
+                // Wake consumers at least every 256 stored messages so a long burst is not delivered in one lump.
+                if (stored >= 256)
+                {
+                    FlushAcks();
+                    KickConsumers();
+                    stored = 0;
+                }
+            }
+            FlushAcks();
+            if (stored > 0) KickConsumers();
+        }
+    }
+
+    /// <summary>Stores one message and answers it; true when it was stored.</summary>
+    private bool Process(in Inbound m)
+    {
+        var cfg = _config;
+        var hdr = m.Headers;
+        var reply = m.Reply;
+        if (cfg.Sealed) return Fail(reply, JsErrors.StreamSealed);
+        if (hdr.Length > MaxHeaderSize) return Fail(reply, JsErrors.StreamHeaderExceedsMaximum);
+        if (cfg.MaxMsgSize > 0 && hdr.Length + m.Payload.Length > cfg.MaxMsgSize) return Fail(reply, JsErrors.StreamMessageExceedsMaximum);
+
+        string msgId = "";
+        long now = GoTime.NowNanos();
+        if (!hdr.IsEmpty)
+        {
+            msgId = NatsHeaders.GetString(hdr, NatsHeaders.MsgId);
+            if (msgId.Length > 0)
+            {
+                ExpireDedupe(now, cfg);
+                if (_dedupe.TryGetValue(msgId, out var dup))
+                {
+                    if (!reply.IsEmpty) Js.Publish(reply, default, default, PubAck(dup.Seq, duplicate: true));
+                    return false;
+                }
+            }
+            var expStream = NatsHeaders.Get(hdr, NatsHeaders.ExpectedStream);
+            if (!expStream.IsEmpty && !expStream.SequenceEqual(NameBytes)) return Fail(reply, JsErrors.StreamNotMatch);
+            if (NatsHeaders.TryGetUInt64(hdr, NatsHeaders.ExpectedLastSeq, out ulong expLast, out bool hasLast) || hasLast)
+            {
+                ulong last = Store.GetState().LastSequence;
+                if (!hasLast || expLast != last) return Fail(reply, JsErrors.StreamWrongLastSequence(last));
+            }
+            if (NatsHeaders.TryGetUInt64(hdr, NatsHeaders.ExpectedLastSubjSeq, out ulong expSubj, out bool hasSubj) || hasSubj)
+            {
+                ulong lastForSubject = LastSequenceOf(m.Subject);
+                if (expSubj != lastForSubject) return Fail(reply, JsErrors.StreamWrongLastSequence(lastForSubject));
+            }
+            var expId = NatsHeaders.GetString(hdr, NatsHeaders.ExpectedLastMsgId);
+            if (expId.Length > 0 && expId != _lastMsgId) return Fail(reply, JsErrors.StreamWrongLastMsgId(_lastMsgId));
+            var rollup = NatsHeaders.Get(hdr, NatsHeaders.Rollup);
+            if (!rollup.IsEmpty)
+            {
+                if (!cfg.AllowRollupHdrs) return Fail(reply, JsErrors.StreamRollupFailed("rollup not permitted"));
+                if (!rollup.SequenceEqual("sub"u8) && !rollup.SequenceEqual("all"u8))
+                    return Fail(reply, JsErrors.StreamRollupFailed($"rollup value invalid: \"{Encoding.UTF8.GetString(rollup)}\""));
+            }
+        }
+
+        var result = Store.Append(m.Subject, hdr, m.Payload, now);
+        if (!result.IsOk) return Fail(reply, StoreError(result.Status));
+
+        if (msgId.Length > 0)
+        {
+            _dedupe[msgId] = (result.Sequence, now);
+            _dedupeOrder.Enqueue((msgId, now));
+            _lastMsgId = msgId;
+        }
+        if (!hdr.IsEmpty)
+        {
+            var rollup = NatsHeaders.Get(hdr, NatsHeaders.Rollup);
+            if (rollup.SequenceEqual("sub"u8)) Store.Purge(m.Subject, result.Sequence, 0);
+            else if (rollup.SequenceEqual("all"u8)) Store.Purge(default, result.Sequence, 0);
+        }
+        if (!reply.IsEmpty) Js.Router.PublishInternal(reply, reply, default, default, PubAck(result.Sequence, duplicate: false), _ackBatch);
+        foreach (var c in _consumerSnapshot) c.OnStored(m.Subject);
+        if (cfg.Retention == "interest" && _consumerSnapshot.Length == 0) Store.Remove(result.Sequence);
+        return true;
+    }
+
+    /// <summary>
+    /// After a restart: re-learn the message ids still inside the duplicate window from the stored messages'
+    /// Nats-Msg-Id headers, newest first (nats-server stream.go rebuildDedupe). Runs before ingest starts.
+    /// </summary>
+    internal void RebuildDedupe()
+    {
+        var cfg = _config;
+        long window = cfg.DuplicateWindow ?? DefaultDuplicateWindowNanos;
+        long cutoff = GoTime.NowNanos() - window;
+        var st = Store.GetState();
+        var probe = new StoredMessage(256);
+        var found = new List<(string Id, ulong Seq, long Ts)>();
+        for (ulong s = st.LastSequence; s >= st.FirstSequence && s > 0; s--)
+        {
+            var status = Store.Load(s, probe);
+            if (status == StoreStatus.Deleted) continue;
+            if (status != StoreStatus.Ok || probe.Timestamp < cutoff) break;
+            if (probe.HeadersLength == 0) continue;
+            var id = NatsHeaders.GetString(probe.Headers, NatsHeaders.MsgId);
+            if (id.Length > 0) found.Add((id, s, probe.Timestamp));
+        }
+        for (int i = found.Count - 1; i >= 0; i--)
+        {
+            var (id, seq, ts) = found[i];
+            _dedupe[id] = (seq, ts);
+            _dedupeOrder.Enqueue((id, ts));
+            _lastMsgId = id;
+        }
+    }
+
+    private void FlushAcks()
+    {
+        _ackBatch.Flush();
+        _ackBatch.TakeBackPressure();
+    }
+
+    private ulong LastSequenceOf(ReadOnlySpan<byte> subject)
+    {
+        var probe = t_probe ??= new StoredMessage(64);
+        return Store.LoadLast(subject, probe) == StoreStatus.Ok ? probe.Sequence : 0;
+    }
+
+    [ThreadStatic] private static StoredMessage? t_probe;
+
+    private void ExpireDedupe(long now, StreamConfig cfg)
+    {
+        long window = cfg.DuplicateWindow ?? DefaultDuplicateWindowNanos;
+        while (_dedupeOrder.TryPeek(out var e) && now - e.Ts > window)
+        {
+            _dedupeOrder.Dequeue();
+            if (_dedupe.TryGetValue(e.Id, out var cur) && cur.Ts == e.Ts) _dedupe.Remove(e.Id);
+        }
+    }
+
+    private static ApiError StoreError(StoreStatus status) => status switch
+    {
+        StoreStatus.MaxMessagesExceeded => JsErrors.StreamStoreFailed("maximum messages exceeded"),
+        StoreStatus.MaxBytesExceeded => JsErrors.StreamStoreFailed("maximum bytes exceeded"),
+        StoreStatus.MaxMessagesPerSubjectExceeded => JsErrors.StreamStoreFailed("maximum messages per subject exceeded"),
+        StoreStatus.MessageTooLarge => JsErrors.StreamMessageExceedsMaximum,
+        StoreStatus.DiskFull => JsErrors.StreamStoreFailed("insufficient storage resources available"),
+        _ => JsErrors.StreamStoreFailed(status.ToString()),
+    };
+
+    private bool Fail(ReadOnlySpan<byte> reply, ApiError error)
+    {
+        if (!reply.IsEmpty) Js.Publish(reply, default, default, PubAckError(error));
+        return false;
+    }
+
+    /// <summary>{"stream":"S",["domain":"D",]"seq":N[,"duplicate":true]} written into a reused scratch buffer.</summary>
+    private ReadOnlySpan<byte> PubAck(ulong seq, bool duplicate)
+    {
+        int need = _pubAckPrefix.Length + 48;
+        var buf = need <= _pubAckScratch.Length ? _pubAckScratch : new byte[need];
+        _pubAckPrefix.CopyTo(buf, 0);
+        int n = _pubAckPrefix.Length;
+        Utf8Formatter.TryFormat(seq, buf.AsSpan(n), out int w);
+        n += w;
+        if (duplicate)
+        {
+            ",\"duplicate\": true"u8.CopyTo(buf.AsSpan(n));
+            n += ",\"duplicate\": true"u8.Length;
+        }
+        buf[n++] = (byte)'}';
+        return buf.AsSpan(0, n);
+    }
+
+    /// <summary>An error PubAck: nats-server writes the error with an empty PubAck beside it ("stream", "seq":0).</summary>
+    private byte[] PubAckError(ApiError error) =>
+        JsJson.Serialize(new PubAckResponse { Error = error, Stream = Name, Seq = 0 }, JsJsonContext.Default.PubAckResponse);
+}
