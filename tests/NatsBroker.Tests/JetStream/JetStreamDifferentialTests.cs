@@ -6,16 +6,6 @@ using Xunit.Abstractions;
 
 namespace NatsBroker.Tests.JetStream;
 
-/// <summary>Reported as skipped when Go nats-server is missing; under CI=true it runs (and fails) instead.</summary>
-public sealed class RequiresGoServerFactAttribute : FactAttribute
-{
-    public RequiresGoServerFactAttribute()
-    {
-        if (TestEnvironment.UnavailableReason(ServerKind.Go) is { } reason && Environment.GetEnvironmentVariable("CI") != "true")
-            Skip = $"Go nats-server unavailable: {reason}";
-    }
-}
-
 /// <summary>
 /// The same JetStream API requests against our broker and Go nats-server 2.9.10 (-js): error objects must be
 /// identical and every JSON field nats-server answers must be in ours (2.10 fields 2.9 lacks may be extra).
@@ -58,9 +48,10 @@ public sealed class JetStreamDifferentialTests(ITestOutputHelper output)
         new("small heartbeat", "$JS.API.CONSUMER.DURABLE.CREATE.WQ.H", """{"stream_name":"WQ","config":{"durable_name":"H","ack_policy":"explicit","deliver_subject":"d.h","idle_heartbeat":1000}}"""),
     ];
 
-    [RequiresGoServerFact]
+    [SkippableFact]
     public async Task Api_answers_match_nats_server()
     {
+        Prerequisites.RequireGoServer();
         var ours = await RunAsync(ServerKind.Ours);
         var go = await RunAsync(ServerKind.Go);
         var problems = new List<string>();
@@ -92,9 +83,10 @@ public sealed class JetStreamDifferentialTests(ITestOutputHelper output)
         Assert.True(problems.Count == 0, string.Join("\n", problems));
     }
 
-    [RequiresGoServerFact]
+    [SkippableFact]
     public async Task Pub_acks_and_pull_status_headers_match_nats_server()
     {
+        Prerequisites.RequireGoServer();
         var results = new Dictionary<ServerKind, List<string>>();
         foreach (var kind in new[] { ServerKind.Ours, ServerKind.Go })
         {
