@@ -58,26 +58,17 @@ public sealed partial class JetStreamService
 
     private byte[] AccountInfo()
     {
-        ulong mem = 0, file = 0;
-        int consumers = 0;
-        var streams = Account.Streams();
-        foreach (var s in streams)
-        {
-            var st = s.Store.GetState();
-            if (s.Config.Storage == "memory") mem += st.Bytes;
-            else file += st.Bytes;
-            consumers += s.ConsumerCount;
-        }
+        var usage = Usage();
         var info = new AccountInfoResponse
         {
             Type = P + "account_info_response",
-            Memory = mem,
-            Storage = file,
-            Streams = streams.Length,
-            Consumers = consumers,
+            Memory = usage.Memory,
+            Storage = usage.Storage,
+            Streams = usage.Streams,
+            Consumers = usage.Consumers,
             Limits = new AccountLimits(),
             Domain = string.IsNullOrEmpty(Domain) ? null : Domain,
-            Api = new ApiStats { Total = (ulong)ApiTotal, Errors = (ulong)ApiErrors },
+            Api = new ApiStats { Total = usage.ApiTotal, Errors = usage.ApiErrors },
         };
         return JsJson.Serialize(info, JsJsonContext.Default.AccountInfoResponse);
     }
