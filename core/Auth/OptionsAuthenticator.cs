@@ -29,13 +29,13 @@ public sealed class OptionsAuthenticator : IAuthenticator
     private readonly string? _token;
     private readonly TimeProvider? _time;
 
-    private sealed record UserEntry(string Name, string Password, PermissionRules? Rules);
+    private sealed record UserEntry(string Name, string Password, PermissionRules? Rules, string? Account);
 
     public OptionsAuthenticator(ServerOptions options, PasswordVerifier? verifier = null, TimeProvider? time = null)
     {
         ArgumentNullException.ThrowIfNull(options);
         foreach (var u in options.Users)
-            _users[u.User] = new UserEntry(u.User, u.Password ?? "", u.Permissions is null ? null : new PermissionRules(u.Permissions));
+            _users[u.User] = new UserEntry(u.User, u.Password ?? "", u.Permissions is null ? null : new PermissionRules(u.Permissions), u.Account);
         _username = string.IsNullOrEmpty(options.Username) ? null : options.Username;
         _password = options.Password ?? "";
         _token = string.IsNullOrEmpty(options.Authorization) ? null : options.Authorization;
@@ -81,7 +81,7 @@ public sealed class OptionsAuthenticator : IAuthenticator
         {
             return Compare(entry.Password, pass, entry.Name, hashing) switch
             {
-                true => AuthResult.Allowed(entry.Name, CreatePermissions(entry)),
+                true => AuthResult.Allowed(entry.Name, CreatePermissions(entry), entry.Account),
                 false => AuthResult.Denied,
                 null => null,
             };
@@ -120,7 +120,7 @@ public sealed class OptionsAuthenticator : IAuthenticator
     {
         if (!AuthRequired) return AuthResult.Allowed();
         if (NoAuthUser is not null && _users.TryGetValue(NoAuthUser, out var entry))
-            return AuthResult.Allowed(entry.Name, CreatePermissions(entry));
+            return AuthResult.Allowed(entry.Name, CreatePermissions(entry), entry.Account);
         return AuthResult.Denied;
     }
 

@@ -8,7 +8,7 @@ namespace NatsBroker.Configuration;
 /// (processConfigFileLine and the parse* helpers). Keys are case-insensitive. Every problem is collected;
 /// field errors point at the key, as nats-server's pedantic parser does.
 /// </summary>
-internal sealed class OptionMapper(ServerOptions o)
+internal sealed partial class OptionMapper(ServerOptions o)
 {
     /// <summary>
     /// Keys nats-server knows that this broker does not implement yet. They are rejected with a clear message
@@ -16,7 +16,7 @@ internal sealed class OptionMapper(ServerOptions o)
     /// </summary>
     internal static readonly HashSet<string> UnsupportedTopLevel = new(StringComparer.Ordinal)
     {
-        "cluster", "gateway", "leaf", "leafnodes", "websocket", "ws", "mqtt", "accounts", "mappings", "maps",
+        "cluster", "gateway", "leaf", "leafnodes", "websocket", "ws", "mqtt", "mappings", "maps",
         "tls", "ocsp", "allow_non_tls", "operator", "operators", "roots", "root", "root_operators", "root_operator",
         "resolver", "account_resolver", "accounts_resolver", "resolver_tls", "resolver_preload",
         "resolver_pinned_accounts", "system_account", "system", "no_system_account", "no_system", "no_sys_acc",
@@ -42,6 +42,7 @@ internal sealed class OptionMapper(ServerOptions o)
     {
         foreach (var e in tree.Root)
             ApplyTop(e);
+        ValidateAccounts();
     }
 
     private void Error(SourcePosition p, string message) => Errors.Add(new ConfigError(p, message));
@@ -270,6 +271,9 @@ internal sealed class OptionMapper(ServerOptions o)
 
             case "authorization":
                 Authorization(e);
+                break;
+            case "accounts":
+                Accounts(e);
                 break;
             case "no_auth_user":
                 if (String(e, out s)) o.NoAuthUser = s;

@@ -46,6 +46,8 @@ public sealed class ServerOptions
     public string? Authorization { get; set; }
     public List<UserConfig> Users { get; set; } = [];
     public string? NoAuthUser { get; set; }
+    /// <summary>Accounts from the <c>accounts {}</c> block; users outside any account belong to <c>$G</c>.</summary>
+    public List<AccountConfig> Accounts { get; set; } = [];
 
     // ---- Monitoring ----
     private string? _httpHost;
@@ -104,6 +106,8 @@ public sealed class UserConfig
     public Permissions? Permissions { get; set; }
     /// <summary>allowed_connection_types (STANDARD, WEBSOCKET, LEAFNODE, MQTT); null = any.</summary>
     public List<string>? AllowedConnectionTypes { get; set; }
+    /// <summary>The account this user belongs to (declared in <c>accounts { A: { users: [...] } }</c>); null = <c>$G</c>.</summary>
+    public string? Account { get; set; }
 }
 
 /// <summary>Publish/subscribe permissions (server/auth.go Permissions).</summary>

@@ -55,7 +55,7 @@ public sealed partial class ClientConnection
         // nats-server lets a client that skips CONNECT in as no_auth_user (telnet demos).
         var result = _server.Auth.AuthenticateWithoutConnect(AuthContext());
         if (!result.Success) return true;
-        ApplyAuth(result);
+        if (!ApplyAuth(result)) return true; // refused by the account (closing with its error)
         _connectReceived = true;
         return false;
     }
@@ -89,6 +89,10 @@ public sealed partial class ClientConnection
             // A bcrypt check continues off this thread: the read loop resumes in CompletePendingConnectAsync.
             if (!AuthenticateConnect(opts)) return;
         }
+        else if (!BindAccount(null))
+        {
+            return;
+        }
         _connectReceived = true;
         FinishConnect(opts);
     }
@@ -120,10 +124,13 @@ public sealed partial class ClientConnection
         RemoteEndPoint = System.Net.IPAddress.TryParse(RemoteIp, out var ip) ? new System.Net.IPEndPoint(ip, RemotePort) : null,
     };
 
-    private void ApplyAuth(AuthResult result)
+    /// <summary>Binds the authenticated identity and its account; false when the account refuses it (closing).</summary>
+    private bool ApplyAuth(AuthResult result)
     {
+        if (!BindAccount(result.Account)) return false;
         AuthorizedUser = result.User;
         _permissions = result.Permissions;
+        return true;
     }
 
     private void ProcessPing()
@@ -154,7 +161,7 @@ public sealed partial class ClientConnection
         string sidKey = Encoding.UTF8.GetString(sid);
         lock (_subsLock)
         {
-            int max = _server.Options.MaxSubscriptions;
+            int max = EffectiveMaxSubscriptions();
             if (max > 0 && _subs.Count >= max)
             {
                 SendError(ErrorMessages.MaxSubscriptionsExceeded);
@@ -167,7 +174,7 @@ public sealed partial class ClientConnection
                 return;
             }
             var sub = new Subscription(subject.ToArray(), queue.IsEmpty ? null : queue.ToArray(), sid.ToArray(), this);
-            if (!_server.SubList.Insert(sub))
+            if (!_account.Router.SubList.Insert(sub))
             {
                 SendError(ErrorMessages.InvalidSubject);
                 return;
@@ -201,7 +208,7 @@ public sealed partial class ClientConnection
                 }
             }
         }
-        if (toRemove is not null) _server.SubList.Remove(toRemove);
+        if (toRemove is not null) _account.Router.SubList.Remove(toRemove);
         if (_verbose) EnqueueProto(ProtocolWriter.Ok);
     }
 
@@ -215,7 +222,7 @@ public sealed partial class ClientConnection
             removed = _subs.TryGetValue(sidKey, out var existing) && ReferenceEquals(existing, sub) && _subs.Remove(sidKey);
         }
         sub.Closed = true;
-        if (removed) _server.SubList.Remove(sub);
+        if (removed) _account.Router.SubList.Remove(sub);
     }
 
     private void ProcessProtocolError(ProtocolError error)

@@ -40,9 +40,10 @@ public sealed partial class ClientConnection
     private volatile bool _closing;
     private volatile bool _closeAfterFlush;
 
-    internal ClientConnection(NatsServer server, ulong id, Stream stream, ConnectionKind kind, string remoteIp, int remotePort, bool overConnectionLimit = false)
+    internal ClientConnection(NatsServer server, ulong id, Stream stream, ConnectionKind kind, string remoteIp, int remotePort, bool overConnectionLimit = false, Accounts.Account? account = null)
     {
         _server = server;
+        _account = account ?? server.Accounts.Global;
         Id = id;
         _stream = stream;
         Kind = kind;
@@ -50,7 +51,7 @@ public sealed partial class ClientConnection
         RemotePort = remotePort;
         _overConnectionLimit = overConnectionLimit;
         _parser = new ProtocolParser(server.Options.MaxControlLine);
-        _maxPayload = server.Options.MaxPayload;
+        _maxPayload = EffectiveMaxPayload(server.Options);
         ConnectedAt = DateTime.UtcNow;
         _lastInTicks = Environment.TickCount64;
     }
@@ -66,6 +67,8 @@ public sealed partial class ClientConnection
     public DateTime LastActivity => ConnectedAt.AddMilliseconds(Math.Max(0, Volatile.Read(ref _lastInTicks) - _connectedTicks));
     public ConnectOptions? Connect { get; private set; }
     public string? AuthorizedUser { get; private set; }
+    /// <summary>The account this client publishes and subscribes in (<c>$G</c> until authentication binds another).</summary>
+    public Accounts.Account Account => _account;
     public CloseReason? ClosedReason { get; private set; }
     public DateTime? ClosedAt { get; private set; }
 
@@ -209,7 +212,8 @@ public sealed partial class ClientConnection
         }
         foreach (var s in subs) s.Closed = true;
         FinalSubscriptions = subs;
-        if (subs.Count > 0) _server.SubList.RemoveBatch(subs);
+        if (subs.Count > 0) _account.Router.SubList.RemoveBatch(subs);
+        if (_accountCounted) _account.RemoveConnection();
         ShutdownTransport();
         lock (_out.Lock)
         {

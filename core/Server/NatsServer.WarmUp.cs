@@ -12,24 +12,15 @@ public sealed partial class NatsServer
     /// </summary>
     internal void WarmUp()
     {
-        // A scratch routing table, so the warm-up leaves no trace in /subsz statistics.
-        var realRouter = Router;
-        Router = NewRouter();
-        try
-        {
-            RunWarmUpSession();
-        }
-        finally
-        {
-            Router = realRouter;
-        }
+        // A scratch account, so the warm-up leaves no trace in /subsz statistics.
+        RunWarmUpSession(new Accounts.Account("$warmup", NewRouter()));
     }
 
-    private void RunWarmUpSession()
+    private void RunWarmUpSession(Accounts.Account scratch)
     {
         var (serverEnd, clientEnd) = InMemoryTransport.CreatePair();
         ulong id = (ulong)Interlocked.Increment(ref _nextClientId);
-        var client = new ClientConnection(this, id, serverEnd, ConnectionKind.InMemory, "", 0) { IsInternal = true };
+        var client = new ClientConnection(this, id, serverEnd, ConnectionKind.InMemory, "", 0, account: scratch) { IsInternal = true };
         var run = Task.Run(client.RunAsync);
         var script = Encoding.ASCII.GetBytes(
             "CONNECT {\"verbose\":false,\"pedantic\":false,\"headers\":true,\"no_responders\":true,\"name\":\"warmup\"}\r\n" +
