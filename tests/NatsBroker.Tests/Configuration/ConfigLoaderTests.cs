@@ -243,7 +243,6 @@ public class ConfigLoaderTests
     [InlineData("leafnodes { port: 7422 }")]
     [InlineData("websocket { port: 8080 }")]
     [InlineData("mqtt { port: 1883 }")]
-    [InlineData("accounts { A: {} }")]
     [InlineData("gateway { name: x }")]
     [InlineData("tls { cert_file: x }")]
     [InlineData("system_account: SYS")]
