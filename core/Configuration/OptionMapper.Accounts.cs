@@ -64,10 +64,10 @@ internal sealed partial class OptionMapper
             }
             if (!AddAccount(acc, config) || users is null)
                 continue;
-            var seen = new HashSet<string>(o.Users.Select(u => u.User), StringComparer.Ordinal);
+            var seen = new HashSet<string>(o.Users.Select(u => u.Nkey ?? u.User), StringComparer.Ordinal);
             foreach (var u in users)
             {
-                if (!seen.Add(u.User))
+                if (!seen.Add(u.Nkey ?? u.User))
                 {
                     Error(acc.KeyPosition, $"Duplicate user \"{u.User}\" detected");
                     continue;

@@ -456,10 +456,10 @@ internal sealed partial class OptionMapper(ServerOptions o)
             o.AuthTimeout = t == TimeSpan.Zero ? TimeSpan.FromSeconds(2) : t;
         if (users is null)
             return;
-        var seen = new HashSet<string>(o.Users.Select(u => u.User), StringComparer.Ordinal);
+        var seen = new HashSet<string>(o.Users.Select(u => u.Nkey ?? u.User), StringComparer.Ordinal);
         foreach (var u in users)
         {
-            if (!seen.Add(u.User))
+            if (!seen.Add(u.Nkey ?? u.User))
             {
                 Error(at, $"Duplicate user \"{u.User}\" detected");
                 return;
@@ -544,8 +544,13 @@ internal sealed partial class OptionMapper(ServerOptions o)
                         u.AllowedConnectionTypes = ConnectionTypeList(f);
                         break;
                     case "nkey":
-                        Unsupported(f, "a user entry");
-                        hasUser = true;
+                        if (String(f, out s))
+                        {
+                            if (!NATS.NKeys.KeyPair.IsValidPublicKey(NATS.NKeys.PrefixByte.User, s))
+                                Error(f.KeyPosition, "Not a valid public nkey for a user");
+                            u.Nkey = s;
+                            hasUser = true;
+                        }
                         break;
                     default:
                         Unknown(f);

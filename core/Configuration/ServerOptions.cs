@@ -94,6 +94,7 @@ public sealed class ServerOptions
     public List<string> ServerTags { get; set; } = [];
 
     public bool AuthRequired =>
+        Users.Any(u => u.Nkey is not null) ||
         Users.Count > 0 || Username is not null || Authorization is not null;
 }
 
@@ -101,6 +102,8 @@ public sealed class ServerOptions
 public sealed class UserConfig
 {
     public string User { get; set; } = "";
+    /// <summary>The user's public NKey ("U..."), for nkey users (<c>{ nkey: U... }</c>); authenticated by signing the INFO nonce.</summary>
+    public string? Nkey { get; set; }
     /// <summary>Plain text or a bcrypt hash ("$2a$..."), as nats-server accepts.</summary>
     public string? Password { get; set; }
     public Permissions? Permissions { get; set; }

@@ -84,7 +84,7 @@ public sealed partial class ClientConnection
         _headers = opts.Headers && !_server.Options.NoHeaderSupport;
         _noResponders = opts.NoResponders;
 
-        if (_server.Auth.AuthRequired || opts.User is not null || opts.AuthToken is not null)
+        if (_server.Auth.AuthRequired || opts.User is not null || opts.AuthToken is not null || opts.Nkey is not null)
         {
             // A bcrypt check continues off this thread: the read loop resumes in CompletePendingConnectAsync.
             if (!AuthenticateConnect(opts)) return;
@@ -121,6 +121,7 @@ public sealed partial class ClientConnection
     private ClientAuthContext AuthContext() => new()
     {
         ClientId = Id,
+        Nonce = Nonce,
         RemoteEndPoint = System.Net.IPAddress.TryParse(RemoteIp, out var ip) ? new System.Net.IPEndPoint(ip, RemotePort) : null,
     };
 

@@ -1,6 +1,7 @@
 using System.Buffers;
 using System.IO.Pipelines;
 using System.Net.Sockets;
+using NatsBroker.Auth;
 using NatsBroker.Protocol;
 using NatsBroker.Routing;
 using NatsBroker.Subscriptions;
@@ -52,6 +53,8 @@ public sealed partial class ClientConnection
         _overConnectionLimit = overConnectionLimit;
         _parser = new ProtocolParser(server.Options.MaxControlLine);
         _maxPayload = EffectiveMaxPayload(server.Options);
+        // nats-server sends a nonce in INFO when nkey users exist (server.go nonceRequired), to be signed in CONNECT.
+        if (server.Auth.NonceRequired) Nonce = NkeyVerifier.NewNonce();
         ConnectedAt = DateTime.UtcNow;
         _lastInTicks = Environment.TickCount64;
     }
@@ -67,6 +70,8 @@ public sealed partial class ClientConnection
     public DateTime LastActivity => ConnectedAt.AddMilliseconds(Math.Max(0, Volatile.Read(ref _lastInTicks) - _connectedTicks));
     public ConnectOptions? Connect { get; private set; }
     public string? AuthorizedUser { get; private set; }
+    /// <summary>The nonce sent in INFO (nkey users sign it); null when none was sent.</summary>
+    public string? Nonce { get; }
     /// <summary>The account this client publishes and subscribes in (<c>$G</c> until authentication binds another).</summary>
     public Accounts.Account Account => _account;
     public CloseReason? ClosedReason { get; private set; }

@@ -89,6 +89,7 @@ public sealed partial class NatsServer : IAsyncDisposable
             JetStream = false,
             ClientId = client?.Id ?? 0,
             ClientIp = client?.RemoteIp,
+            Nonce = client?.Nonce,
             LameDuckMode = LameDuckMode,
         };
     }
