@@ -546,7 +546,7 @@ internal sealed partial class OptionMapper(ServerOptions o)
                     case "nkey":
                         if (String(f, out s))
                         {
-                            if (!NATS.NKeys.KeyPair.IsValidPublicKey(NATS.NKeys.PrefixByte.User, s))
+                            if (!IsUserNkey(s))
                                 Error(f.KeyPosition, "Not a valid public nkey for a user");
                             u.Nkey = s;
                             hasUser = true;
@@ -565,6 +565,18 @@ internal sealed partial class OptionMapper(ServerOptions o)
             users.Add(u);
         }
         return users;
+    }
+
+    private static bool IsUserNkey(string key)
+    {
+        try
+        {
+            return NATS.NKeys.KeyPair.IsValidPublicKey(NATS.NKeys.PrefixByte.User, key);
+        }
+        catch (NATS.NKeys.NKeysException)
+        {
+            return false; // bad checksum or encoding
+        }
     }
 
     private List<string>? ConnectionTypeList(ConfigEntry e)

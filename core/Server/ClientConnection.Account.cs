@@ -12,10 +12,13 @@ public sealed partial class ClientConnection
 {
     private Account _account;
     private bool _accountCounted;
+    // A server-internal session given its own account (warm-up) stays in it.
+    private readonly bool _accountFixed;
 
     /// <summary>Binds to <paramref name="name"/> (null = <c>$G</c>); false when refused (the connection is closing).</summary>
     private bool BindAccount(string? name)
     {
+        if (_accountFixed) return true;
         var account = _server.Accounts.Find(name);
         if (account is null)
         {

@@ -45,6 +45,7 @@ public sealed partial class ClientConnection
     {
         _server = server;
         _account = account ?? server.Accounts.Global;
+        _accountFixed = account is not null;
         Id = id;
         _stream = stream;
         Kind = kind;

@@ -256,7 +256,7 @@ public class ConfigLoaderTests
     public void Unsupported_jetstream_and_user_keys()
     {
         Assert.Equal("t.conf:1:13: \"domain\" in jetstream is not supported by this server yet", Fail("jetstream { domain: hub }"));
-        Assert.Contains("\"nkey\" in a user entry is not supported", Fail("authorization { users: [ { nkey: UABC } ] }"), StringComparison.Ordinal);
+        Assert.Contains("Not a valid public nkey for a user", Fail("authorization { users: [ { nkey: UABC } ] }"), StringComparison.Ordinal);
     }
 
     [Fact]
