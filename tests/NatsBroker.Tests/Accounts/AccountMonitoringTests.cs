@@ -18,7 +18,20 @@ public sealed class AccountMonitoringTests(ITestOutputHelper output, ServerPool 
     private static async Task<JsonElement> Get(ServerProcess s, int port, string path)
     {
         using var http = new HttpClient();
-        var text = await http.GetStringAsync($"http://{s.Host}:{port}{path}");
+        // The harness waits for the client port only; the monitoring listener may come up a moment later.
+        string text;
+        for (int attempt = 0; ; attempt++)
+        {
+            try
+            {
+                text = await http.GetStringAsync($"http://{s.Host}:{port}{path}");
+                break;
+            }
+            catch (HttpRequestException) when (attempt < 50)
+            {
+                await Task.Delay(100);
+            }
+        }
         return JsonDocument.Parse(text).RootElement.Clone();
     }
 
