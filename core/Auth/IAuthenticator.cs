@@ -20,6 +20,9 @@ public interface IAuthenticator
     /// <summary>Whether clients must authenticate (INFO auth_required; ops before CONNECT are violations).</summary>
     bool AuthRequired { get; }
 
+    /// <summary>Whether INFO carries a nonce for the client to sign (nkey users configured).</summary>
+    bool NonceRequired => false;
+
     /// <summary>The full decision. May be CPU-heavy (bcrypt): connections call it on <see cref="PasswordHashingQueue"/>,
     /// never on a socket thread.</summary>
     AuthResult Authenticate(ConnectOptions connect, ClientAuthContext ctx);

@@ -24,35 +24,66 @@ namespace NatsBroker.Auth;
 public sealed class OptionsAuthenticator : IAuthenticator
 {
     private readonly Dictionary<string, UserEntry> _users = new(StringComparer.Ordinal);
+    /// <summary>NKey users by public key (their <see cref="UserEntry.Name"/> is the key).</summary>
+    private readonly Dictionary<string, UserEntry> _nkeys = new(StringComparer.Ordinal);
     private readonly string? _username;
     private readonly string? _password;
     private readonly string? _token;
     private readonly TimeProvider? _time;
 
-    private sealed record UserEntry(string Name, string Password, PermissionRules? Rules);
+    private sealed record UserEntry(string Name, string Password, PermissionRules? Rules, string? Account);
 
     public OptionsAuthenticator(ServerOptions options, PasswordVerifier? verifier = null, TimeProvider? time = null)
     {
         ArgumentNullException.ThrowIfNull(options);
         foreach (var u in options.Users)
-            _users[u.User] = new UserEntry(u.User, u.Password ?? "", u.Permissions is null ? null : new PermissionRules(u.Permissions));
+        {
+            var rules = u.Permissions is null ? null : new PermissionRules(u.Permissions);
+            if (u.Nkey is not null) _nkeys[u.Nkey] = new UserEntry(u.Nkey, "", rules, u.Account);
+            else _users[u.User] = new UserEntry(u.User, u.Password ?? "", rules, u.Account);
+        }
         _username = string.IsNullOrEmpty(options.Username) ? null : options.Username;
         _password = options.Password ?? "";
         _token = string.IsNullOrEmpty(options.Authorization) ? null : options.Authorization;
         NoAuthUser = string.IsNullOrEmpty(options.NoAuthUser) ? null : options.NoAuthUser;
-        AuthRequired = _users.Count > 0 || _username is not null || _token is not null;
+        AuthRequired = _users.Count > 0 || _nkeys.Count > 0 || _username is not null || _token is not null;
         Verifier = verifier ?? new PasswordVerifier(time: time);
         _time = time;
     }
 
     /// <summary>INFO auth_required; when false <see cref="Authenticate"/> accepts everyone.</summary>
     public bool AuthRequired { get; }
+    /// <summary>NKey users exist: INFO carries a nonce to sign.</summary>
+    public bool NonceRequired => _nkeys.Count > 0;
     public string? NoAuthUser { get; }
     public PasswordVerifier Verifier { get; }
 
-    public AuthResult Authenticate(ConnectOptions connect, ClientAuthContext ctx) => Decide(connect, hashing: true)!;
+    public AuthResult Authenticate(ConnectOptions connect, ClientAuthContext ctx) => DecideNkey(connect, ctx) ?? Decide(connect, hashing: true)!;
 
-    public AuthResult? TryAuthenticateWithoutHashing(ConnectOptions connect, ClientAuthContext ctx) => Decide(connect, hashing: false);
+    public AuthResult? TryAuthenticateWithoutHashing(ConnectOptions connect, ClientAuthContext ctx) => DecideNkey(connect, ctx) ?? Decide(connect, hashing: false);
+
+    /// <summary>
+    /// NKey users (server/auth.go): a CONNECT naming an nkey must name a configured one and sign the nonce; with
+    /// no credentials at all, a no_auth_user that is an nkey user is admitted without a signature. Null: not an
+    /// nkey decision, the user/token rules decide.
+    /// </summary>
+    private AuthResult? DecideNkey(ConnectOptions connect, ClientAuthContext ctx)
+    {
+        ArgumentNullException.ThrowIfNull(connect);
+        ArgumentNullException.ThrowIfNull(ctx);
+        if (_nkeys.Count == 0) return null;
+        if (!string.IsNullOrEmpty(connect.Nkey))
+        {
+            if (!_nkeys.TryGetValue(connect.Nkey, out var nk)) return AuthResult.Denied;
+            return NkeyVerifier.Verify(nk.Name, ctx.Nonce, connect.Sig)
+                ? AuthResult.Allowed(nk.Name, CreatePermissions(nk), nk.Account)
+                : AuthResult.Denied;
+        }
+        if (NoAuthUser is not null && string.IsNullOrEmpty(connect.User) && string.IsNullOrEmpty(connect.Pass)
+            && string.IsNullOrEmpty(connect.AuthToken) && !_users.ContainsKey(NoAuthUser) && _nkeys.TryGetValue(NoAuthUser, out var noAuth))
+            return AuthResult.Allowed(noAuth.Name, CreatePermissions(noAuth), noAuth.Account);
+        return null;
+    }
 
     /// <summary>The decision; with <paramref name="hashing"/> false, null when a bcrypt computation is needed.</summary>
     private AuthResult? Decide(ConnectOptions connect, bool hashing)
@@ -81,7 +112,7 @@ public sealed class OptionsAuthenticator : IAuthenticator
         {
             return Compare(entry.Password, pass, entry.Name, hashing) switch
             {
-                true => AuthResult.Allowed(entry.Name, CreatePermissions(entry)),
+                true => AuthResult.Allowed(entry.Name, CreatePermissions(entry), entry.Account),
                 false => AuthResult.Denied,
                 null => null,
             };
@@ -119,8 +150,8 @@ public sealed class OptionsAuthenticator : IAuthenticator
     public AuthResult AuthenticateWithoutConnect(ClientAuthContext ctx)
     {
         if (!AuthRequired) return AuthResult.Allowed();
-        if (NoAuthUser is not null && _users.TryGetValue(NoAuthUser, out var entry))
-            return AuthResult.Allowed(entry.Name, CreatePermissions(entry));
+        if (NoAuthUser is not null && (_users.TryGetValue(NoAuthUser, out var entry) || _nkeys.TryGetValue(NoAuthUser, out entry)))
+            return AuthResult.Allowed(entry.Name, CreatePermissions(entry), entry.Account);
         return AuthResult.Denied;
     }
 

@@ -16,7 +16,7 @@ internal sealed partial class OptionMapper(ServerOptions o)
     /// </summary>
     internal static readonly HashSet<string> UnsupportedTopLevel = new(StringComparer.Ordinal)
     {
-        "cluster", "gateway", "leaf", "leafnodes", "websocket", "ws", "mqtt", "accounts", "mappings", "maps",
+        "cluster", "gateway", "leaf", "leafnodes", "websocket", "ws", "mqtt", "mappings", "maps",
         "ocsp", "allow_non_tls", "operator", "operators", "roots", "root", "root_operators", "root_operator",
         "resolver", "account_resolver", "accounts_resolver", "resolver_tls", "resolver_preload",
         "resolver_pinned_accounts", "system_account", "system", "no_system_account", "no_system", "no_sys_acc",
@@ -42,6 +42,7 @@ internal sealed partial class OptionMapper(ServerOptions o)
     {
         foreach (var e in tree.Root)
             ApplyTop(e);
+        ValidateAccounts();
     }
 
     private void Error(SourcePosition p, string message) => Errors.Add(new ConfigError(p, message));
@@ -271,6 +272,9 @@ internal sealed partial class OptionMapper(ServerOptions o)
             case "authorization":
                 Authorization(e);
                 break;
+            case "accounts":
+                Accounts(e);
+                break;
             case "no_auth_user":
                 if (String(e, out s)) o.NoAuthUser = s;
                 break;
@@ -455,10 +459,10 @@ internal sealed partial class OptionMapper(ServerOptions o)
             o.AuthTimeout = t == TimeSpan.Zero ? TimeSpan.FromSeconds(2) : t;
         if (users is null)
             return;
-        var seen = new HashSet<string>(o.Users.Select(u => u.User), StringComparer.Ordinal);
+        var seen = new HashSet<string>(o.Users.Select(u => u.Nkey ?? u.User), StringComparer.Ordinal);
         foreach (var u in users)
         {
-            if (!seen.Add(u.User))
+            if (!seen.Add(u.Nkey ?? u.User))
             {
                 Error(at, $"Duplicate user \"{u.User}\" detected");
                 return;
@@ -543,8 +547,13 @@ internal sealed partial class OptionMapper(ServerOptions o)
                         u.AllowedConnectionTypes = ConnectionTypeList(f);
                         break;
                     case "nkey":
-                        Unsupported(f, "a user entry");
-                        hasUser = true;
+                        if (String(f, out s))
+                        {
+                            if (!IsUserNkey(s))
+                                Error(f.KeyPosition, "Not a valid public nkey for a user");
+                            u.Nkey = s;
+                            hasUser = true;
+                        }
                         break;
                     default:
                         Unknown(f);
@@ -559,6 +568,18 @@ internal sealed partial class OptionMapper(ServerOptions o)
             users.Add(u);
         }
         return users;
+    }
+
+    private static bool IsUserNkey(string key)
+    {
+        try
+        {
+            return NATS.NKeys.KeyPair.IsValidPublicKey(NATS.NKeys.PrefixByte.User, key);
+        }
+        catch (NATS.NKeys.NKeysException)
+        {
+            return false; // bad checksum or encoding
+        }
     }
 
     private List<string>? ConnectionTypeList(ConfigEntry e)

@@ -57,6 +57,8 @@ public sealed class ServerOptions
     public string? Authorization { get; set; }
     public List<UserConfig> Users { get; set; } = [];
     public string? NoAuthUser { get; set; }
+    /// <summary>Accounts from the <c>accounts {}</c> block; users outside any account belong to <c>$G</c>.</summary>
+    public List<AccountConfig> Accounts { get; set; } = [];
 
     // ---- Monitoring ----
     private string? _httpHost;
@@ -109,6 +111,7 @@ public sealed class ServerOptions
     public List<string> ServerTags { get; set; } = [];
 
     public bool AuthRequired =>
+        Users.Any(u => u.Nkey is not null) ||
         Users.Count > 0 || Username is not null || Authorization is not null;
 }
 
@@ -116,11 +119,15 @@ public sealed class ServerOptions
 public sealed class UserConfig
 {
     public string User { get; set; } = "";
+    /// <summary>The user's public NKey ("U..."), for nkey users (<c>{ nkey: U... }</c>); authenticated by signing the INFO nonce.</summary>
+    public string? Nkey { get; set; }
     /// <summary>Plain text or a bcrypt hash ("$2a$..."), as nats-server accepts.</summary>
     public string? Password { get; set; }
     public Permissions? Permissions { get; set; }
     /// <summary>allowed_connection_types (STANDARD, WEBSOCKET, LEAFNODE, MQTT); null = any.</summary>
     public List<string>? AllowedConnectionTypes { get; set; }
+    /// <summary>The account this user belongs to (declared in <c>accounts { A: { users: [...] } }</c>); null = <c>$G</c>.</summary>
+    public string? Account { get; set; }
 }
 
 /// <summary>Publish/subscribe permissions (server/auth.go Permissions).</summary>

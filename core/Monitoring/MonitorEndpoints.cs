@@ -266,14 +266,15 @@ public sealed class MonitorEndpoints(NatsServer server)
         int limit = DecodeInt(query, "limit");
         ulong cid = DecodeUInt64(query, "cid");
         var state = DecodeState(query);
+        var acc = query("acc");
         Count("/connz");
-        var connz = Connz(sort, auth, subs, detail, offset, limit, cid, state);
+        var connz = Connz(sort, auth, subs, detail, offset, limit, cid, state, acc);
         return Respond(query, connz, MonitorJsonContext.Indented.Connz);
     }
 
     /// <summary>server/monitor.go Connz: open and/or closed connections, sorted, then paged.</summary>
     public Connz Connz(string sort = "", bool auth = false, bool subs = false, bool detail = false, int offset = 0, int limit = 0,
-        ulong cid = 0, ConnState state = ConnState.Open)
+        ulong cid = 0, ConnState state = ConnState.Open, string? account = null)
     {
         if (!SortOptions.Contains(sort)) throw new MonitorQueryException($"invalid sorting option: {sort}");
         if (sort == "stop" && state != ConnState.Closed) throw new MonitorQueryException("sort by stop only valid on closed connections");
@@ -286,6 +287,12 @@ public sealed class MonitorEndpoints(NatsServer server)
         var result = new Connz { ServerId = server.ServerId, Now = now, Offset = offset, Limit = limit };
         var open = state is ConnState.Open or ConnState.All ? server.Clients.ToList() : [];
         var closed = state is ConnState.Closed or ConnState.All ? server.ClosedClients() : [];
+        if (!string.IsNullOrEmpty(account))
+        {
+            // acc= keeps the connections bound to that account (monitor.go Connz, ConnzOptions.Account).
+            open = open.Where(c => c.Account.Name == account).ToList();
+            closed = [.. closed.Where(c => (c.Account ?? GlobalAccount) == account)];
+        }
         result.Total = open.Count + closed.Count;
 
         if (cid > 0)
@@ -365,7 +372,12 @@ public sealed class MonitorEndpoints(NatsServer server)
             if (detail) info.SubscriptionsListDetail = [.. list.Select(s => Detail(SubscriptionSnapshot.From(s), account: null))];
             else if (subs) info.SubscriptionsList = [.. list.Select(s => Encoding.UTF8.GetString(s.Subject))];
         }
-        if (auth) info.AuthorizedUser = NullIfEmpty(c.AuthorizedUser);
+        if (auth)
+        {
+            info.AuthorizedUser = NullIfEmpty(c.AuthorizedUser);
+            // nats-server names the account only outside the global one.
+            if (c.Account.Name != GlobalAccount) info.Account = c.Account.Name;
+        }
         if (c.ProxyKey is { } proxyKey)
         {
             info.Proxy = new ProxyInfo { Key = proxyKey, Gateway = c.ProxiedClient?.Gateway };
@@ -408,7 +420,11 @@ public sealed class MonitorEndpoints(NatsServer server)
             if (detail) info.SubscriptionsListDetail = [.. c.Subscriptions.Select(s => Detail(s, GlobalAccount))];
             else if (subs) info.SubscriptionsList = [.. c.Subscriptions.Select(s => s.Subject)];
         }
-        if (auth) info.AuthorizedUser = NullIfEmpty(c.User);
+        if (auth)
+        {
+            info.AuthorizedUser = NullIfEmpty(c.User);
+            if (c.Account is { } name && name != GlobalAccount) info.Account = name;
+        }
         return info;
     }
 
@@ -531,24 +547,43 @@ public sealed class MonitorEndpoints(NatsServer server)
         var a = new Accountz { ServerId = server.ServerId, Now = DateTime.UtcNow };
         if (string.IsNullOrEmpty(acc))
         {
-            a.Accounts = [GlobalAccount];
+            a.Accounts = [.. server.Accounts.All.Select(x => x.Name)];
         }
-        else if (acc != GlobalAccount)
+        else if (server.Accounts.Find(acc) is not { } account)
         {
             throw new MonitorQueryException($"Account {acc} does not exist");
         }
         else
         {
-            var stats = server.SubList.GetStats();
+            var stats = account.Router.SubList.GetStats();
             a.AccountDetail = new AccountDetail
             {
-                AccountName = GlobalAccount,
+                AccountName = account.Name,
                 UpdateTime = server.StartTime,
                 Complete = true,
                 JetStreamEnabled = server.Options.JetStream,
-                ClientConnections = server.ClientCount,
+                ClientConnections = account.Connections,
                 Subscriptions = stats.NumSubscriptions,
                 SublistStats = stats,
+                Exports = account.Exports.Count == 0 ? null : [.. account.Exports.Select(x => new AccountExportInfo
+                {
+                    Subject = x.Subject,
+                    Type = x.IsService ? "service" : "stream",
+                    ResponseType = x.IsService ? x.ResponseType switch
+                    {
+                        Configuration.ServiceResponseType.Streamed => "Stream",
+                        Configuration.ServiceResponseType.Chunked => "Chunked",
+                        _ => "Singleton",
+                    } : null,
+                    Accounts = x.Accounts,
+                })],
+                Imports = account.Imports.Count == 0 ? null : [.. account.Imports.Select(x => new AccountImportInfo
+                {
+                    Subject = x.Subject,
+                    Account = x.Account,
+                    To = x.To ?? (x.Prefix is { } p ? p + "." + x.Subject : null),
+                    Type = x.IsService ? "service" : "stream",
+                })],
             };
         }
         return Respond(query, a, MonitorJsonContext.Indented.Accountz);

@@ -224,7 +224,30 @@ public sealed class AccountDetail
     [JsonPropertyName("leafnode_connections")] public int LeafNodeConnections { get; set; }
     [JsonPropertyName("client_connections")] public int ClientConnections { get; set; }
     [JsonPropertyName("subscriptions")] public long Subscriptions { get; set; }
+    [JsonPropertyName("exports"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public List<AccountExportInfo>? Exports { get; set; }
+    [JsonPropertyName("imports"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public List<AccountImportInfo>? Imports { get; set; }
     [JsonPropertyName("sublist_stats")] public Subscriptions.SubListStats? SublistStats { get; set; }
+}
+
+/// <summary>server/monitor.go ExtExport (the jwt.Export fields nats-server fills from a config export).</summary>
+public sealed class AccountExportInfo
+{
+    [JsonPropertyName("subject")] public string Subject { get; set; } = "";
+    [JsonPropertyName("type")] public string Type { get; set; } = "";
+    [JsonPropertyName("response_type"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? ResponseType { get; set; }
+    [JsonPropertyName("approved_accounts"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public List<string>? Accounts { get; set; }
+}
+
+/// <summary>server/monitor.go ExtImport.</summary>
+public sealed class AccountImportInfo
+{
+    [JsonPropertyName("subject")] public string Subject { get; set; } = "";
+    [JsonPropertyName("account")] public string Account { get; set; } = "";
+    [JsonPropertyName("to"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? To { get; set; }
+    [JsonPropertyName("type")] public string Type { get; set; } = "";
+    [JsonPropertyName("invalid")] public bool Invalid { get; set; }
+    [JsonPropertyName("share")] public bool Share { get; set; }
+    [JsonPropertyName("tracking")] public bool Tracking { get; set; }
 }
 
 public sealed class AccountStatz

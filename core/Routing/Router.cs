@@ -11,8 +11,8 @@ namespace NatsBroker.Routing;
 /// gateway links. Flushing the touched destinations is the publisher's, once per batch (<see cref="DeliveryBatch"/>).
 /// </summary>
 /// <remarks>
-/// One router per subject space; today one for the server (nats-server's global account). Accounts will give each
-/// account its own router over its own SubList, with imports and exports routing between them.
+/// One router per subject space: each account (core/Accounts) owns one over its own SubList; imports and exports
+/// route between them through server-side subscribers.
 /// </remarks>
 public sealed class Router
 {
@@ -157,7 +157,19 @@ public sealed class Router
         return sub;
     }
 
-    /// <summary>Removes a subscription made with <see cref="SubscribeInternal"/>.</summary>
+    /// <summary>
+    /// Subscribes a server-side subscriber that handles deliveries itself (account import forwarders). Its
+    /// <see cref="ISubscriber.Deliver"/> runs on the publisher's thread with the publisher's batch.
+    /// </summary>
+    public Subscription Subscribe(string subject, ISubscriber owner)
+    {
+        var sid = Encoding.ASCII.GetBytes("i" + Interlocked.Increment(ref _sidCounter).ToString(System.Globalization.CultureInfo.InvariantCulture));
+        var sub = new Subscription(Encoding.UTF8.GetBytes(subject), null, sid, owner);
+        if (!SubList.Insert(sub)) throw new ArgumentException($"invalid subject '{subject}'", nameof(subject));
+        return sub;
+    }
+
+    /// <summary>Removes a subscription made with <see cref="SubscribeInternal"/> or <see cref="Subscribe"/>.</summary>
     public void Unsubscribe(Subscription sub)
     {
         sub.Closed = true;

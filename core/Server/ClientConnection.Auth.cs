@@ -102,8 +102,7 @@ public sealed partial class ClientConnection
             SendErrorAndClose(ErrorMessages.AuthorizationViolation, CloseReason.AuthenticationViolation);
             return false;
         }
-        ApplyAuth(result);
-        return true;
+        return ApplyAuth(result);
     }
 
     /// <summary>
@@ -114,7 +113,7 @@ public sealed partial class ClientConnection
     /// </summary>
     internal void OnReload(Configuration.ServerOptions options, IAuthenticator auth)
     {
-        _maxPayload = options.MaxPayload;
+        _maxPayload = EffectiveMaxPayload(options);
         lock (_authLock)
         {
             if (!_connectReceived || _closing) return;
@@ -160,6 +159,12 @@ public sealed partial class ClientConnection
             SendErrorAndClose(ErrorMessages.AuthorizationViolation, CloseReason.AuthenticationViolation);
             return;
         }
+        if (!ReferenceEquals(_server.Accounts.Find(result.Account), _account))
+        {
+            // The user now belongs to another account: its subscriptions live in the old subject space.
+            SendErrorAndClose(ErrorMessages.AuthorizationViolation, CloseReason.AuthenticationViolation);
+            return;
+        }
         ApplyAuth(result);
         if (_permissions is null) return;
         List<Subscription> revoked = [];
@@ -174,7 +179,7 @@ public sealed partial class ClientConnection
         foreach (var sub in revoked)
         {
             sub.Closed = true;
-            _server.SubList.Remove(sub);
+            _account.Router.SubList.Remove(sub);
             SendError(AuthErrors.SubscriptionRevoked(sub.Subject, sub.Sid));
         }
     }

@@ -15,7 +15,7 @@ namespace NatsBroker.Server;
 /// Lock order: <c>_subsLock</c> before <c>_out.Lock</c>. A delivering thread holds at most one destination's
 /// <c>_out.Lock</c> and takes no other lock inside it.
 /// </remarks>
-public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IStallTarget, IPublisher
+public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IStallTarget, IPublisher, Accounts.IRequester
 {
     // Destinations this connection's current read batch touched, and their back-pressure hints.
     private readonly DeliveryBatch _batch = new();
@@ -36,7 +36,7 @@ public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IStall
         }
         if (_verbose) EnqueueProto(ProtocolWriter.Ok);
 
-        if (!_server.Router.Publish(this, subject, reply, headerSize, payload, _l1, _batch) && _noResponders && !reply.IsEmpty)
+        if (!_account.Router.Publish(this, subject, reply, headerSize, payload, _l1, _batch) && _noResponders && !reply.IsEmpty)
         {
             SendNoResponders(reply);
         }
@@ -189,7 +189,7 @@ public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IStall
     private void SendNoResponders(ReadOnlySpan<byte> reply)
     {
         // The sid is that of the requester's subscription matching the reply subject.
-        var result = _server.SubList.Match(reply, _l1);
+        var result = _account.Router.SubList.Match(reply, _l1);
         foreach (var sub in result.Plain)
         {
             if (!ReferenceEquals(sub.Owner, this)) continue;

@@ -55,7 +55,7 @@ public sealed partial class ClientConnection
         // nats-server lets a client that skips CONNECT in as no_auth_user (telnet demos).
         var result = _server.Auth.AuthenticateWithoutConnect(AuthContext());
         if (!result.Success) return true;
-        ApplyAuth(result);
+        if (!ApplyAuth(result)) return true; // refused by the account (closing with its error)
         _connectReceived = true;
         return false;
     }
@@ -86,10 +86,14 @@ public sealed partial class ClientConnection
         _headers = opts.Headers && !_server.Options.NoHeaderSupport;
         _noResponders = opts.NoResponders;
 
-        if (_server.Auth.AuthRequired || opts.User is not null || opts.AuthToken is not null)
+        if (_server.Auth.AuthRequired || opts.User is not null || opts.AuthToken is not null || opts.Nkey is not null)
         {
             // A bcrypt check continues off this thread: the read loop resumes in CompletePendingConnectAsync.
             if (!AuthenticateConnect(opts)) return;
+        }
+        else if (!BindAccount(null))
+        {
+            return;
         }
         _connectReceived = true;
         FinishConnect(opts);
@@ -119,13 +123,17 @@ public sealed partial class ClientConnection
     private ClientAuthContext AuthContext() => new()
     {
         ClientId = Id,
+        Nonce = Nonce,
         RemoteEndPoint = System.Net.IPAddress.TryParse(RemoteIp, out var ip) ? new System.Net.IPEndPoint(ip, RemotePort) : null,
     };
 
-    private void ApplyAuth(AuthResult result)
+    /// <summary>Binds the authenticated identity and its account; false when the account refuses it (closing).</summary>
+    private bool ApplyAuth(AuthResult result)
     {
+        if (!BindAccount(result.Account)) return false;
         AuthorizedUser = result.User;
         _permissions = result.Permissions;
+        return true;
     }
 
     private void ProcessPing()
@@ -156,7 +164,7 @@ public sealed partial class ClientConnection
         string sidKey = Encoding.UTF8.GetString(sid);
         lock (_subsLock)
         {
-            int max = _server.Options.MaxSubscriptions;
+            int max = EffectiveMaxSubscriptions();
             if (max > 0 && _subs.Count >= max)
             {
                 SendError(ErrorMessages.MaxSubscriptionsExceeded);
@@ -169,7 +177,7 @@ public sealed partial class ClientConnection
                 return;
             }
             var sub = new Subscription(subject.ToArray(), queue.IsEmpty ? null : queue.ToArray(), sid.ToArray(), this);
-            if (!_server.SubList.Insert(sub))
+            if (!_account.Router.SubList.Insert(sub))
             {
                 SendError(ErrorMessages.InvalidSubject);
                 return;
@@ -203,7 +211,7 @@ public sealed partial class ClientConnection
                 }
             }
         }
-        if (toRemove is not null) _server.SubList.Remove(toRemove);
+        if (toRemove is not null) _account.Router.SubList.Remove(toRemove);
         if (_verbose) EnqueueProto(ProtocolWriter.Ok);
     }
 
@@ -217,7 +225,7 @@ public sealed partial class ClientConnection
             removed = _subs.TryGetValue(sidKey, out var existing) && ReferenceEquals(existing, sub) && _subs.Remove(sidKey);
         }
         sub.Closed = true;
-        if (removed) _server.SubList.Remove(sub);
+        if (removed) _account.Router.SubList.Remove(sub);
     }
 
     private void ProcessProtocolError(ProtocolError error)

@@ -18,26 +18,14 @@ namespace NatsBroker.Server;
 /// </summary>
 public sealed partial class ClientConnection
 {
-    private const int NonceRawLength = 11; // server/const.go nonceRawLen
-    private string? _nonce;
-
     /// <summary>Public nkey of the trusted proxy (gateway) this connection came through; null when direct.</summary>
     public string? ProxyKey { get; private set; }
 
     /// <summary>What the trusted gateway reported about the end user (null when direct).</summary>
     public ProxiedClient? ProxiedClient { get; private set; }
 
-    /// <summary>The INFO nonce when proxies are trusted (stable for the connection); null otherwise.</summary>
-    internal string? ProxyNonce()
-    {
-        if (_nonce is not null) return _nonce;
-        if (_server.Options.TrustedProxies.Count == 0 && !TrustedProxyKeys.Any) return null;
-        Span<byte> raw = stackalloc byte[NonceRawLength];
-        RandomNumberGenerator.Fill(raw);
-        // server/server.go generateNonce: raw URL-safe base64.
-        _nonce = Convert.ToBase64String(raw).TrimEnd('=').Replace('+', '-').Replace('/', '_');
-        return _nonce;
-    }
+    /// <summary>Whether any proxy (gateway) is trusted, so INFO must carry a nonce for it to sign.</summary>
+    private static bool TrustsProxies(NatsServer server) => server.Options.TrustedProxies.Count > 0 || TrustedProxyKeys.Any;
 
     /// <summary>
     /// Checks <c>proxy_sig</c> (ADR-55) and applies <c>proxy_client</c>. Returns false when the signature is present
@@ -46,8 +34,8 @@ public sealed partial class ClientConnection
     /// </summary>
     private bool ApplyProxy(ConnectOptions opts)
     {
-        if (opts.ProxySig is not { Length: > 0 } sig || _nonce is null) return true;
-        string? key = VerifyProxySignature(sig, _nonce);
+        if (opts.ProxySig is not { Length: > 0 } sig || Nonce is null || !TrustsProxies(_server)) return true;
+        string? key = VerifyProxySignature(sig, Nonce);
         if (key is null || !PeerMayBeProxy())
         {
             _server.Log.AuthFailed(Id, RemoteIp, "proxy is not trusted");

@@ -1,6 +1,7 @@
 using System.Buffers;
 using System.IO.Pipelines;
 using System.Net.Sockets;
+using NatsBroker.Auth;
 using NatsBroker.Protocol;
 using NatsBroker.Routing;
 using NatsBroker.Subscriptions;
@@ -40,9 +41,11 @@ public sealed partial class ClientConnection
     private volatile bool _closing;
     private volatile bool _closeAfterFlush;
 
-    internal ClientConnection(NatsServer server, ulong id, Stream stream, ConnectionKind kind, string remoteIp, int remotePort, bool overConnectionLimit = false)
+    internal ClientConnection(NatsServer server, ulong id, Stream stream, ConnectionKind kind, string remoteIp, int remotePort, bool overConnectionLimit = false, Accounts.Account? account = null)
     {
         _server = server;
+        _account = account ?? server.Accounts.Global;
+        _accountFixed = account is not null;
         Id = id;
         _stream = stream;
         Kind = kind;
@@ -50,7 +53,10 @@ public sealed partial class ClientConnection
         RemotePort = remotePort;
         _overConnectionLimit = overConnectionLimit;
         _parser = new ProtocolParser(server.Options.MaxControlLine);
-        _maxPayload = server.Options.MaxPayload;
+        _maxPayload = EffectiveMaxPayload(server.Options);
+        // nats-server sends a nonce in INFO when nkey users exist (server.go nonceRequired) or proxies are trusted
+        // (ADR-55), to be signed in CONNECT.
+        if (server.Auth.NonceRequired || TrustsProxies(server)) Nonce = NkeyVerifier.NewNonce();
         ConnectedAt = DateTime.UtcNow;
         _lastInTicks = Environment.TickCount64;
     }
@@ -67,6 +73,10 @@ public sealed partial class ClientConnection
     public DateTime LastActivity => ConnectedAt.AddMilliseconds(Math.Max(0, Volatile.Read(ref _lastInTicks) - _connectedTicks));
     public ConnectOptions? Connect { get; private set; }
     public string? AuthorizedUser { get; private set; }
+    /// <summary>The nonce sent in INFO (nkey users sign it); null when none was sent.</summary>
+    public string? Nonce { get; }
+    /// <summary>The account this client publishes and subscribes in (<c>$G</c> until authentication binds another).</summary>
+    public Accounts.Account Account => _account;
     public CloseReason? ClosedReason { get; private set; }
     public DateTime? ClosedAt { get; private set; }
 
@@ -210,7 +220,8 @@ public sealed partial class ClientConnection
         }
         foreach (var s in subs) s.Closed = true;
         FinalSubscriptions = subs;
-        if (subs.Count > 0) _server.SubList.RemoveBatch(subs);
+        if (subs.Count > 0) _account.Router.SubList.RemoveBatch(subs);
+        if (_accountCounted) _account.RemoveConnection();
         ShutdownTransport();
         lock (_out.Lock)
         {

@@ -75,6 +75,7 @@ public sealed partial class NatsServer
         next.ServerName = current.ServerName;
         next.UnixSocketPath = current.UnixSocketPath;
         _options = next;
+        Accounts.Apply(next);
         _auth = new OptionsAuthenticator(next);
         // Existing connections stay, but are re-checked against the new users and limits, as nats-server's
         // reloadAuthorization does: invalid credentials are closed, permissions and limits replaced.

@@ -44,6 +44,7 @@ public sealed partial class NatsServer
                 (c.ClosedReason ?? CloseReason.ClientClosed).ToNatsString())
             {
                 LastActivity = c.LastActivity,
+                Account = c.Account.Name,
                 Subscriptions = SubscriptionSnapshot.Of(c.FinalSubscriptions),
             });
             if (_closedClients.Count > ClosedClientsKept) _closedClients.RemoveFirst();
@@ -56,6 +57,8 @@ public sealed record ClosedClientInfo(ulong Cid, string Ip, int Port, DateTime S
     string? Version, string? User, long InMsgs, long InBytes, long OutMsgs, long OutBytes, string Reason)
 {
     public DateTime LastActivity { get; init; }
+    /// <summary>The account the connection was bound to.</summary>
+    public string? Account { get; init; }
     /// <summary>The subscriptions the connection held when it closed (for /connz?state=closed&amp;subs=1).</summary>
     public IReadOnlyList<SubscriptionSnapshot> Subscriptions { get; init; } = [];
 }

@@ -2,6 +2,7 @@ using System.Collections.Concurrent;
 using System.Net;
 using System.Net.Sockets;
 using Microsoft.Extensions.Logging;
+using NatsBroker.Accounts;
 using NatsBroker.Auth;
 using NatsBroker.Configuration;
 using NatsBroker.Protocol;
@@ -36,14 +37,17 @@ public sealed partial class NatsServer : IAsyncDisposable
         ServerId = NewServerId();
         ServerName = options.ServerName ?? ServerId;
         StartTime = DateTime.UtcNow;
-        Router = NewRouter();
+        Accounts = new AccountRegistry(NewRouter);
+        Accounts.Apply(options);
     }
 
     private Routing.Router NewRouter() => new(new SubList(), ex => Log.InternalCallbackFault(ex));
 
     public ServerOptions Options => _options;
-    /// <summary>Routes every publish, from clients and from inside the server (core/Routing).</summary>
-    public Routing.Router Router { get; private set; }
+    /// <summary>Every account by name; clients bind to one when they authenticate (core/Accounts).</summary>
+    public AccountRegistry Accounts { get; }
+    /// <summary>The global account's router (<c>$G</c>): users outside any account publish here (core/Routing).</summary>
+    public Routing.Router Router => Accounts.Global.Router;
     public SubList SubList => Router.SubList;
     internal IAuthenticator Auth => _auth;
     /// <summary>Where connections run password hashing (bcrypt), off the socket threads.</summary>
@@ -84,8 +88,8 @@ public sealed partial class NatsServer : IAsyncDisposable
             JetStream = JetStream is not null,
             ClientId = client?.Id ?? 0,
             ClientIp = client?.RemoteIp,
-            // nats-server 2.12 (ADR-55): a nonce whenever proxies are trusted, for the proxy to sign.
-            Nonce = client?.ProxyNonce(),
+            // One nonce per connection (ClientConnection.Nonce): nkey users sign it, and trusted proxies (ADR-55).
+            Nonce = client?.Nonce,
             LameDuckMode = LameDuckMode,
         };
     }

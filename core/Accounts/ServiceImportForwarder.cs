@@ -1,0 +1,78 @@
+using System.Buffers;
+using System.Globalization;
+using System.Text;
+using NatsBroker.Configuration;
+using NatsBroker.Routing;
+using NatsBroker.Subscriptions;
+
+namespace NatsBroker.Accounts;
+
+/// <summary>A publisher whose round-trip time nats-server reports in <c>Nats-Request-Info</c> (client connections).</summary>
+public interface IRequester
+{
+    TimeSpan Rtt { get; }
+}
+
+/// <summary>
+/// A service import: subscribed in the importer's router on the local subject; a request is republished into the
+/// exporter's router on the exported subject, its reply replaced by a <c>_R_.</c> subject of the exporter's
+/// <see cref="ServiceResponses"/>, which carries the responses back to the original reply in the importer
+/// (server/accounts.go addServiceImport / processServiceImport). Like nats-server 2.9 it adds a
+/// <c>Nats-Request-Info: {"acc":"&lt;importer&gt;","rtt":&lt;ns&gt;}</c> header to the request.
+/// </summary>
+internal sealed class ServiceImportForwarder : ISubscriber
+{
+    private static readonly byte[] EmptyHeader = "NATS/1.0\r\n"u8.ToArray();
+
+    private readonly Account _importer;
+    private readonly Account _exporter;
+    private readonly SubjectTransform _map;
+    private readonly ServiceResponseType _responseType;
+
+    public ServiceImportForwarder(Account importer, Account exporter, string localSubject, string remoteSubject, ServiceResponseType responseType)
+    {
+        _importer = importer;
+        _exporter = exporter;
+        _responseType = responseType;
+        _map = new SubjectTransform(localSubject, remoteSubject);
+    }
+
+    public DeliveryOutcome Deliver(Subscription sub, ref RoutedMessage msg, DeliveryBatch batch)
+    {
+        ReadOnlySpan<byte> subject = _map.Map(msg.Subject);
+        // Requests cross accounts rarely compared with plain messages; building the header allocates a pooled buffer.
+        var info = Encoding.ASCII.GetBytes(string.Create(CultureInfo.InvariantCulture,
+            $"Nats-Request-Info: {{\"acc\":\"{JsonEscape(_importer.Name)}\",\"rtt\":{(msg.Origin is IRequester r ? (long)(r.Rtt.TotalMilliseconds * 1_000_000) : 0)}}}\r\n"));
+        var oldHeader = msg.HeaderSize > 0 ? msg.Payload.Slice(0, msg.HeaderSize - 2) : new ReadOnlySequence<byte>(EmptyHeader);
+        var body = msg.Body;
+        int headerSize = (int)oldHeader.Length + info.Length + 2;
+        int total = headerSize + (int)body.Length;
+        var rented = ArrayPool<byte>.Shared.Rent(Math.Max(1, total));
+        try
+        {
+            oldHeader.CopyTo(rented);
+            info.CopyTo(rented, (int)oldHeader.Length);
+            rented[headerSize - 2] = (byte)'\r';
+            rented[headerSize - 1] = (byte)'\n';
+            body.CopyTo(rented.AsSpan(headerSize));
+            var payload = new ReadOnlySequence<byte>(rented, 0, total);
+            if (msg.Reply.IsEmpty)
+            {
+                _exporter.Router.Publish(msg.Origin, subject, default, headerSize, payload, null, batch);
+                return DeliveryOutcome.Delivered;
+            }
+            var responses = _exporter.Responses;
+            var (reply, id) = responses.Add(_importer, msg.Reply, _responseType);
+            if (!_exporter.Router.Publish(msg.Origin, subject, reply, headerSize, payload, null, batch))
+                responses.Remove(id); // nobody serves it: keep no mapping for a response that cannot come
+            return DeliveryOutcome.Delivered;
+        }
+        finally
+        {
+            // Deliveries copy synchronously, so the buffer can go back now.
+            ArrayPool<byte>.Shared.Return(rented);
+        }
+    }
+
+    private static string JsonEscape(string s) => System.Text.Json.JsonEncodedText.Encode(s).ToString();
+}

@@ -1,0 +1,101 @@
+using System.Collections.Concurrent;
+using System.Text;
+using NatsBroker.Configuration;
+using NatsBroker.Routing;
+using NatsBroker.Subscriptions;
+
+namespace NatsBroker.Accounts;
+
+/// <summary>
+/// Reply mappings for requests that came into this (exporting) account through service imports. Each request gets
+/// a reply subject <c>_R_.&lt;prefix&gt;.&lt;id&gt;</c>; one wildcard subscription <c>_R_.&lt;prefix&gt;.&gt;</c> in the
+/// exporter's router catches the responses and republishes them to the requester's original reply in the
+/// importing account. Singleton mappings end with the first response; streamed and chunked ones live until they
+/// expire (nats-server's default response threshold, 2 minutes: server/accounts.go DEFAULT_SERVICE_EXPORT_RESPONSE_THRESHOLD).
+/// </summary>
+internal sealed class ServiceResponses : ISubscriber
+{
+    public static readonly TimeSpan ResponseThreshold = TimeSpan.FromMinutes(2);
+    // nats-server's reply subjects look like _R_.<6 base62>.<6 base62>; ours encode a counter in the second part.
+    private const string Base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    private const int IdDigits = 11; // 62^11 > 2^64
+
+    private readonly Account _exporter;
+    private readonly ConcurrentDictionary<ulong, Pending> _pending = new();
+    private readonly byte[] _prefix;
+    private long _nextId;
+    private long _nextSweepTicks;
+
+    private sealed record Pending(Account Importer, byte[] Reply, ServiceResponseType Type, long ExpiresTicks);
+
+    public ServiceResponses(Account exporter)
+    {
+        _exporter = exporter;
+        Span<char> p = stackalloc char[6];
+        for (int i = 0; i < p.Length; i++) p[i] = Base62[Random.Shared.Next(Base62.Length)];
+        string prefix = "_R_." + new string(p) + ".";
+        _prefix = Encoding.ASCII.GetBytes(prefix);
+        exporter.Router.Subscribe(prefix + ">", this);
+    }
+
+    /// <summary>Mappings waiting for a response (for monitoring and tests).</summary>
+    public int Count => _pending.Count;
+
+    /// <summary>Maps one request's reply; returns the reply subject to use in the exporter and the mapping's id.</summary>
+    public (byte[] Reply, ulong Id) Add(Account importer, ReadOnlySpan<byte> reply, ServiceResponseType type)
+    {
+        long now = Environment.TickCount64;
+        SweepIfDue(now);
+        ulong id = (ulong)Interlocked.Increment(ref _nextId);
+        _pending[id] = new Pending(importer, reply.ToArray(), type, now + (long)ResponseThreshold.TotalMilliseconds);
+        // At least 6 digits (as nats-server's), more as the counter grows; parsed back without allocating.
+        Span<byte> digits = stackalloc byte[IdDigits];
+        int count = 0;
+        for (ulong v = id; v > 0 || count < 6; v /= 62) digits[count++] = (byte)Base62[(int)(v % 62)];
+        var subject = new byte[_prefix.Length + count];
+        _prefix.CopyTo(subject, 0);
+        for (int i = 0; i < count; i++) subject[_prefix.Length + i] = digits[count - 1 - i];
+        return (subject, id);
+    }
+
+    public void Remove(ulong id) => _pending.TryRemove(id, out _);
+
+    public DeliveryOutcome Deliver(Subscription sub, ref RoutedMessage msg, DeliveryBatch batch)
+    {
+        if (!TryParseId(msg.Subject, out ulong id) || !_pending.TryGetValue(id, out var p)) return DeliveryOutcome.Skipped;
+        if (Environment.TickCount64 > p.ExpiresTicks)
+        {
+            _pending.TryRemove(id, out _);
+            return DeliveryOutcome.Skipped;
+        }
+        if (p.Type == ServiceResponseType.Singleton && !_pending.TryRemove(id, out _)) return DeliveryOutcome.Skipped;
+        p.Importer.Router.Publish(msg.Origin, p.Reply, default, msg.HeaderSize, msg.Payload, null, batch);
+        return DeliveryOutcome.Delivered;
+    }
+
+    private bool TryParseId(ReadOnlySpan<byte> subject, out ulong id)
+    {
+        id = 0;
+        if (!subject.StartsWith(_prefix)) return false;
+        var digits = subject[_prefix.Length..];
+        if (digits.Length is 0 or > IdDigits) return false;
+        foreach (byte b in digits)
+        {
+            int d = b is >= (byte)'0' and <= (byte)'9' ? b - '0'
+                : b is >= (byte)'A' and <= (byte)'Z' ? b - 'A' + 10
+                : b is >= (byte)'a' and <= (byte)'z' ? b - 'a' + 36 : -1;
+            if (d < 0) return false;
+            id = unchecked(id * 62 + (uint)d);
+        }
+        return true;
+    }
+
+    /// <summary>Drops expired mappings, at most once a second, from the request path (no timer of its own).</summary>
+    private void SweepIfDue(long now)
+    {
+        long due = Volatile.Read(ref _nextSweepTicks);
+        if (now < due || Interlocked.CompareExchange(ref _nextSweepTicks, now + 1000, due) != due) return;
+        foreach (var (id, p) in _pending)
+            if (now > p.ExpiresTicks) _pending.TryRemove(id, out _);
+    }
+}

@@ -1,0 +1,41 @@
+namespace NatsBroker.Configuration;
+
+/// <summary>One entry of the <c>accounts { NAME: { ... } }</c> block (server/opts.go parseAccounts).</summary>
+public sealed class AccountConfig
+{
+    public string Name { get; set; } = "";
+    public List<ExportConfig> Exports { get; set; } = [];
+    public List<ImportConfig> Imports { get; set; } = [];
+    /// <summary>Per-account limits (<c>limits { max_connections, max_subscriptions, max_payload }</c>); -1 = unlimited.</summary>
+    public int MaxConnections { get; set; } = -1;
+    public int MaxSubscriptions { get; set; } = -1;
+    public int MaxPayload { get; set; } = -1;
+}
+
+/// <summary>How many responses a service import forwards per request (server/accounts.go ServiceRespType).</summary>
+public enum ServiceResponseType { Singleton, Streamed, Chunked }
+
+/// <summary>An <c>exports</c> entry: <c>{stream: subj}</c> or <c>{service: subj, response_type: ...}</c>, public or to listed accounts.</summary>
+public sealed class ExportConfig
+{
+    public string Subject { get; set; } = "";
+    public bool IsService { get; set; }
+    public ServiceResponseType ResponseType { get; set; } = ServiceResponseType.Singleton;
+    /// <summary>Accounts allowed to import; null = public.</summary>
+    public List<string>? Accounts { get; set; }
+}
+
+/// <summary>
+/// An <c>imports</c> entry: <c>{stream: {account: A, subject: s}, prefix: p}</c> / <c>to: t</c>, or
+/// <c>{service: {account: A, subject: s}, to: t}</c>.
+/// </summary>
+public sealed class ImportConfig
+{
+    public bool IsService { get; set; }
+    public string Account { get; set; } = "";
+    public string Subject { get; set; } = "";
+    /// <summary>Local subject (service) or mapped subject (stream); null = the exported subject.</summary>
+    public string? To { get; set; }
+    /// <summary>Stream imports: prefix prepended to the subject ("prefix.subject").</summary>
+    public string? Prefix { get; set; }
+}

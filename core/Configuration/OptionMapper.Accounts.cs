@@ -1,0 +1,310 @@
+namespace NatsBroker.Configuration;
+
+/// <summary>The <c>accounts</c> block (server/opts.go parseAccounts, parseAccountImports/Exports, parseAccountLimits).</summary>
+internal sealed partial class OptionMapper
+{
+    private SourcePosition? _accountsAt;
+
+    private void Accounts(ConfigEntry e)
+    {
+        _accountsAt = e.KeyPosition;
+        var v = e.Value;
+        if (v.Kind == ConfigValueKind.Array)
+        {
+            // accounts: [A, B]: bare names, no users or imports.
+            foreach (var item in v.AsArray())
+            {
+                if (item.Kind != ConfigValueKind.String)
+                {
+                    Error(item.Position, $"Expected account name to be a string, got {item.Describe()}");
+                    continue;
+                }
+                AddAccount(e, new AccountConfig { Name = item.AsString() });
+            }
+            return;
+        }
+        if (!Expect(e, ConfigValueKind.Map, "a map of accounts"))
+            return;
+        foreach (var acc in v.AsMap())
+        {
+            var config = new AccountConfig { Name = acc.Key };
+            if (acc.Value.Kind != ConfigValueKind.Map)
+            {
+                Error(acc.KeyPosition, $"Expected map entries for accounts, got {acc.Value.Describe()}");
+                continue;
+            }
+            List<UserConfig>? users = null;
+            Permissions? defaults = null;
+            foreach (var f in acc.Value.AsMap())
+            {
+                switch (f.Key.ToLowerInvariant())
+                {
+                    case "users":
+                        users = Users(f);
+                        break;
+                    case "default_permission" or "default_permissions" or "permissions":
+                        defaults = Permissions(f);
+                        break;
+                    case "exports":
+                        Exports(f, config);
+                        break;
+                    case "imports":
+                        Imports(f, config);
+                        break;
+                    case "limits":
+                        AccountLimits(f, config);
+                        break;
+                    case "nkey" or "jetstream" or "mappings":
+                        Unsupported(f, "an account");
+                        break;
+                    default:
+                        Unknown(f);
+                        break;
+                }
+            }
+            if (!AddAccount(acc, config) || users is null)
+                continue;
+            var seen = new HashSet<string>(o.Users.Select(u => u.Nkey ?? u.User), StringComparer.Ordinal);
+            foreach (var u in users)
+            {
+                if (!seen.Add(u.Nkey ?? u.User))
+                {
+                    Error(acc.KeyPosition, $"Duplicate user \"{u.User}\" detected");
+                    continue;
+                }
+                u.Permissions ??= defaults;
+                u.Account = config.Name;
+                o.Users.Add(u);
+            }
+        }
+    }
+
+    private bool AddAccount(ConfigEntry at, AccountConfig config)
+    {
+        if (config.Name is "$G")
+        {
+            Error(at.KeyPosition, "$G is a reserved account name");
+            return false;
+        }
+        if (o.Accounts.Any(a => a.Name == config.Name))
+        {
+            Error(at.KeyPosition, $"Duplicate Account Entry: {config.Name}");
+            return false;
+        }
+        o.Accounts.Add(config);
+        return true;
+    }
+
+    private void AccountLimits(ConfigEntry e, AccountConfig config)
+    {
+        if (!Expect(e, ConfigValueKind.Map, "a map"))
+            return;
+        foreach (var f in e.Value.AsMap())
+        {
+            long n;
+            switch (f.Key.ToLowerInvariant())
+            {
+                case "max_connections" or "max_conn":
+                    if (Integer(f, out n, -1, int.MaxValue)) config.MaxConnections = (int)n;
+                    break;
+                case "max_subscriptions" or "max_subs":
+                    if (Integer(f, out n, -1, int.MaxValue)) config.MaxSubscriptions = (int)n;
+                    break;
+                case "max_payload" or "max_pay":
+                    if (Integer(f, out n, -1, int.MaxValue)) config.MaxPayload = (int)n;
+                    break;
+                case "max_leafnodes" or "max_leafs":
+                    break; // no leaf nodes here: nothing to limit
+                default:
+                    Unknown(f);
+                    break;
+            }
+        }
+    }
+
+    private void Exports(ConfigEntry e, AccountConfig config)
+    {
+        if (e.Value.Kind != ConfigValueKind.Array)
+        {
+            Error(e.KeyPosition, $"Exports should be an array, got {e.Value.Describe()}");
+            return;
+        }
+        foreach (var item in e.Value.AsArray())
+        {
+            if (item.Kind != ConfigValueKind.Map)
+            {
+                Error(item.Position, $"Export Items should be a map with type entry, got {item.Describe()}");
+                continue;
+            }
+            var export = new ExportConfig();
+            bool hasStream = false, hasService = false, ok = true;
+            foreach (var f in item.AsMap())
+            {
+                switch (f.Key.ToLowerInvariant())
+                {
+                    case "stream":
+                        hasStream = true;
+                        if (String(f, out var s)) export.Subject = s; else ok = false;
+                        break;
+                    case "service":
+                        hasService = true;
+                        export.IsService = true;
+                        if (String(f, out var sv)) export.Subject = sv; else ok = false;
+                        break;
+                    case "response" or "response_type":
+                        if (!String(f, out var rt)) { ok = false; break; }
+                        switch (rt.ToLowerInvariant())
+                        {
+                            case "single" or "singleton": export.ResponseType = ServiceResponseType.Singleton; break;
+                            case "stream": export.ResponseType = ServiceResponseType.Streamed; break;
+                            case "chunk" or "chunked": export.ResponseType = ServiceResponseType.Chunked; break;
+                            default:
+                                Error(f.KeyPosition, $"Unknown response type: \"{rt}\"");
+                                ok = false;
+                                break;
+                        }
+                        break;
+                    case "accounts":
+                        export.Accounts = StringList(f, "export accounts");
+                        break;
+                    case "latency" or "threshold" or "response_threshold" or "account_token_position" or "advertise":
+                        Unsupported(f, "an export");
+                        ok = false;
+                        break;
+                    default:
+                        Unknown(f);
+                        ok = false;
+                        break;
+                }
+            }
+            if (hasStream && hasService)
+            {
+                Error(item.Position, "Detected stream and service in the same export");
+                continue;
+            }
+            if (!hasStream && !hasService)
+            {
+                Error(item.Position, "Export needs either a stream or a service");
+                continue;
+            }
+            if (ok && !NatsBroker.Subjects.Subject.IsValid(System.Text.Encoding.UTF8.GetBytes(export.Subject)))
+            {
+                Error(item.Position, $"invalid export subject \"{export.Subject}\"");
+                continue;
+            }
+            if (ok) config.Exports.Add(export);
+        }
+    }
+
+    private void Imports(ConfigEntry e, AccountConfig config)
+    {
+        if (e.Value.Kind != ConfigValueKind.Array)
+        {
+            Error(e.KeyPosition, $"Imports should be an array, got {e.Value.Describe()}");
+            return;
+        }
+        foreach (var item in e.Value.AsArray())
+        {
+            if (item.Kind != ConfigValueKind.Map)
+            {
+                Error(item.Position, $"Import Items should be a map with type entry, got {item.Describe()}");
+                continue;
+            }
+            var import = new ImportConfig();
+            bool hasStream = false, hasService = false, ok = true;
+            foreach (var f in item.AsMap())
+            {
+                switch (f.Key.ToLowerInvariant())
+                {
+                    case "stream":
+                        hasStream = true;
+                        ok &= ImportSource(f, import);
+                        break;
+                    case "service":
+                        hasService = true;
+                        import.IsService = true;
+                        ok &= ImportSource(f, import);
+                        break;
+                    case "to":
+                        if (String(f, out var to)) import.To = to; else ok = false;
+                        break;
+                    case "prefix":
+                        if (String(f, out var p)) import.Prefix = p; else ok = false;
+                        break;
+                    case "share":
+                        break; // latency sharing: no latency tracking here
+                    default:
+                        Unknown(f);
+                        ok = false;
+                        break;
+                }
+            }
+            if (hasStream == hasService)
+            {
+                Error(item.Position, hasStream ? "Detected stream and service in the same import" : "Import needs either a stream or a service");
+                continue;
+            }
+            if (import.IsService && import.Prefix is not null)
+            {
+                Error(item.Position, "Detected prefix in a service import, use to instead");
+                continue;
+            }
+            if (ok) config.Imports.Add(import);
+        }
+    }
+
+    private bool ImportSource(ConfigEntry e, ImportConfig import)
+    {
+        if (!Expect(e, ConfigValueKind.Map, "a map with account and subject"))
+            return false;
+        foreach (var f in e.Value.AsMap())
+        {
+            switch (f.Key.ToLowerInvariant())
+            {
+                case "account":
+                    if (String(f, out var a)) import.Account = a;
+                    break;
+                case "subject":
+                    if (String(f, out var s)) import.Subject = s;
+                    break;
+                default:
+                    Unknown(f);
+                    return false;
+            }
+        }
+        if (import.Account.Length == 0 || import.Subject.Length == 0)
+        {
+            Error(e.KeyPosition, "Import entry requires an account and a subject");
+            return false;
+        }
+        return true;
+    }
+
+    /// <summary>After the whole file: imports name existing accounts that export what they import to them.</summary>
+    private void ValidateAccounts()
+    {
+        if (_accountsAt is not { } at) return;
+        foreach (var acc in o.Accounts)
+        {
+            foreach (var imp in acc.Imports)
+            {
+                if (imp.To is not null && !NatsBroker.Accounts.SubjectTransform.IsValid(imp.Subject, imp.To))
+                {
+                    Error(at, $"Error adding {(imp.IsService ? "service" : "stream")} import \"{imp.Subject}\": failed to create mapping transform to \"{imp.To}\": invalid subject");
+                    continue;
+                }
+                var from = o.Accounts.FirstOrDefault(a => a.Name == imp.Account);
+                if (from is null)
+                {
+                    Error(at, $"\"{acc.Name}\" imports from unknown account \"{imp.Account}\"");
+                    continue;
+                }
+                bool exported = from.Exports.Any(x => x.IsService == imp.IsService
+                    && NatsBroker.Accounts.SubjectSubset.IsSubsetOf(imp.Subject, x.Subject)
+                    && (x.Accounts is null || x.Accounts.Contains(acc.Name)));
+                if (!exported)
+                    Error(at, $"\"{acc.Name}\": {(imp.IsService ? "service" : "stream")} import of \"{imp.Subject}\" is not authorized by account \"{imp.Account}\"");
+            }
+        }
+    }
+}
