@@ -171,6 +171,8 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
     {
         var info = (JsonObject)core.Info.DeepClone();
         info["client_ip"] = _upgrade.ForwardedFor ?? RemoteIp;
+        // server/websocket.go createWSClient: the websocket block's own auth settings make auth required.
+        if (options.NoAuthUser is not null) info["auth_required"] = true;
         byte[] response = UpgradeRequest.SwitchingProtocols(_upgrade);
         byte[] infoLine = CoreLink.FormatInfo(info);
         var payload = new byte[infoLine.Length + core.Leftover.Length];
@@ -310,6 +312,8 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
             Gateway = "websocket",
             Ip = _upgrade.ForwardedFor ?? RemoteIp,
             Port = _remote.Port,
+            NoAuthUser = options.NoAuthUser,
+            WebSocketOrigin = _upgrade.Origin,
         };
         if (_user is SslStream ssl)
         {
