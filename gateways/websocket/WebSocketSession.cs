@@ -25,7 +25,7 @@ namespace NatsBroker.WebSocketGateway;
 internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, CertificateSet? certificates, GatewayEnvironment link,
     ProxySigner signer, ILogger log) : IFrameSink
 {
-    private const int BufferSize = 32 * 1024, MaxRequestHead = 16 * 1024, CompressThreshold = 64;
+    private const int BufferSize = 32 * 1024, MaxRequestHead = 16 * 1024, CompressThreshold = 64, BrowserFrameSize = 4096;
 
     private readonly IPEndPoint _remote = (IPEndPoint)socket.RemoteEndPoint!;
     private readonly SemaphoreSlim _writeLock = new(1, 1);
@@ -349,12 +349,15 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
     private async Task CoreToUserAsync(CoreLink core)
     {
         var buffer = ArrayPool<byte>.Shared.Rent(WsOpcode.MaxServerHeader + BufferSize);
+        // server/websocket.go wsFrameSizeForBrowsers: browsers (User-Agent "Mozilla/") get frames of at most 4 KB,
+        // which they handle better; reading at most that much per frame gives it without a copy.
+        int readSize = _upgrade.Browser ? BrowserFrameSize : BufferSize;
         int last = 0;
         try
         {
             while (true)
             {
-                int n = await core.Stream.ReadAsync(buffer.AsMemory(WsOpcode.MaxServerHeader, BufferSize)).ConfigureAwait(false);
+                int n = await core.Stream.ReadAsync(buffer.AsMemory(WsOpcode.MaxServerHeader, readSize)).ConfigureAwait(false);
                 if (n == 0) break;
                 last = n;
                 await _writeLock.WaitAsync().ConfigureAwait(false);

@@ -18,13 +18,13 @@ internal sealed class RawWs : IDisposable
         _stream = tcp.GetStream();
     }
 
-    public static async Task<RawWs> Connect(int port)
+    public static async Task<RawWs> Connect(int port, string extraHeaders = "")
     {
         var tcp = new TcpClient();
         await tcp.ConnectAsync(IPAddress.Loopback, port);
         var ws = new RawWs(tcp);
         await ws._stream.WriteAsync(Encoding.ASCII.GetBytes(
-            "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"));
+            "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n" + extraHeaders + "\r\n"));
         var head = new List<byte>();
         while (head.Count < 4 || !(head[^4] == '\r' && head[^3] == '\n' && head[^2] == '\r' && head[^1] == '\n'))
         {

@@ -253,6 +253,32 @@ public sealed partial class WebSocketGatewayTests(ITestOutputHelper output)
         await Assert.ThrowsAsync<EndOfStreamException>(ws.ReadFrame);
     }
 
+    /// <summary>A browser (User-Agent "Mozilla/") gets frames of at most 4 KB; other clients get bigger ones.</summary>
+    [SkippableTheory]
+    [InlineData(ServerKind.Ours, true)]
+    [InlineData(ServerKind.Ours, false)]
+    [InlineData(ServerKind.Go, true)]
+    [InlineData(ServerKind.Go, false)]
+    public async Task Browsers_get_frames_of_at_most_4KB(ServerKind kind, bool browser)
+    {
+        await using var s = await Start(kind);
+        using var ws = await RawWs.Connect(s.WsPort, browser ? "User-Agent: Mozilla/5.0 (X11; Linux x86_64)\r\n" : "");
+        await ws.ReadFrame();
+        var body = new string('x', 20000);
+        await ws.Send(2, Encoding.ASCII.GetBytes($"CONNECT {{\"verbose\":false}}\r\nSUB b 1\r\nPUB b {body.Length}\r\n{body}\r\nPING\r\n"), fin: true);
+        var got = new StringBuilder();
+        int largest = 0;
+        while (!got.ToString().Contains("PONG\r\n", StringComparison.Ordinal))
+        {
+            var f = await ws.ReadFrame();
+            largest = Math.Max(largest, f.Payload.Length);
+            got.Append(Encoding.ASCII.GetString(f.Payload));
+        }
+        Assert.Contains($"MSG b 1 {body.Length}\r\n{body}\r\n", got.ToString(), StringComparison.Ordinal);
+        if (browser) Assert.True(largest <= 4096, $"largest frame {largest}");
+        else Assert.True(largest > 4096, $"largest frame {largest}");
+    }
+
     /// <summary>permessage-deflate negotiated by .NET's ClientWebSocket (which checks the server's answer) both ways.</summary>
     [SkippableTheory]
     [InlineData(ServerKind.Ours, true)]
