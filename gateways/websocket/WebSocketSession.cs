@@ -330,7 +330,7 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
     }
 
     /// <summary>nats-server uses the jwt_cookie's value when CONNECT carries no jwt (server/client.go processConnect).</summary>
-    private static byte[] WithCookieJwt(byte[] line, string jwt)
+    internal static byte[] WithCookieJwt(byte[] line, string jwt)
     {
         if (!CoreLink.IsConnect(line)) return line;
         try

@@ -119,4 +119,30 @@ public sealed class FrameCodecTests
     [Fact]
     public void Accept_key_is_rfc6455s_example() =>
         Assert.Equal("s3pPLMBiTxaQ9kYGzzhZRbK+xOo=", UpgradeRequest.AcceptKey("dGhlIHNhbXBsZSBub25jZQ=="));
+
+    /// <summary>jwt_cookie: the cookie's JWT goes into CONNECT only when CONNECT has no jwt of its own (nats-server's rule).</summary>
+    [Theory]
+    [InlineData("CONNECT {\"verbose\":false}", "CONNECT {\"verbose\":false,\"jwt\":\"cookie.jwt\"}")]
+    [InlineData("CONNECT {\"jwt\":\"own.jwt\"}", "CONNECT {\"jwt\":\"own.jwt\"}")]
+    [InlineData("CONNECT {\"jwt\":\"\"}", "CONNECT {\"jwt\":\"cookie.jwt\"}")]
+    [InlineData("PING", "PING")]
+    public void Jwt_cookie_fills_a_missing_jwt(string line, string expected) =>
+        Assert.Equal(expected, Encoding.ASCII.GetString(WebSocketSession.WithCookieJwt(Encoding.ASCII.GetBytes(line), "cookie.jwt")));
+
+    [Fact]
+    public void Jwt_cookie_is_read_from_the_upgrade_request()
+    {
+        var head = "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: k\r\nSec-WebSocket-Version: 13\r\nCookie: a=b; my_jwt=eyJ.x.y; c=d\r\n\r\n"u8;
+        var outcome = UpgradeRequest.Check(head, trailing: false, new WebSocketOptions { NoTls = true, JwtCookie = "my_jwt" }, tls: false);
+        Assert.Equal("eyJ.x.y", outcome.Upgrade!.CookieJwt);
+    }
+
+    [Fact]
+    public void Mqtt_path_is_recognised_for_the_mqtt_seam()
+    {
+        var head = "GET /mqtt HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: k\r\nSec-WebSocket-Version: 13\r\n\r\n"u8;
+        var outcome = UpgradeRequest.Check(head, trailing: false, new WebSocketOptions { NoTls = true }, tls: false);
+        Assert.Equal(UpgradeKind.Mqtt, outcome.Upgrade!.Kind);
+        Assert.Contains("Sec-Websocket-Protocol: mqtt\r\n", Encoding.ASCII.GetString(UpgradeRequest.SwitchingProtocols(outcome.Upgrade)), StringComparison.Ordinal);
+    }
 }

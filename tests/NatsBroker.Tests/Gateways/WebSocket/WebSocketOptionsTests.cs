@@ -194,4 +194,22 @@ public sealed class WebSocketOptionsTests(ITestOutputHelper output) : IDisposabl
         var conn = Assert.Single(connz.RootElement.GetProperty("connections").EnumerateArray());
         Assert.Equal("http://app.example", conn.GetProperty("proxy").GetProperty("ws_origin").GetString());
     }
+
+    /// <summary>/mqtt is refused before the upgrade (501) until the MQTT gateway exists; the NATS path still works.</summary>
+    [SkippableFact]
+    public async Task Mqtt_over_websocket_is_refused_cleanly_until_the_mqtt_gateway_exists()
+    {
+        var (server, port) = await Start(ServerKind.Ours, "no_tls: true");
+        await using var _ = server;
+        using var c = new TcpClient();
+        await c.ConnectAsync(IPAddress.Loopback, port);
+        var s = c.GetStream();
+        await s.WriteAsync(Encoding.ASCII.GetBytes("GET /mqtt HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: mqtt\r\n\r\n"));
+        var buffer = new byte[4096];
+        int total = 0, n;
+        using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(10));
+        while ((n = await s.ReadAsync(buffer.AsMemory(total), cts.Token)) > 0) total += n;
+        Assert.StartsWith("HTTP/1.1 501 Not Implemented\r\n", Encoding.ASCII.GetString(buffer, 0, total), StringComparison.Ordinal);
+        Assert.StartsWith("HTTP/1.1 101", await Upgrade(port, "Host: x\r\n"), StringComparison.Ordinal);
+    }
 }
