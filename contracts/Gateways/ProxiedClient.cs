@@ -30,6 +30,13 @@ public sealed class ProxiedClient
     /// The core maps the first one that names a configured user; none matching is an Authorization Violation.
     /// </summary>
     [JsonPropertyName("tls_map"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public List<string>? TlsMapIdentities { get; set; }
+    /// <summary>
+    /// The gateway's own <c>no_auth_user</c> (nats-server's <c>websocket { no_auth_user }</c>): a user who sends no
+    /// credentials becomes this configured user, instead of the top-level no_auth_user.
+    /// </summary>
+    [JsonPropertyName("no_auth_user"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? NoAuthUser { get; set; }
+    /// <summary>The WebSocket upgrade's Origin header, when the user came over WebSocket and sent one.</summary>
+    [JsonPropertyName("ws_origin"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? WebSocketOrigin { get; set; }
 }
 
 /// <summary>Names of the CONNECT fields a gateway adds.</summary>

@@ -15,6 +15,11 @@ internal sealed partial class OptionMapper
                 if (Expect(e, ConfigValueKind.Map, "a map"))
                     o.TlsConfigured = true;
                 break;
+            case "websocket" or "ws":
+                // Served by the websocket gateway (gateways/websocket), which validates the block when it starts.
+                if (Expect(e, ConfigValueKind.Map, "a map"))
+                    o.WebSocketConfigured = true;
+                break;
             case "proxies":
                 Proxies(e);
                 break;

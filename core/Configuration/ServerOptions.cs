@@ -30,6 +30,8 @@ public sealed class ServerOptions
     /// process (gateways/tls-terminator), which owns host/port; the core then serves clients only on its Unix socket.
     /// </summary>
     public bool TlsConfigured { get; set; }
+    /// <summary>The file has a <c>websocket {}</c> block: served by the websocket gateway process (gateways/websocket).</summary>
+    public bool WebSocketConfigured { get; set; }
     /// <summary><c>gateways { managed: external }</c>: gateways run elsewhere (systemd units); the core does not start them.</summary>
     public bool GatewaysManagedExternally { get; set; }
     /// <summary><c>proxies { trusted = [ {key: "U..."} ] }</c> (nats-server 2.12, ADR-55): public nkeys of trusted proxies.</summary>

@@ -9,8 +9,9 @@ namespace NatsBroker.Hosting;
 
 /// <summary>
 /// Supervised start of gateway processes (gateways/README.md): when the core runs a config with a <c>tls {}</c>
-/// block and no <c>gateways { managed: external }</c>, it starts the tls-terminator itself, so one command still
-/// runs a whole nats-server config. The child gets the same config file, the core's Unix socket and a proxy nkey
+/// block (the tls-terminator) or a <c>websocket {}</c> block (the websocket gateway) and no
+/// <c>gateways { managed: external }</c>, it starts those gateways itself, so one command still runs a whole
+/// nats-server config. The child gets the same config file, the core's Unix socket and a proxy nkey
 /// seed made for this run (in its environment, readable only by our uid), whose public key the core trusts.
 /// A crashed child is restarted with a growing back-off (1 s doubling to 30 s, reset after a minute up);
 /// SIGHUP is passed on (certificate reload); on shutdown the child gets SIGTERM to drain, then is killed.
@@ -22,7 +23,14 @@ public sealed partial class GatewaySupervisor : IHostedService
     public const string SeedVariable = "NATSBROKER_GATEWAY_SEED", SocketVariable = "NATSBROKER_CORE_SOCKET";
     /// <summary>Overrides where the tls-terminator is found (a published binary or a .dll run with dotnet).</summary>
     public const string TerminatorPathVariable = "NATSBROKER_TLS_TERMINATOR";
-    private const string TerminatorAssembly = "NatsBroker.TlsTerminator";
+    /// <summary>Overrides where the websocket gateway is found.</summary>
+    public const string WebSocketPathVariable = "NATSBROKER_WEBSOCKET_GATEWAY";
+
+    /// <summary>A gateway kind: its name in logs, assembly, override variable, folder, and whether it takes the core's -a/-p.</summary>
+    private sealed record GatewayKind(string Name, string Assembly, string PathVariable, string Folder, bool TakesClientAddress);
+
+    private static readonly GatewayKind Terminator = new("tls-terminator", "NatsBroker.TlsTerminator", TerminatorPathVariable, "tls-terminator", true);
+    private static readonly GatewayKind WebSocket = new("websocket", "NatsBroker.WebSocketGateway", WebSocketPathVariable, "websocket", false);
     private const int SigTerm = 15, SigHup = 1;
 
     private readonly ServerOptions _options;
@@ -30,7 +38,7 @@ public sealed partial class GatewaySupervisor : IHostedService
     private readonly string? _seed;
     private readonly CancellationTokenSource _stopping = new();
     private readonly Lock _lock = new();
-    private Process? _child;
+    private readonly Dictionary<string, Process> _children = [];
     private Task? _loop;
     private PosixSignalRegistration? _hup;
 
@@ -50,17 +58,28 @@ public sealed partial class GatewaySupervisor : IHostedService
         TrustedProxyKeys.Add(kp.GetPublicKey());
     }
 
-    private bool Enabled => _options.TlsConfigured && !_options.GatewaysManagedExternally;
+    private bool Enabled => (_options.TlsConfigured || _options.WebSocketConfigured) && !_options.GatewaysManagedExternally;
+
+    private IEnumerable<GatewayKind> Configured()
+    {
+        if (_options.TlsConfigured) yield return Terminator;
+        if (_options.WebSocketConfigured) yield return WebSocket;
+    }
 
     public Task StartAsync(CancellationToken cancellationToken)
     {
         if (!Enabled) return Task.CompletedTask;
-        if (_options.ConfigFile is null)
-            throw new ConfigException(null, "tls requires a configuration file (the tls-terminator reads it)");
-        var start = FindTerminator() ?? throw new ConfigException(null,
-            $"tls: the tls-terminator gateway was not found (build gateways/tls-terminator or set {TerminatorPathVariable})");
+        var loops = new List<Task>();
+        foreach (var kind in Configured())
+        {
+            if (_options.ConfigFile is null)
+                throw new ConfigException(null, $"{kind.Name}: a configuration file is required (the gateway reads it)");
+            var start = FindGateway(kind) ?? throw new ConfigException(null,
+                $"{kind.Name}: the gateway was not found (build gateways/{kind.Folder} or set {kind.PathVariable})");
+            loops.Add(Task.Run(() => SuperviseAsync(kind, start)));
+        }
         _hup = PosixSignalRegistration.Create(PosixSignal.SIGHUP, _ => Signal(SigHup));
-        _loop = Task.Run(() => SuperviseAsync(start));
+        _loop = Task.WhenAll(loops);
         return Task.CompletedTask;
     }
 
@@ -72,7 +91,7 @@ public sealed partial class GatewaySupervisor : IHostedService
         await _loop.ConfigureAwait(false);
     }
 
-    private async Task SuperviseAsync(ProcessStartInfo start)
+    private async Task SuperviseAsync(GatewayKind kind, ProcessStartInfo start)
     {
         var backoff = TimeSpan.FromSeconds(1);
         while (!_stopping.IsCancellationRequested)
@@ -84,13 +103,13 @@ public sealed partial class GatewaySupervisor : IHostedService
             }
             catch (Exception ex) when (ex is System.ComponentModel.Win32Exception or InvalidOperationException)
             {
-                _log.LogError("Could not start the tls-terminator: {Error}", ex.Message);
+                _log.LogError("Could not start the {Gateway} gateway: {Error}", kind.Name, ex.Message);
                 if (!await DelayAsync(backoff).ConfigureAwait(false)) return;
                 backoff = Next(backoff);
                 continue;
             }
-            lock (_lock) _child = child;
-            _log.LogInformation("Started the tls-terminator gateway (pid {Pid})", child.Id);
+            lock (_lock) _children[kind.Name] = child;
+            _log.LogInformation("Started the {Gateway} gateway (pid {Pid})", kind.Name, child.Id);
             var started = Stopwatch.StartNew();
             try
             {
@@ -98,14 +117,14 @@ public sealed partial class GatewaySupervisor : IHostedService
             }
             catch (OperationCanceledException)
             {
-                await StopChildAsync(child).ConfigureAwait(false);
+                await StopChildAsync(kind, child).ConfigureAwait(false);
                 return;
             }
             finally
             {
-                lock (_lock) _child = null;
+                lock (_lock) _children.Remove(kind.Name);
             }
-            _log.LogError("The tls-terminator gateway exited with code {Code}; restarting in {Delay}", child.ExitCode, backoff);
+            _log.LogError("The {Gateway} gateway exited with code {Code}; restarting in {Delay}", kind.Name, child.ExitCode, backoff);
             child.Dispose();
             if (started.Elapsed > TimeSpan.FromMinutes(1)) backoff = TimeSpan.FromSeconds(1);
             if (!await DelayAsync(backoff).ConfigureAwait(false)) return;
@@ -129,7 +148,7 @@ public sealed partial class GatewaySupervisor : IHostedService
     }
 
     /// <summary>SIGTERM lets the gateway drain its clients; kill if it has not exited within the grace period.</summary>
-    private async Task StopChildAsync(Process child)
+    private async Task StopChildAsync(GatewayKind kind, Process child)
     {
         if (!child.HasExited) _ = kill(child.Id, SigTerm);
         using var grace = new CancellationTokenSource(TimeSpan.FromSeconds(10));
@@ -139,7 +158,7 @@ public sealed partial class GatewaySupervisor : IHostedService
         }
         catch (OperationCanceledException)
         {
-            _log.LogWarning("The tls-terminator did not stop in time; killing it");
+            _log.LogWarning("The {Gateway} gateway did not stop in time; killing it", kind.Name);
             child.Kill(entireProcessTree: true);
         }
         child.Dispose();
@@ -149,21 +168,24 @@ public sealed partial class GatewaySupervisor : IHostedService
     {
         lock (_lock)
         {
-            if (_child is { HasExited: false } c) _ = kill(c.Id, signal);
+            foreach (var c in _children.Values)
+            {
+                if (!c.HasExited) _ = kill(c.Id, signal);
+            }
         }
     }
 
     /// <summary>
-    /// The terminator: <see cref="TerminatorPathVariable"/>, else next to the core (a published layout), else the
-    /// repository's build output for the same configuration (dotnet run / the tests).
+    /// A gateway: its path variable, else next to the core (a published layout), else the repository's build
+    /// output for the same configuration (dotnet run / the tests).
     /// </summary>
-    private ProcessStartInfo? FindTerminator()
+    private ProcessStartInfo? FindGateway(GatewayKind kind)
     {
-        string? path = Environment.GetEnvironmentVariable(TerminatorPathVariable);
+        string? path = Environment.GetEnvironmentVariable(kind.PathVariable);
         if (string.IsNullOrEmpty(path))
         {
             var here = AppContext.BaseDirectory;
-            path = Candidates(here).FirstOrDefault(File.Exists);
+            path = Candidates(here, kind).FirstOrDefault(File.Exists);
         }
         if (path is null || !File.Exists(path)) return null;
         var psi = path.EndsWith(".dll", StringComparison.OrdinalIgnoreCase)
@@ -171,11 +193,14 @@ public sealed partial class GatewaySupervisor : IHostedService
             : new ProcessStartInfo(path);
         psi.ArgumentList.Add("-c");
         psi.ArgumentList.Add(Path.GetFullPath(_options.ConfigFile!));
-        // The core's effective listen address (command-line flags override the file, as in nats-server).
-        psi.ArgumentList.Add("-a");
-        psi.ArgumentList.Add(_options.Host);
-        psi.ArgumentList.Add("-p");
-        psi.ArgumentList.Add(_options.Port.ToString(System.Globalization.CultureInfo.InvariantCulture));
+        if (kind.TakesClientAddress)
+        {
+            // The core's effective listen address (command-line flags override the file, as in nats-server).
+            psi.ArgumentList.Add("-a");
+            psi.ArgumentList.Add(_options.Host);
+            psi.ArgumentList.Add("-p");
+            psi.ArgumentList.Add(_options.Port.ToString(System.Globalization.CultureInfo.InvariantCulture));
+        }
         if (_options.Debug || _options.Trace) psi.ArgumentList.Add("-D");
         psi.UseShellExecute = false;
         psi.Environment[SeedVariable] = _seed;
@@ -183,15 +208,15 @@ public sealed partial class GatewaySupervisor : IHostedService
         return psi;
     }
 
-    private static IEnumerable<string> Candidates(string baseDir)
+    private static IEnumerable<string> Candidates(string baseDir, GatewayKind kind)
     {
-        yield return Path.Combine(baseDir, TerminatorAssembly + ".dll");
+        yield return Path.Combine(baseDir, kind.Assembly + ".dll");
         // <repo>/core/bin/<Configuration>/<tfm>/ → <repo>/gateways/tls-terminator/bin/<Configuration>/<tfm>/
         var tfm = new DirectoryInfo(baseDir.TrimEnd(Path.DirectorySeparatorChar));
         var config = tfm.Parent;
         var repo = config?.Parent?.Parent?.Parent;
         if (repo is not null && config is not null)
-            yield return Path.Combine(repo.FullName, "gateways", "tls-terminator", "bin", config.Name, tfm.Name, TerminatorAssembly + ".dll");
+            yield return Path.Combine(repo.FullName, "gateways", kind.Folder, "bin", config.Name, tfm.Name, kind.Assembly + ".dll");
     }
 
     private static string DotnetHost()

@@ -380,7 +380,7 @@ public sealed class MonitorEndpoints(NatsServer server)
         }
         if (c.ProxyKey is { } proxyKey)
         {
-            info.Proxy = new ProxyInfo { Key = proxyKey, Gateway = c.ProxiedClient?.Gateway };
+            info.Proxy = new ProxyInfo { Key = proxyKey, Gateway = c.ProxiedClient?.Gateway, WebSocketOrigin = c.ProxiedClient?.WebSocketOrigin };
             info.TlsVersion = c.ProxiedClient?.TlsVersion;
             info.TlsCipherSuite = c.ProxiedClient?.TlsCipherSuite;
             info.TlsFirst = c.ProxiedClient?.TlsFirst ?? false;

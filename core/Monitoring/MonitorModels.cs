@@ -148,6 +148,8 @@ public sealed class ProxyInfo
 {
     [JsonPropertyName("key")] public string Key { get; set; } = "";
     [JsonPropertyName("gateway"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? Gateway { get; set; }
+    /// <summary>The WebSocket upgrade's Origin header (websocket gateway users that sent one).</summary>
+    [JsonPropertyName("ws_origin"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? WebSocketOrigin { get; set; }
 }
 
 public sealed class SubDetail

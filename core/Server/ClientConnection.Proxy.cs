@@ -50,6 +50,7 @@ public sealed partial class ClientConnection
             RemoteIp = client.Ip;
             RemotePort = client.Port;
         }
+        if (client.NoAuthUser is { Length: > 0 } noAuthUser) ApplyGatewayNoAuthUser(opts, noAuthUser);
         if (client.TlsMapIdentities is { } identities && !MapCertificateUser(opts, identities))
         {
             _server.Log.AuthFailed(Id, RemoteIp, client.TlsPeerSubject ?? "");
@@ -108,6 +109,21 @@ public sealed partial class ClientConnection
             return true;
         }
         return false;
+    }
+
+    /// <summary>
+    /// A gateway's <c>no_auth_user</c> (server/websocket.go: <c>websocket { no_auth_user }</c> overrides the top-level
+    /// one for its clients): a CONNECT without credentials becomes that configured user with its password, so the
+    /// user's permissions apply. Unknown names change nothing (the gateway's config is checked when it starts).
+    /// </summary>
+    private void ApplyGatewayNoAuthUser(ConnectOptions opts, string name)
+    {
+        if (!string.IsNullOrEmpty(opts.User) || !string.IsNullOrEmpty(opts.Pass) || !string.IsNullOrEmpty(opts.AuthToken)
+            || !string.IsNullOrEmpty(opts.Jwt) || !string.IsNullOrEmpty(opts.Nkey)) return;
+        var user = _server.Options.Users.LastOrDefault(u => string.Equals(u.User, name, StringComparison.Ordinal));
+        if (user is null) return;
+        opts.User = user.User;
+        opts.Pass = user.Password;
     }
 
     /// <summary>Over the Unix socket, only our own uid or root may relay as a gateway (SO_PEERCRED).</summary>

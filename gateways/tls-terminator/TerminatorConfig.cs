@@ -55,7 +55,7 @@ public static class TerminatorConfig
                     if (e.Value.Kind != ConfigValueKind.Map)
                         errors.Add(new ConfigError(e.KeyPosition, $"expected tls to be a map, got {e.Value.Describe()}"));
                     else
-                        Tls(e, o, errors);
+                        ReadTls(e, o, errors);
                     break;
             }
         }
@@ -64,7 +64,8 @@ public static class TerminatorConfig
         return o;
     }
 
-    private static void Tls(ConfigEntry block, TerminatorOptions o, List<ConfigError> errors)
+    /// <summary>Reads a <c>tls {}</c> block into <paramref name="o"/> (also used by the websocket gateway for <c>websocket { tls {} }</c>).</summary>
+    public static void ReadTls(ConfigEntry block, TerminatorOptions o, List<ConfigError> errors)
     {
         foreach (var f in block.Value.AsMap())
         {

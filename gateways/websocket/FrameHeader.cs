@@ -1,0 +1,50 @@
+using System.Buffers.Binary;
+
+namespace NatsBroker.WebSocketGateway;
+
+/// <summary>RFC 6455 section 5.2 opcodes and bits.</summary>
+public static class WsOpcode
+{
+    public const byte Continuation = 0, Text = 1, Binary = 2, Close = 8, Ping = 9, Pong = 10;
+    public const byte Fin = 0x80, Rsv1 = 0x40, Rsv2 = 0x20, Rsv3 = 0x10, MaskBit = 0x80;
+    /// <summary>Server frames carry no mask: at most 10 header bytes.</summary>
+    public const int MaxServerHeader = 10;
+    public const int MaxControlPayload = 125;
+}
+
+/// <summary>Close status codes (RFC 6455 section 7.4.1) as nats-server uses them.</summary>
+public static class WsCloseStatus
+{
+    public const ushort Normal = 1000, GoingAway = 1001, ProtocolError = 1002, NoStatus = 1005, Abnormal = 1006,
+        InvalidPayload = 1007, PolicyViolation = 1008, MessageTooBig = 1009, InternalError = 1011;
+}
+
+/// <summary>Writes an unmasked (server) frame header.</summary>
+public static class FrameHeader
+{
+    /// <summary>Length of the header for a payload of <paramref name="length"/> bytes.</summary>
+    public static int Size(long length) => length <= 125 ? 2 : length < 65536 ? 4 : 10;
+
+    /// <summary>Writes the header so that it ends exactly at <paramref name="end"/> in <paramref name="buffer"/>; returns its start.</summary>
+    public static int WriteBefore(Span<byte> buffer, int end, byte opcode, bool compressed, long length)
+    {
+        int size = Size(length);
+        var h = buffer.Slice(end - size, size);
+        h[0] = (byte)(WsOpcode.Fin | opcode | (compressed ? WsOpcode.Rsv1 : 0));
+        if (size == 2)
+        {
+            h[1] = (byte)length;
+        }
+        else if (size == 4)
+        {
+            h[1] = 126;
+            BinaryPrimitives.WriteUInt16BigEndian(h[2..], (ushort)length);
+        }
+        else
+        {
+            h[1] = 127;
+            BinaryPrimitives.WriteUInt64BigEndian(h[2..], (ulong)length);
+        }
+        return end - size;
+    }
+}

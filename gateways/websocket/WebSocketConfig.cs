@@ -1,0 +1,121 @@
+using System.Globalization;
+using NatsBroker.Configuration;
+using NatsBroker.TlsTerminator;
+
+namespace NatsBroker.WebSocketGateway;
+
+/// <summary>
+/// Reads the gateway's part of the shared config: the <c>websocket {}</c> block (server/opts.go parseWebsocket,
+/// validateWebsocketOptions) and top-level <c>max_control_line</c>. Unknown keys in the block are errors, as in
+/// nats-server; keys it knows that this gateway does not serve yet are refused by name.
+/// </summary>
+public static class WebSocketConfig
+{
+    public static WebSocketOptions Load(ConfigTree tree)
+    {
+        ArgumentNullException.ThrowIfNull(tree);
+        var o = new WebSocketOptions();
+        var errors = new List<ConfigError>();
+        bool saw = false;
+        foreach (var e in tree.Root)
+        {
+            switch (e.Key.ToLowerInvariant())
+            {
+                case "max_control_line" when e.Value.Kind == ConfigValueKind.Integer:
+                    o.MaxControlLine = (int)Math.Clamp(e.Value.AsInteger(), 256, 16 * 1024 * 1024);
+                    break;
+                case "websocket" or "ws":
+                    saw = true;
+                    if (e.Value.Kind != ConfigValueKind.Map)
+                        errors.Add(new ConfigError(e.KeyPosition, $"expected websocket to be a map, got {e.Value.Describe()}"));
+                    else
+                        Block(e, o, errors);
+                    break;
+            }
+        }
+        if (!saw) errors.Add(new ConfigError(null, "the websocket gateway needs a \"websocket {}\" block in the configuration"));
+        else if (o.Tls is null && !o.NoTls) errors.Add(new ConfigError(null, "websocket requires TLS configuration"));
+        if (errors.Count > 0) throw new ConfigException(errors);
+        return o;
+    }
+
+    private static void Block(ConfigEntry block, WebSocketOptions o, List<ConfigError> errors)
+    {
+        foreach (var f in block.Value.AsMap())
+        {
+            var v = f.Value;
+            void Bad(string what) => errors.Add(new ConfigError(f.KeyPosition, $"invalid value for \"{f.Key}\": expected {what}, got {v.Describe()}"));
+            switch (f.Key.ToLowerInvariant())
+            {
+                case "host" or "net":
+                    if (v.Kind == ConfigValueKind.String) o.Host = v.AsString(); else Bad("a string");
+                    break;
+                case "port":
+                    if (v.Kind == ConfigValueKind.Integer) o.Port = (int)v.AsInteger(); else Bad("an integer");
+                    break;
+                case "listen":
+                    if (v.Kind == ConfigValueKind.Integer) o.Port = (int)v.AsInteger();
+                    else if (v.Kind == ConfigValueKind.String && v.AsString() is var hp && hp.LastIndexOf(':') is int colon and >= 0
+                        && int.TryParse(hp.AsSpan(colon + 1), NumberStyles.Integer, CultureInfo.InvariantCulture, out int lp))
+                    {
+                        if (colon > 0) o.Host = hp[..colon];
+                        o.Port = lp;
+                    }
+                    else Bad("host:port");
+                    break;
+                case "advertise":
+                    // Only used in cluster gossip of connect URLs; there is no cluster here.
+                    if (v.Kind != ConfigValueKind.String) Bad("a string");
+                    break;
+                case "no_tls":
+                    if (v.Kind == ConfigValueKind.Bool) o.NoTls = v.AsBool(); else Bad("a boolean");
+                    break;
+                case "tls":
+                    if (v.Kind != ConfigValueKind.Map)
+                    {
+                        Bad("a map");
+                        break;
+                    }
+                    o.Tls = new TerminatorOptions();
+                    TerminatorConfig.ReadTls(f, o.Tls, errors);
+                    break;
+                case "same_origin":
+                    if (v.Kind == ConfigValueKind.Bool) o.SameOrigin = v.AsBool(); else Bad("a boolean");
+                    break;
+                case "allowed_origins" or "allowed_origin" or "allow_origins" or "allow_origin" or "origins" or "origin":
+                    if (v.Kind == ConfigValueKind.String) o.AllowedOrigins = [v.AsString()];
+                    else if (v.Kind == ConfigValueKind.Array && v.AsArray().All(x => x.Kind == ConfigValueKind.String))
+                        o.AllowedOrigins = [.. v.AsArray().Select(x => x.AsString())];
+                    else Bad("a string or an array of strings");
+                    foreach (var origin in o.AllowedOrigins)
+                    {
+                        if (!Uri.TryCreate(origin, UriKind.Absolute, out _))
+                            errors.Add(new ConfigError(f.KeyPosition, $"unable to parse allowed origin: \"{origin}\""));
+                    }
+                    break;
+                case "compression":
+                    if (v.Kind == ConfigValueKind.Bool) o.Compression = v.AsBool(); else Bad("a boolean");
+                    break;
+                case "handshake_timeout":
+                    // opts.go parseDuration: a duration string, or (deprecated) a number of seconds.
+                    if (v.Kind == ConfigValueKind.String && GoDuration.TryParse(v.AsString(), out var t, out _)) o.HandshakeTimeout = t;
+                    else if (v.Kind == ConfigValueKind.Integer) o.HandshakeTimeout = TimeSpan.FromSeconds(v.AsInteger());
+                    else if (v.Kind == ConfigValueKind.Float) o.HandshakeTimeout = TimeSpan.FromSeconds(v.AsFloat());
+                    else Bad("a duration");
+                    break;
+                case "no_auth_user":
+                    if (v.Kind == ConfigValueKind.String) o.NoAuthUser = v.AsString(); else Bad("a string");
+                    break;
+                case "jwt_cookie":
+                    if (v.Kind == ConfigValueKind.String) o.JwtCookie = v.AsString(); else Bad("a string");
+                    break;
+                case "authorization" or "authentication":
+                    errors.Add(new ConfigError(f.KeyPosition, $"\"{f.Key}\" in websocket is not supported by this server yet"));
+                    break;
+                default:
+                    if (!v.UsedAsVariable) errors.Add(new ConfigError(f.KeyPosition, $"error parsing websocket config, unknown field \"{f.Key}\""));
+                    break;
+            }
+        }
+    }
+}

@@ -1,0 +1,27 @@
+using NatsBroker.TlsTerminator;
+
+namespace NatsBroker.WebSocketGateway;
+
+/// <summary>The <c>websocket {}</c> block of the shared nats-server config (server/opts.go parseWebsocket).</summary>
+public sealed class WebSocketOptions
+{
+    public string Host { get; set; } = "0.0.0.0";
+    /// <summary>-1 = random.</summary>
+    public int Port { get; set; }
+    /// <summary><c>no_tls: true</c>: plain ws:// (nats-server refuses a websocket block with neither tls nor no_tls).</summary>
+    public bool NoTls { get; set; }
+    /// <summary>The block's <c>tls {}</c> (the terminator's reader): wss://.</summary>
+    public TerminatorOptions? Tls { get; set; }
+    public bool SameOrigin { get; set; }
+    public List<string> AllowedOrigins { get; set; } = [];
+    /// <summary><c>compression</c>: permessage-deflate when the client offers it.</summary>
+    public bool Compression { get; set; }
+    /// <summary>Time for the TLS and HTTP upgrade handshake (nats-server: the HTTP server's ReadTimeout); zero = none.</summary>
+    public TimeSpan HandshakeTimeout { get; set; }
+    public string? NoAuthUser { get; set; }
+    /// <summary>Cookie whose value is the user's JWT when CONNECT has none.</summary>
+    public string? JwtCookie { get; set; }
+    /// <summary>Longest CONNECT line looked at (top-level max_control_line).</summary>
+    public int MaxControlLine { get; set; } = 4096;
+    public TimeSpan DrainTimeout { get; set; } = TimeSpan.FromSeconds(10);
+}

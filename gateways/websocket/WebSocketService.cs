@@ -1,0 +1,124 @@
+using System.Collections.Concurrent;
+using System.Net;
+using System.Net.Sockets;
+using System.Runtime.InteropServices;
+using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Logging;
+using NatsBroker.Gateways.Link;
+using NatsBroker.TlsTerminator;
+
+namespace NatsBroker.WebSocketGateway;
+
+/// <summary>
+/// The gateway's listener: accepts clients on the websocket host/port, runs a <see cref="WebSocketSession"/> per
+/// client, reloads the wss certificate on SIGHUP, and on stop drains: no new clients, sessions stop reading from
+/// users and close once the core's side has flushed, within the drain timeout.
+/// </summary>
+internal sealed class WebSocketService(WebSocketOptions options, GatewayEnvironment link, ILoggerFactory loggers) : IHostedService, IDisposable
+{
+    private readonly ILogger _log = loggers.CreateLogger("NatsBroker.WebSocketGateway");
+    private readonly CancellationTokenSource _drain = new();
+    private readonly ConcurrentDictionary<long, Task> _sessions = new();
+    private readonly ProxySigner _signer = new(link.Seed);
+    private CertificateSet? _certificates;
+    private Socket? _listener;
+    private Task? _acceptLoop;
+    private PosixSignalRegistration? _hup;
+    private long _nextSession;
+
+    public Task StartAsync(CancellationToken cancellationToken)
+    {
+        if (options.Tls is { } tls) _certificates = new CertificateSet(tls);
+        var address = options.Host is "0.0.0.0" or "" or "*" ? IPAddress.Any
+            : options.Host is "::" ? IPAddress.IPv6Any
+            : IPAddress.TryParse(options.Host, out var ip) ? ip : Dns.GetHostAddresses(options.Host).First();
+        var listener = new Socket(address.AddressFamily, SocketType.Stream, ProtocolType.Tcp);
+        listener.SetSocketOption(SocketOptionLevel.Socket, SocketOptionName.ReuseAddress, true);
+        listener.Bind(new IPEndPoint(address, options.Port < 0 ? 0 : options.Port));
+        listener.Listen(1024);
+        _listener = listener;
+        int port = ((IPEndPoint)listener.LocalEndPoint!).Port;
+        _hup = PosixSignalRegistration.Create(PosixSignal.SIGHUP, ctx =>
+        {
+            ctx.Cancel = true;
+            if (_certificates is null) return;
+            try
+            {
+                _certificates.Reload();
+                _log.LogInformation("Reloaded TLS certificates");
+            }
+            catch (Exception ex) when (ex is IOException or UnauthorizedAccessException or System.Security.Cryptography.CryptographicException)
+            {
+                _log.LogError("Failed to reload TLS certificates, keeping the current ones: {Error}", ex.Message);
+            }
+        });
+        // server/websocket.go startWebsocketServer's wording.
+        _log.LogInformation("Listening for websocket clients on {Scheme}://{Host}:{Port}", _certificates is null ? "ws" : "wss", options.Host, port);
+        if (_certificates is null) _log.LogWarning("Websocket not configured with TLS. DO NOT USE IN PRODUCTION!");
+        _log.LogInformation("Relaying to the core at {Socket} as proxy {Key}", link.CoreSocket, _signer.PublicKey);
+        _acceptLoop = Task.Run(AcceptLoopAsync, CancellationToken.None);
+        return Task.CompletedTask;
+    }
+
+    private async Task AcceptLoopAsync()
+    {
+        while (!_drain.IsCancellationRequested)
+        {
+            Socket socket;
+            try
+            {
+                socket = await _listener!.AcceptAsync(_drain.Token).ConfigureAwait(false);
+            }
+            catch (Exception ex) when (ex is OperationCanceledException or ObjectDisposedException)
+            {
+                break;
+            }
+            catch (SocketException ex)
+            {
+                _log.LogError("Error accepting client connection: {Error}", ex.Message);
+                await Task.Delay(10).ConfigureAwait(false);
+                continue;
+            }
+            long id = Interlocked.Increment(ref _nextSession);
+            var session = new WebSocketSession(socket, options, _certificates, link, _signer, _log);
+            _sessions[id] = Task.Run(async () =>
+            {
+                try
+                {
+                    await session.RunAsync(_drain.Token).ConfigureAwait(false);
+                }
+                catch (Exception ex)
+                {
+                    // A bug must not take the gateway down: only this client is lost.
+                    _log.LogError(ex, "Client session failed");
+                }
+                finally
+                {
+                    _sessions.TryRemove(id, out _);
+                }
+            });
+        }
+    }
+
+    public async Task StopAsync(CancellationToken cancellationToken)
+    {
+        _hup?.Dispose();
+        await _drain.CancelAsync().ConfigureAwait(false);
+        _listener?.Dispose();
+        if (_acceptLoop is not null) await _acceptLoop.ConfigureAwait(false);
+        var pending = _sessions.Values.ToArray();
+        if (pending.Length > 0)
+        {
+            _log.LogInformation("Draining {Count} client connections", pending.Length);
+            await Task.WhenAny(Task.WhenAll(pending), Task.Delay(options.DrainTimeout, CancellationToken.None)).ConfigureAwait(false);
+        }
+    }
+
+    public void Dispose()
+    {
+        _drain.Dispose();
+        _signer.Dispose();
+        _listener?.Dispose();
+        _hup?.Dispose();
+    }
+}

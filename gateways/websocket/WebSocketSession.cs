@@ -1,0 +1,480 @@
+using System.Buffers;
+using System.Net;
+using System.Net.Security;
+using System.Net.Sockets;
+using System.Security.Authentication;
+using System.Text;
+using System.Text.Json.Nodes;
+using Microsoft.Extensions.Logging;
+using NatsBroker.Contracts.Gateways;
+using NatsBroker.Gateways.Link;
+using NatsBroker.TlsTerminator;
+
+namespace NatsBroker.WebSocketGateway;
+
+/// <summary>
+/// One WebSocket client, as nats-server's websocket listener serves it (server/websocket.go): optional TLS, the
+/// HTTP upgrade (refusals answered and the connection kept for another request, as Go's HTTP server does), then
+/// the core's INFO in a binary frame and NATS bytes both ways. Toward the core the user's first line, its CONNECT,
+/// gets the proxy fields (gateways/README.md) and, with <c>jwt_cookie</c>, the cookie's JWT when it has none.
+/// Toward the user each read from the core becomes one frame (many NATS ops per frame; the header is written into
+/// the space reserved before the payload, so one write and no copy), deflated when negotiated and over 64 bytes
+/// (nats-server's wsCompressThreshold). Pings are answered; a close is echoed; when the core closes the user gets
+/// a close frame whose status follows the core's last -ERR as nats-server's wsEnqueueCloseMessage maps reasons.
+/// </summary>
+internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, CertificateSet? certificates, GatewayEnvironment link,
+    ProxySigner signer, ILogger log) : IFrameSink
+{
+    private const int BufferSize = 32 * 1024, MaxRequestHead = 16 * 1024, CompressThreshold = 64, BrowserFrameSize = 4096;
+
+    private readonly IPEndPoint _remote = (IPEndPoint)socket.RemoteEndPoint!;
+    private readonly SemaphoreSlim _writeLock = new(1, 1);
+    private readonly ArrayBufferWriter<byte> _toCore = new(BufferSize);
+    private readonly ArrayBufferWriter<byte> _controlOut = new(256);
+    private Stream _user = null!;
+    private AcceptedUpgrade _upgrade = null!;
+    private bool _connectForwarded;
+    private bool _closeSent;
+    private bool _userClosed;
+    private MemoryStream? _deflated;
+
+    private string RemoteIp => _remote.Address.IsIPv4MappedToIPv6 ? _remote.Address.MapToIPv4().ToString() : _remote.Address.ToString();
+
+    public async Task RunAsync(CancellationToken drain)
+    {
+        socket.NoDelay = true;
+        _user = new NetworkStream(socket, ownsSocket: true);
+        CoreLink? core = null;
+        try
+        {
+            using (var handshake = CancellationTokenSource.CreateLinkedTokenSource(drain))
+            {
+                var timeout = options.HandshakeTimeout > TimeSpan.Zero ? options.HandshakeTimeout
+                    : options.Tls is { } tls ? tls.Timeout : Timeout.InfiniteTimeSpan;
+                handshake.CancelAfter(timeout);
+                try
+                {
+                    if (certificates is not null) _user = await TlsAsync(handshake.Token).ConfigureAwait(false);
+                    if (!await UpgradeAsync(handshake.Token).ConfigureAwait(false)) return;
+                }
+                catch (OperationCanceledException) when (!drain.IsCancellationRequested)
+                {
+                    log.LogError("{Ip}:{Port} - websocket handshake error: timeout", RemoteIp, _remote.Port);
+                    return;
+                }
+            }
+            try
+            {
+                core = await CoreLink.ConnectAsync(link.CoreSocket, drain).ConfigureAwait(false);
+            }
+            catch (Exception ex) when (ex is IOException or SocketException)
+            {
+                log.LogError("{Ip}:{Port} - the core is not reachable: {Error}", RemoteIp, _remote.Port, ex.Message);
+                await _user.WriteAsync(UpgradeRequest.ErrorResponse("HTTP/1.1", HttpStatusCode.ServiceUnavailable), drain).ConfigureAwait(false);
+                return;
+            }
+            await SendUpgradeAndInfoAsync(core, drain).ConfigureAwait(false);
+            await RelayAsync(core, drain).ConfigureAwait(false);
+        }
+        catch (Exception ex) when (ex is IOException or SocketException or ObjectDisposedException or OperationCanceledException
+            or System.Text.Json.JsonException or AuthenticationException)
+        {
+            log.LogDebug("{Ip}:{Port} - closed: {Reason}", RemoteIp, _remote.Port, ex.Message);
+        }
+        finally
+        {
+            if (core is not null) await core.DisposeAsync().ConfigureAwait(false);
+            await _user.DisposeAsync().ConfigureAwait(false);
+            _deflated?.Dispose();
+            _writeLock.Dispose();
+        }
+    }
+
+    private async Task<Stream> TlsAsync(CancellationToken ct)
+    {
+        var ssl = new SslStream(_user, leaveInnerStreamOpen: false);
+        var tls = options.Tls!;
+        var auth = new SslServerAuthenticationOptions
+        {
+            ServerCertificateContext = certificates!.ServerContext,
+            ClientCertificateRequired = tls.RequireClientCertificate,
+            EnabledSslProtocols = tls.MinVersion == SslProtocols.Tls13 ? SslProtocols.Tls13 : SslProtocols.Tls12 | SslProtocols.Tls13,
+            CertificateRevocationCheckMode = System.Security.Cryptography.X509Certificates.X509RevocationMode.NoCheck,
+            RemoteCertificateValidationCallback = (_, cert, _, errors) => !tls.RequireClientCertificate
+                || (cert is not null && (errors & ~SslPolicyErrors.RemoteCertificateNameMismatch) == SslPolicyErrors.None),
+        };
+        if (tls.CipherSuites is { } suites && !OperatingSystem.IsWindows()) auth.CipherSuitesPolicy = new CipherSuitesPolicy(suites);
+        try
+        {
+            await ssl.AuthenticateAsServerAsync(auth, ct).ConfigureAwait(false);
+            return ssl;
+        }
+        catch (Exception ex) when (ex is AuthenticationException or IOException)
+        {
+            log.LogError("{Ip}:{Port} - websocket handshake error: {Error}", RemoteIp, _remote.Port, ex.Message);
+            await ssl.DisposeAsync().ConfigureAwait(false);
+            throw;
+        }
+    }
+
+    /// <summary>Reads requests until one upgrades (true) or the connection is to be closed (false).</summary>
+    private async Task<bool> UpgradeAsync(CancellationToken ct)
+    {
+        var buffer = new byte[MaxRequestHead];
+        int filled = 0;
+        while (true)
+        {
+            int end = buffer.AsSpan(0, filled).IndexOf("\r\n\r\n"u8);
+            if (end < 0)
+            {
+                if (filled == buffer.Length)
+                {
+                    await _user.WriteAsync("HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n431 Request Header Fields Too Large"u8.ToArray(), ct).ConfigureAwait(false);
+                    return false;
+                }
+                int n = await _user.ReadAsync(buffer.AsMemory(filled), ct).ConfigureAwait(false);
+                if (n == 0) return false;
+                filled += n;
+                continue;
+            }
+            int headLength = end + 4;
+            var outcome = UpgradeRequest.Check(buffer.AsSpan(0, headLength), filled > headLength, options, certificates is not null);
+            if (outcome.Upgrade is { } upgrade)
+            {
+                // The MQTT seam (IMqttOverWebSocket) has no implementation until the MQTT gateway lands; handing
+                // over needs a framing-aware stream that comes with it. Refused before the upgrade until then.
+                if (upgrade.Kind == UpgradeKind.Mqtt)
+                {
+                    log.LogError("{Ip}:{Port} - websocket handshake error: MQTT over WebSocket needs the MQTT gateway, which is not available", RemoteIp, _remote.Port);
+                    await _user.WriteAsync(UpgradeRequest.ErrorResponse("HTTP/1.1", HttpStatusCode.NotImplemented), ct).ConfigureAwait(false);
+                    return false;
+                }
+                if (upgrade.Kind == UpgradeKind.Leaf)
+                {
+                    // nats-server upgrades, then closes: not configured to accept leaf node connections.
+                    await _user.WriteAsync(UpgradeRequest.SwitchingProtocols(upgrade), ct).ConfigureAwait(false);
+                    log.LogError("Not configured to accept leaf node connections");
+                    return false;
+                }
+                _upgrade = upgrade;
+                return true;
+            }
+            log.LogError("{Ip}:{Port} - websocket handshake error: {Reason}", RemoteIp, _remote.Port, outcome.Reason);
+            await _user.WriteAsync(outcome.Response!, ct).ConfigureAwait(false);
+            if (outcome.Close) return false;
+            buffer.AsSpan(headLength, filled - headLength).CopyTo(buffer);
+            filled -= headLength;
+        }
+    }
+
+    private async Task SendUpgradeAndInfoAsync(CoreLink core, CancellationToken ct)
+    {
+        var info = (JsonObject)core.Info.DeepClone();
+        info["client_ip"] = _upgrade.ForwardedFor ?? RemoteIp;
+        // server/websocket.go createWSClient: the websocket block's own auth settings make auth required.
+        if (options.NoAuthUser is not null) info["auth_required"] = true;
+        byte[] response = UpgradeRequest.SwitchingProtocols(_upgrade);
+        byte[] infoLine = CoreLink.FormatInfo(info);
+        var payload = new byte[infoLine.Length + core.Leftover.Length];
+        infoLine.CopyTo(payload, 0);
+        core.Leftover.CopyTo(payload, infoLine.Length);
+        // nats-server sends INFO uncompressed (queued before compression applies); one write with the 101.
+        var all = new byte[response.Length + WsOpcode.MaxServerHeader + payload.Length];
+        response.CopyTo(all, 0);
+        int bodyAt = response.Length + WsOpcode.MaxServerHeader;
+        payload.CopyTo(all, bodyAt);
+        int headerAt = FrameHeader.WriteBefore(all, bodyAt, WsOpcode.Binary, false, payload.Length);
+        all.AsSpan(0, response.Length).CopyTo(all.AsSpan(headerAt - response.Length));
+        await _user.WriteAsync(all.AsMemory(headerAt - response.Length), ct).ConfigureAwait(false);
+    }
+
+    private async Task RelayAsync(CoreLink core, CancellationToken drain)
+    {
+        var fromCore = Task.Run(() => CoreToUserAsync(core), CancellationToken.None);
+        await UserToCoreAsync(core, drain).ConfigureAwait(false);
+        // The user is done (close frame, end of input, protocol error, drain): the core sees end of input and what
+        // it still sends reaches the user.
+        core.ShutdownSend();
+        if (await Task.WhenAny(fromCore, Task.Delay(TimeSpan.FromSeconds(5), CancellationToken.None)).ConfigureAwait(false) != fromCore)
+            await core.DisposeAsync().ConfigureAwait(false);
+        try { await fromCore.ConfigureAwait(false); }
+        catch (Exception ex) when (ex is IOException or ObjectDisposedException or SocketException) { }
+    }
+
+    private async Task UserToCoreAsync(CoreLink core, CancellationToken drain)
+    {
+        using var decoder = new FrameDecoder(requireMask: !_upgrade.NoMasking, compressionNegotiated: _upgrade.Compress);
+        var buffer = ArrayPool<byte>.Shared.Rent(BufferSize);
+        try
+        {
+            while (!_userClosed)
+            {
+                int n;
+                try
+                {
+                    n = await _user.ReadAsync(buffer.AsMemory(0, BufferSize), drain).ConfigureAwait(false);
+                }
+                catch (Exception ex) when (ex is IOException or ObjectDisposedException or OperationCanceledException or SocketException)
+                {
+                    return;
+                }
+                if (n == 0) return;
+                bool ok = decoder.Decode(buffer.AsSpan(0, n), this);
+                if (!_connectForwarded) ForwardConnectWhenComplete(core);
+                if (_toCore.WrittenCount > 0 && (_connectForwarded || !ok || _userClosed))
+                {
+                    try
+                    {
+                        await core.Stream.WriteAsync(_toCore.WrittenMemory, CancellationToken.None).ConfigureAwait(false);
+                    }
+                    catch (IOException)
+                    {
+                        return; // the core closed; its last words still reach the user
+                    }
+                    _toCore.ResetWrittenCount();
+                }
+                if (!ok)
+                {
+                    log.LogError("{Ip}:{Port} - websocket protocol error: {Error}", RemoteIp, _remote.Port, decoder.Error);
+                    await SendCloseAsync(decoder.ErrorStatus, decoder.Error!).ConfigureAwait(false);
+                    return;
+                }
+                if (_controlOut.WrittenCount > 0) await FlushControlAsync().ConfigureAwait(false);
+            }
+        }
+        finally
+        {
+            ArrayPool<byte>.Shared.Return(buffer);
+        }
+    }
+
+    public void Data(ReadOnlySpan<byte> payload) => _toCore.Write(payload);
+
+    public void Control(byte opcode, ReadOnlySpan<byte> payload)
+    {
+        switch (opcode)
+        {
+            case WsOpcode.Ping:
+                WriteControl(_controlOut, WsOpcode.Pong, payload);
+                break;
+            case WsOpcode.Close:
+                // server/websocket.go wsHandleControlFrame: echo the status (1005 when none) and body; an invalid
+                // UTF-8 body is answered 1007.
+                ushort status = WsCloseStatus.NoStatus;
+                string body = "";
+                if (payload.Length >= 2)
+                {
+                    status = System.Buffers.Binary.BinaryPrimitives.ReadUInt16BigEndian(payload);
+                    if (payload.Length > 2)
+                    {
+                        if (System.Text.Unicode.Utf8.IsValid(payload[2..])) body = Encoding.UTF8.GetString(payload[2..]);
+                        else (status, body) = (WsCloseStatus.InvalidPayload, "invalid utf8 body in close frame");
+                    }
+                }
+                WriteControl(_controlOut, WsOpcode.Close, CloseBody(status, body));
+                _closeSent = true;
+                _userClosed = true;
+                break;
+        }
+    }
+
+    private async Task FlushControlAsync()
+    {
+        await _writeLock.WaitAsync().ConfigureAwait(false);
+        try
+        {
+            await _user.WriteAsync(_controlOut.WrittenMemory).ConfigureAwait(false);
+            await _user.FlushAsync().ConfigureAwait(false);
+        }
+        finally
+        {
+            _controlOut.ResetWrittenCount();
+            _writeLock.Release();
+        }
+    }
+
+    /// <summary>The first line is the CONNECT: add the proxy fields (and the cookie's JWT), once it is complete.</summary>
+    private void ForwardConnectWhenComplete(CoreLink core)
+    {
+        var pending = _toCore.WrittenSpan;
+        int lf = pending.IndexOf((byte)'\n');
+        if (lf < 0)
+        {
+            if (pending.Length > options.MaxControlLine + 2) _connectForwarded = true; // the core refuses it as it would
+            return;
+        }
+        _connectForwarded = true;
+        int lineEnd = lf > 0 && pending[lf - 1] == '\r' ? lf - 1 : lf;
+        var line = pending[..lineEnd].ToArray();
+        if (_upgrade.CookieJwt is { } jwt) line = WithCookieJwt(line, jwt);
+        var client = new ProxiedClient
+        {
+            Gateway = "websocket",
+            Ip = _upgrade.ForwardedFor ?? RemoteIp,
+            Port = _remote.Port,
+            NoAuthUser = options.NoAuthUser,
+            WebSocketOrigin = _upgrade.Origin,
+        };
+        if (_user is SslStream ssl)
+        {
+            client.TlsVersion = ssl.SslProtocol switch { SslProtocols.Tls13 => "1.3", SslProtocols.Tls12 => "1.2", _ => ssl.SslProtocol.ToString() };
+            client.TlsCipherSuite = ssl.NegotiatedCipherSuite.ToString();
+        }
+        var rewritten = CoreLink.RewriteConnect(line, signer, core.Nonce, client);
+        if (rewritten is null && _upgrade.CookieJwt is null) return;
+        rewritten ??= [.. line, (byte)'\r', (byte)'\n'];
+        var rest = pending[(lf + 1)..].ToArray();
+        _toCore.ResetWrittenCount();
+        _toCore.Write(rewritten);
+        _toCore.Write(rest);
+    }
+
+    /// <summary>nats-server uses the jwt_cookie's value when CONNECT carries no jwt (server/client.go processConnect).</summary>
+    internal static byte[] WithCookieJwt(byte[] line, string jwt)
+    {
+        if (!CoreLink.IsConnect(line)) return line;
+        try
+        {
+            if (JsonNode.Parse(line.AsSpan(8).Trim(" \t"u8)) is not JsonObject obj) return line;
+            if (obj["jwt"] is JsonValue v && v.TryGetValue(out string? existing) && existing.Length > 0) return line;
+            obj["jwt"] = jwt;
+            return Encoding.UTF8.GetBytes("CONNECT " + obj.ToJsonString());
+        }
+        catch (Exception ex) when (ex is System.Text.Json.JsonException or ArgumentException)
+        {
+            return line;
+        }
+    }
+
+    private async Task CoreToUserAsync(CoreLink core)
+    {
+        var buffer = ArrayPool<byte>.Shared.Rent(WsOpcode.MaxServerHeader + BufferSize);
+        // server/websocket.go wsFrameSizeForBrowsers: browsers (User-Agent "Mozilla/") get frames of at most 4 KB,
+        // which they handle better; reading at most that much per frame gives it without a copy.
+        int readSize = _upgrade.Browser ? BrowserFrameSize : BufferSize;
+        int last = 0;
+        try
+        {
+            while (true)
+            {
+                int n = await core.Stream.ReadAsync(buffer.AsMemory(WsOpcode.MaxServerHeader, readSize)).ConfigureAwait(false);
+                if (n == 0) break;
+                last = n;
+                await _writeLock.WaitAsync().ConfigureAwait(false);
+                try
+                {
+                    if (_closeSent) continue;
+                    if (_upgrade.Compress && n > CompressThreshold) await WriteDeflatedAsync(buffer.AsSpan(WsOpcode.MaxServerHeader, n).ToArray()).ConfigureAwait(false);
+                    else
+                    {
+                        int start = FrameHeader.WriteBefore(buffer, WsOpcode.MaxServerHeader, WsOpcode.Binary, false, n);
+                        await _user.WriteAsync(buffer.AsMemory(start, WsOpcode.MaxServerHeader + n - start)).ConfigureAwait(false);
+                    }
+                }
+                finally
+                {
+                    _writeLock.Release();
+                }
+            }
+        }
+        catch (Exception ex) when (ex is IOException or ObjectDisposedException or SocketException or InvalidOperationException)
+        {
+            // Either side gone: the close below is best effort.
+        }
+        finally
+        {
+            var (status, reason) = CloseFor(buffer.AsSpan(WsOpcode.MaxServerHeader, last));
+            ArrayPool<byte>.Shared.Return(buffer);
+            try
+            {
+                await SendCloseAsync(status, reason).ConfigureAwait(false);
+            }
+            catch (Exception ex) when (ex is IOException or ObjectDisposedException or SocketException) { }
+            try { socket.Shutdown(SocketShutdown.Both); }
+            catch (Exception ex) when (ex is SocketException or ObjectDisposedException) { }
+        }
+    }
+
+    /// <summary>permessage-deflate with no context takeover: a fresh raw deflate per message, the 00 00 ff ff tail removed.</summary>
+    private async Task WriteDeflatedAsync(byte[] payload)
+    {
+        _deflated ??= new MemoryStream();
+        _deflated.SetLength(WsOpcode.MaxServerHeader);
+        _deflated.Position = WsOpcode.MaxServerHeader;
+        using (var deflate = new System.IO.Compression.DeflateStream(_deflated, System.IO.Compression.CompressionLevel.Fastest, leaveOpen: true))
+        {
+            deflate.Write(payload);
+            deflate.Flush(); // sync flush: ends with 00 00 ff ff
+        }
+        var all = _deflated.GetBuffer();
+        int end = (int)_deflated.Length;
+        // Dispose appended a final empty block after the sync flush; cut back to the flush marker.
+        int marker = all.AsSpan(WsOpcode.MaxServerHeader, end - WsOpcode.MaxServerHeader).LastIndexOf((ReadOnlySpan<byte>)[0x00, 0x00, 0xff, 0xff]);
+        int bodyEnd = WsOpcode.MaxServerHeader + marker;
+        int start = FrameHeader.WriteBefore(all, WsOpcode.MaxServerHeader, WsOpcode.Binary, true, bodyEnd - WsOpcode.MaxServerHeader);
+        await _user.WriteAsync(all.AsMemory(start, bodyEnd - start)).ConfigureAwait(false);
+    }
+
+    private async Task SendCloseAsync(ushort status, string reason)
+    {
+        await _writeLock.WaitAsync().ConfigureAwait(false);
+        try
+        {
+            if (_closeSent) return;
+            _closeSent = true;
+            var frame = new ArrayBufferWriter<byte>(132);
+            WriteControl(frame, WsOpcode.Close, CloseBody(status, reason));
+            await _user.WriteAsync(frame.WrittenMemory).ConfigureAwait(false);
+            await _user.FlushAsync().ConfigureAwait(false);
+        }
+        finally
+        {
+            _writeLock.Release();
+        }
+    }
+
+    /// <summary>server/websocket.go wsCreateCloseMessage: 2-byte status, then the text cut to fit with "...".</summary>
+    private static byte[] CloseBody(ushort status, string text)
+    {
+        if (status == WsCloseStatus.NoStatus && text.Length == 0) return [];
+        if (text.Length > WsOpcode.MaxControlPayload - 2) text = text[..(WsOpcode.MaxControlPayload - 5)] + "...";
+        var body = new byte[2 + Encoding.UTF8.GetByteCount(text)];
+        System.Buffers.Binary.BinaryPrimitives.WriteUInt16BigEndian(body, status);
+        Encoding.UTF8.GetBytes(text, body.AsSpan(2));
+        return body;
+    }
+
+    private static void WriteControl(ArrayBufferWriter<byte> to, byte opcode, ReadOnlySpan<byte> payload)
+    {
+        var span = to.GetSpan(2 + payload.Length);
+        span[0] = (byte)(WsOpcode.Fin | opcode);
+        span[1] = (byte)payload.Length;
+        payload.CopyTo(span[2..]);
+        to.Advance(2 + payload.Length);
+    }
+
+    /// <summary>
+    /// The close status nats-server would send (wsEnqueueCloseMessage) for the reason behind the core's last -ERR;
+    /// the core closing without one is the server going away.
+    /// </summary>
+    internal static (ushort Status, string Reason) CloseFor(ReadOnlySpan<byte> lastChunk)
+    {
+        int err = lastChunk.LastIndexOf("-ERR '"u8);
+        if (err < 0) return (WsCloseStatus.GoingAway, "Server Shutdown");
+        var text = Encoding.ASCII.GetString(lastChunk[(err + 6)..]).TrimEnd('\r', '\n', '\'');
+        return text switch
+        {
+            _ when text.StartsWith("Authorization Violation", StringComparison.Ordinal) => (WsCloseStatus.PolicyViolation, "Authentication Failure"),
+            _ when text.StartsWith("Authentication Timeout", StringComparison.Ordinal) => (WsCloseStatus.PolicyViolation, "Authentication Timeout"),
+            _ when text.StartsWith("Slow Consumer", StringComparison.Ordinal) => (WsCloseStatus.PolicyViolation, "Slow Consumer (Pending Bytes)"),
+            _ when text.StartsWith("Maximum Connections Exceeded", StringComparison.Ordinal) => (WsCloseStatus.PolicyViolation, "Maximum Connections Exceeded"),
+            _ when text.StartsWith("Maximum Control Line Exceeded", StringComparison.Ordinal) => (WsCloseStatus.PolicyViolation, "Maximum Control Line Exceeded"),
+            _ when text.StartsWith("Maximum Subscriptions Exceeded", StringComparison.Ordinal) => (WsCloseStatus.PolicyViolation, "Maximum Subscriptions Exceeded"),
+            _ when text.StartsWith("Maximum Payload", StringComparison.Ordinal) => (WsCloseStatus.MessageTooBig, "Maximum Message Payload Exceeded"),
+            _ when text.StartsWith("Stale Connection", StringComparison.Ordinal) => (WsCloseStatus.Abnormal, "Stale Connection"),
+            _ when text.StartsWith("Unknown Protocol Operation", StringComparison.Ordinal) || text.StartsWith("Parser Error", StringComparison.Ordinal)
+                => (WsCloseStatus.ProtocolError, "Parse Error"),
+            _ => (WsCloseStatus.InternalError, text),
+        };
+    }
+}

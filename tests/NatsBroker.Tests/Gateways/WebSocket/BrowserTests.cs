@@ -1,0 +1,173 @@
+using System.Diagnostics;
+using System.Net;
+using System.Net.Sockets;
+using System.Text;
+using Microsoft.Playwright;
+using NATS.Client.Core;
+using NatsBroker.Tests.Infrastructure;
+using Xunit.Abstractions;
+
+namespace NatsBroker.Tests.Gateways.WebSocket;
+
+/// <summary>
+/// A real browser: Debian's chromium (driven by Playwright by path) opens a page served on localhost that uses the
+/// official browser client (nats.ws from npm, tests/browser), connects through the websocket gateway (with
+/// <c>allowed_origins</c> naming the page's origin), subscribes, publishes, and does a request/reply with a NATS.Net
+/// service. The test checks what the page shows and saves a screenshot. Skipped (failed under CI=true) without
+/// chromium or npm.
+/// </summary>
+[Collection("Gateways")]
+public sealed class BrowserTests(ITestOutputHelper output)
+{
+    private static int FreePort()
+    {
+        using var l = new TcpListener(IPAddress.Loopback, 0);
+        l.Start();
+        return ((IPEndPoint)l.LocalEndpoint).Port;
+    }
+
+    private static string? Chromium() =>
+        new[] { Environment.GetEnvironmentVariable("CHROMIUM_PATH"), "/usr/bin/chromium", "/usr/bin/chromium-browser" }
+            .FirstOrDefault(p => !string.IsNullOrEmpty(p) && File.Exists(p));
+
+    /// <summary>tests/browser/node_modules/nats.ws, installed with npm ci when missing.</summary>
+    private async Task<string?> NatsWsBundle()
+    {
+        var dir = Path.Combine(TestEnvironment.RepoRoot, "tests", "browser");
+        var bundle = Path.Combine(dir, "node_modules", "nats.ws", "esm", "nats.js");
+        if (File.Exists(bundle)) return bundle;
+        if (TestEnvironment.NpmPath is null) return null;
+        var psi = new ProcessStartInfo(TestEnvironment.NpmPath, "ci --no-audit --no-fund") { WorkingDirectory = dir, RedirectStandardOutput = true, RedirectStandardError = true };
+        using var p = Process.Start(psi)!;
+        var stdout = p.StandardOutput.ReadToEndAsync();
+        var stderr = p.StandardError.ReadToEndAsync();
+        using var cts = new CancellationTokenSource(TimeSpan.FromMinutes(3));
+        await p.WaitForExitAsync(cts.Token);
+        output.WriteLine(await stdout + await stderr);
+        return File.Exists(bundle) ? bundle : null;
+    }
+
+    private const string Page = """
+        <!doctype html>
+        <html><head><title>nats.ws through the NatsBroker websocket gateway</title></head>
+        <body>
+        <h1>nats.ws → websocket gateway → core</h1>
+        <p>state: <span id="state">pending</span></p>
+        <script type="module">
+        import { connect, StringCodec } from "/nats.js";
+        const state = document.getElementById("state");
+        try {
+          const nc = await connect({ servers: new URLSearchParams(location.search).get("ws") });
+          const sc = StringCodec();
+          const sub = nc.subscribe("browser.echo", { max: 1 });
+          nc.publish("browser.echo", sc.encode("from the page"));
+          let got = "";
+          for await (const m of sub) got = sc.decode(m.data);
+          const reply = await nc.request("svc.greet", sc.encode("browser"), { timeout: 5000 });
+          state.textContent = "ok|" + got + "|" + sc.decode(reply.data);
+          await nc.close();
+        } catch (e) {
+          state.textContent = "error|" + e;
+        }
+        </script>
+        </body></html>
+        """;
+
+    [SkippableFact]
+    public async Task Chromium_with_nats_ws_pubsub_and_request_reply_with_a_NatsNet_service()
+    {
+        Prerequisites.RequireServer(ServerKind.Ours, output);
+        var chromium = Chromium();
+        if (chromium is null) Prerequisites.Missing("chromium not found (apt-get install chromium, or set CHROMIUM_PATH)", output);
+        var bundle = await NatsWsBundle();
+        if (bundle is null) Prerequisites.Missing("tests/browser/node_modules/nats.ws is missing and npm could not install it", output);
+
+        int pagePort = FreePort(), wsPort = FreePort();
+        using var http = new HttpListener();
+        http.Prefixes.Add($"http://127.0.0.1:{pagePort}/");
+        http.Start();
+        var serving = ServePage(http, bundle!);
+
+        await using var server = await ServerProcess.StartAsync(ServerKind.Ours, new ServerStartOptions
+        {
+            Config = $$"""
+                websocket {
+                  port: {{wsPort}}
+                  no_tls: true
+                  allowed_origins: ["http://127.0.0.1:{{pagePort}}"]
+                }
+                """,
+            Port = FreePort(),
+        }, output);
+        await using var nc = new NatsConnection(new NatsOpts { Url = server.Url });
+        await nc.ConnectAsync();
+        await using var svc = await nc.SubscribeCoreAsync<string>("svc.greet");
+        var service = Task.Run(async () =>
+        {
+            await foreach (var m in svc.Msgs.ReadAllAsync()) await m.ReplyAsync("hello, " + m.Data);
+        });
+        await nc.PingAsync();
+
+        using var pw = await Playwright.CreateAsync();
+        await using var browser = await pw.Chromium.LaunchAsync(new BrowserTypeLaunchOptions
+        {
+            ExecutablePath = chromium,
+            Headless = true,
+            Args = ["--no-sandbox"],
+        });
+        var page = await browser.NewPageAsync();
+        page.Console += (_, msg) => output.WriteLine("page: " + msg.Text);
+        // The gateway starts a moment after the core: retry the page until it connects.
+        string? state = null;
+        for (int attempt = 0; attempt < 20; attempt++)
+        {
+            await page.GotoAsync($"http://127.0.0.1:{pagePort}/?ws=ws://127.0.0.1:{wsPort}");
+            await page.WaitForFunctionAsync("() => document.getElementById('state').textContent !== 'pending'", null,
+                new PageWaitForFunctionOptions { Timeout = 30000 });
+            state = await page.TextContentAsync("#state");
+            if (state is not null && state.StartsWith("ok|", StringComparison.Ordinal)) break;
+            output.WriteLine("attempt: " + state);
+            await Task.Delay(500);
+        }
+        var shot = Path.Combine(AppContext.BaseDirectory, "browser-websocket.png");
+        await page.ScreenshotAsync(new PageScreenshotOptions { Path = shot });
+        output.WriteLine("screenshot: " + shot);
+        Assert.Equal("ok|from the page|hello, browser", state);
+        http.Stop();
+        await serving;
+    }
+
+    private static async Task ServePage(HttpListener http, string bundle)
+    {
+        while (http.IsListening)
+        {
+            HttpListenerContext ctx;
+            try
+            {
+                ctx = await http.GetContextAsync();
+            }
+            catch (Exception ex) when (ex is HttpListenerException or ObjectDisposedException or InvalidOperationException)
+            {
+                return;
+            }
+            byte[] body;
+            if (ctx.Request.Url!.AbsolutePath == "/nats.js")
+            {
+                body = await File.ReadAllBytesAsync(bundle);
+                ctx.Response.ContentType = "text/javascript";
+            }
+            else if (ctx.Request.Url.AbsolutePath == "/")
+            {
+                body = Encoding.UTF8.GetBytes(Page);
+                ctx.Response.ContentType = "text/html; charset=utf-8";
+            }
+            else
+            {
+                body = [];
+                ctx.Response.StatusCode = 404;
+            }
+            await ctx.Response.OutputStream.WriteAsync(body);
+            ctx.Response.Close();
+        }
+    }
+}

@@ -1,0 +1,215 @@
+using System.Net;
+using System.Net.Sockets;
+using System.Text;
+using System.Text.Json;
+using NATS.Client.Core;
+using NatsBroker.Tests.Infrastructure;
+using Xunit.Abstractions;
+
+namespace NatsBroker.Tests.Gateways.WebSocket;
+
+/// <summary>The websocket block's options through the gateway, with nats-server 2.9.10 as the oracle where it applies.</summary>
+[Collection("Gateways")]
+public sealed class WebSocketOptionsTests(ITestOutputHelper output) : IDisposable
+{
+    private readonly TestPki _pki = new();
+
+    public void Dispose() => _pki.Dispose();
+
+    private static int FreePort()
+    {
+        using var l = new TcpListener(IPAddress.Loopback, 0);
+        l.Start();
+        return ((IPEndPoint)l.LocalEndpoint).Port;
+    }
+
+    private async Task<(ServerProcess Server, int WsPort)> Start(ServerKind kind, string ws, string rest = "", bool monitoring = false)
+    {
+        Prerequisites.RequireServer(kind, output);
+        int wsPort = FreePort();
+        var server = await ServerProcess.StartAsync(kind, new ServerStartOptions
+        {
+            Config = $$"""
+                websocket {
+                  port: {{wsPort}}
+                  {{ws}}
+                }
+                {{rest}}
+                """,
+            Port = FreePort(),
+            Monitoring = monitoring,
+        }, output);
+        var deadline = DateTime.UtcNow.AddSeconds(20);
+        while (true)
+        {
+            try
+            {
+                using var c = new TcpClient();
+                await c.ConnectAsync(IPAddress.Loopback, wsPort);
+                break;
+            }
+            catch (SocketException) when (DateTime.UtcNow < deadline)
+            {
+                await Task.Delay(50);
+            }
+        }
+        return (server, wsPort);
+    }
+
+    [SkippableTheory]
+    [InlineData(ServerKind.Ours)]
+    [InlineData(ServerKind.Go)]
+    public async Task NatsNet_over_wss(ServerKind kind)
+    {
+        var (server, port) = await Start(kind, $$"""
+            tls {
+              cert_file: "{{_pki.ServerCert}}"
+              key_file: "{{_pki.ServerKey}}"
+            }
+            """);
+        await using var _ = server;
+        await using var nc = new NatsConnection(new NatsOpts
+        {
+            Url = $"wss://localhost:{port}",
+            TlsOpts = new NatsTlsOpts { CaFile = _pki.CaFile },
+            ConnectTimeout = TimeSpan.FromSeconds(10),
+        });
+        await nc.ConnectAsync();
+        await using var sub = await nc.SubscribeCoreAsync<string>("secure");
+        await nc.PublishAsync("secure", "over wss");
+        using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(10));
+        Assert.Equal("over wss", (await sub.Msgs.ReadAsync(cts.Token)).Data);
+    }
+
+    /// <summary>same_origin: the Origin must match the request's Host (scheme default ports), as nats-server checks.</summary>
+    [SkippableTheory]
+    [InlineData(ServerKind.Ours)]
+    [InlineData(ServerKind.Go)]
+    public async Task Same_origin(ServerKind kind)
+    {
+        var (server, port) = await Start(kind, "no_tls: true\nsame_origin: true");
+        await using var _ = server;
+        Assert.StartsWith("HTTP/1.1 101", await Upgrade(port, "Host: example.com:8080\r\nOrigin: http://example.com:8080\r\n"), StringComparison.Ordinal);
+        Assert.StartsWith("HTTP/1.1 101", await Upgrade(port, "Host: example.com\r\nOrigin: http://EXAMPLE.com:80\r\n"), StringComparison.Ordinal);
+        Assert.StartsWith("HTTP/1.1 101", await Upgrade(port, "Host: example.com\r\n"), StringComparison.Ordinal);
+        Assert.StartsWith("HTTP/1.1 403 Forbidden", await Upgrade(port, "Host: example.com\r\nOrigin: http://other.com\r\n"), StringComparison.Ordinal);
+        Assert.StartsWith("HTTP/1.1 403 Forbidden", await Upgrade(port, "Host: example.com\r\nOrigin: https://example.com\r\n"), StringComparison.Ordinal);
+    }
+
+    private static async Task<string> Upgrade(int port, string headers)
+    {
+        using var c = new TcpClient();
+        await c.ConnectAsync(IPAddress.Loopback, port);
+        var s = c.GetStream();
+        await s.WriteAsync(Encoding.ASCII.GetBytes("GET / HTTP/1.1\r\n" + headers
+            + "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"));
+        var buffer = new byte[4096];
+        using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(5));
+        int n = await s.ReadAsync(buffer, cts.Token);
+        return Encoding.ASCII.GetString(buffer, 0, n);
+    }
+
+    /// <summary>handshake_timeout: a client that never finishes its request is disconnected.</summary>
+    [SkippableTheory]
+    [InlineData(ServerKind.Ours)]
+    [InlineData(ServerKind.Go)]
+    public async Task Handshake_timeout_closes_a_silent_client(ServerKind kind)
+    {
+        var (server, port) = await Start(kind, "no_tls: true\nhandshake_timeout: \"300ms\"");
+        await using var _ = server;
+        using var c = new TcpClient();
+        await c.ConnectAsync(IPAddress.Loopback, port);
+        var s = c.GetStream();
+        await s.WriteAsync("GET / HTTP/1.1\r\nHost: x\r\n"u8.ToArray());
+        using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(10));
+        var buffer = new byte[1024];
+        int total = 0, n;
+        while ((n = await s.ReadAsync(buffer.AsMemory(total), cts.Token)) > 0) total += n;
+        // Closed well before the 10 s guard; neither server answers a request it never got in full with a 101.
+        Assert.False(cts.IsCancellationRequested);
+        Assert.DoesNotContain("101", Encoding.ASCII.GetString(buffer, 0, total), StringComparison.Ordinal);
+    }
+
+    /// <summary>websocket { no_auth_user }: a WebSocket client without credentials is that user; TCP clients are not.</summary>
+    [SkippableTheory]
+    [InlineData(ServerKind.Ours)]
+    [InlineData(ServerKind.Go)]
+    public async Task No_auth_user_applies_to_websocket_clients(ServerKind kind)
+    {
+        var (server, port) = await Start(kind, "no_tls: true\nno_auth_user: ws", """
+            authorization {
+              users = [
+                {user: ws, password: wspw, permissions: {publish: "allowed.>", subscribe: "allowed.>"}}
+                {user: admin, password: adminpw}
+              ]
+            }
+            """, monitoring: kind == ServerKind.Ours);
+        await using var _ = server;
+        await using var nc = new NatsConnection(new NatsOpts { Url = $"ws://127.0.0.1:{port}", ConnectTimeout = TimeSpan.FromSeconds(10) });
+        await nc.ConnectAsync();
+        await using var sub = await nc.SubscribeCoreAsync<string>("allowed.x");
+        await nc.PublishAsync("allowed.x", "ok");
+        using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(10));
+        Assert.Equal("ok", (await sub.Msgs.ReadAsync(cts.Token)).Data);
+        // The TCP port has no no_auth_user: a client without credentials is refused.
+        await using var tcp = new NatsConnection(new NatsOpts { Url = server.Url, MaxReconnectRetry = 0, ConnectTimeout = TimeSpan.FromSeconds(5) });
+        await Assert.ThrowsAnyAsync<NatsException>(async () => await tcp.ConnectAsync());
+        if (kind == ServerKind.Ours)
+        {
+            using var http = new HttpClient();
+            var connz = JsonDocument.Parse(await http.GetStringAsync(new Uri(
+                (await GatewayTestHelpers.ConnzUri(server)).ToString() + "?auth=1")));
+            var conn = Assert.Single(connz.RootElement.GetProperty("connections").EnumerateArray());
+            Assert.Equal("ws", conn.GetProperty("authorized_user").GetString());
+        }
+    }
+
+    /// <summary>The upgrade's Origin reaches the core: /connz shows it under proxy.</summary>
+    [SkippableFact]
+    public async Task Connz_shows_the_websocket_origin()
+    {
+        var (server, port) = await Start(ServerKind.Ours, "no_tls: true", monitoring: true);
+        await using var _ = server;
+        using var c = new TcpClient();
+        await c.ConnectAsync(IPAddress.Loopback, port);
+        var s = c.GetStream();
+        await s.WriteAsync(Encoding.ASCII.GetBytes("GET / HTTP/1.1\r\nHost: x\r\nOrigin: http://app.example\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"));
+        var buffer = new byte[8192];
+        int total = 0;
+        using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(10));
+        // Frames only after the 101 (data sent with the request is refused, as by nats-server).
+        while (!Encoding.ASCII.GetString(buffer, 0, total).Contains("\r\n\r\n", StringComparison.Ordinal))
+            total += await s.ReadAsync(buffer.AsMemory(total), cts.Token);
+        var connect = "CONNECT {}\r\nPING\r\n"u8.ToArray();
+        var frame = new byte[6 + connect.Length];
+        frame[0] = 0x82;
+        frame[1] = (byte)(0x80 | connect.Length);
+        // A zero mask key leaves the payload as it is.
+        connect.CopyTo(frame, 6);
+        await s.WriteAsync(frame);
+        while (!Encoding.ASCII.GetString(buffer, 0, total).Contains("PONG", StringComparison.Ordinal))
+            total += await s.ReadAsync(buffer.AsMemory(total), cts.Token);
+        using var http = new HttpClient();
+        var connz = JsonDocument.Parse(await http.GetStringAsync(await GatewayTestHelpers.ConnzUri(server)));
+        var conn = Assert.Single(connz.RootElement.GetProperty("connections").EnumerateArray());
+        Assert.Equal("http://app.example", conn.GetProperty("proxy").GetProperty("ws_origin").GetString());
+    }
+
+    /// <summary>/mqtt is refused before the upgrade (501) until the MQTT gateway exists; the NATS path still works.</summary>
+    [SkippableFact]
+    public async Task Mqtt_over_websocket_is_refused_cleanly_until_the_mqtt_gateway_exists()
+    {
+        var (server, port) = await Start(ServerKind.Ours, "no_tls: true");
+        await using var _ = server;
+        using var c = new TcpClient();
+        await c.ConnectAsync(IPAddress.Loopback, port);
+        var s = c.GetStream();
+        await s.WriteAsync(Encoding.ASCII.GetBytes("GET /mqtt HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: mqtt\r\n\r\n"));
+        var buffer = new byte[4096];
+        int total = 0, n;
+        using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(10));
+        while ((n = await s.ReadAsync(buffer.AsMemory(total), cts.Token)) > 0) total += n;
+        Assert.StartsWith("HTTP/1.1 501 Not Implemented\r\n", Encoding.ASCII.GetString(buffer, 0, total), StringComparison.Ordinal);
+        Assert.StartsWith("HTTP/1.1 101", await Upgrade(port, "Host: x\r\n"), StringComparison.Ordinal);
+    }
+}
