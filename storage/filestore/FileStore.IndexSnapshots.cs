@@ -53,7 +53,7 @@ internal sealed partial class FileStore
 
     /// <summary>
     /// Restores a sealed block from its snapshot, if it has a valid one; false means "scan the block".
-    /// Reads only the snapshot file (the block file is opened, not read).
+    /// Reads the snapshot file and the block's 40-byte header, nothing else of the block.
     /// </summary>
     private bool TryRecoverFromSnapshot(uint id, string path, ref ulong last, ref ulong floor)
     {
