@@ -11,6 +11,8 @@ bool quick = args.Contains("quick");
 int appendN = quick ? 300_000 : 2_000_000;
 // The machine is shared: each measurement runs `reps` times and the best run is reported.
 int reps = quick ? 1 : 3;
+// "open-only": just the open-time rows (256 MB and 1 GB), for measuring index snapshots without the rest.
+bool openOnly = args.Contains("open-only");
 var results = new List<string>();
 var baseDir = Path.Combine(Path.GetTempPath(), "nb-storage-bench-" + Environment.ProcessId);
 
@@ -56,7 +58,7 @@ Console.WriteLine($"storage bench: {Environment.ProcessorCount} cores, .NET {Env
 Console.WriteLine("| engine | benchmark                                      | ops/s          | B/op thr | B/op all |");
 Console.WriteLine("|--------|------------------------------------------------|----------------|----------|----------|");
 
-foreach (var engine in new[] { "memory", "file" })
+foreach (var engine in openOnly ? [] : new[] { "memory", "file" })
 {
     var payload = new byte[128];
     Random.Shared.NextBytes(payload);
@@ -207,8 +209,9 @@ foreach (var engine in new[] { "memory", "file" })
         results.Add(line);
     }
 
-    // Open time vs store size (open still scans every block: no index snapshot files yet).
-    foreach (long mb in quick ? new long[] { 64, 256 } : [256, 1024, 2048])
+    // Open time vs store size, with the index snapshots a clean close writes and without them (idx/ deleted
+    // before each open, so every block is scanned; the close after it writes them again).
+    foreach (long mb in openOnly ? new long[] { 256, 1024 } : quick ? [64, 256] : [256, 1024, 2048])
     {
         var dir = Path.Combine(baseDir, "open-" + mb);
         long msgs = mb * 1024 * 1024 / (128 + 8 + 40);
@@ -217,20 +220,26 @@ foreach (var engine in new[] { "memory", "file" })
             using var s = r.Store!;
             for (long i = 0; i < msgs; i++) s.Append(subj[i & 15], default, payload);
         }
-        double best = double.MaxValue;
-        for (int rep = 0; rep < reps; rep++)
+        foreach (bool snapshots in new[] { false, true })
         {
-            var sw = Stopwatch.StartNew();
-            var r = new FileStoreFactory().Open(new StreamStoreConfig { StreamName = "open" }, dir);
-            sw.Stop();
-            r.Store!.Dispose();
-            best = Math.Min(best, sw.Elapsed.TotalSeconds);
+            double best = double.MaxValue;
+            for (int rep = 0; rep < reps; rep++)
+            {
+                var idx = Path.Combine(dir, "idx");
+                if (!snapshots && Directory.Exists(idx)) Directory.Delete(idx, true);
+                var sw = Stopwatch.StartNew();
+                var r = new FileStoreFactory().Open(new StreamStoreConfig { StreamName = "open" }, dir);
+                sw.Stop();
+                r.Store!.Dispose();
+                best = Math.Min(best, sw.Elapsed.TotalSeconds);
+            }
+            Line(string.Create(CultureInfo.InvariantCulture, $"open, {mb} MB store ({msgs / 1000}k msgs), {(snapshots ? "with index snapshots" : "full scan (no idx/)")} | {best:F3} s (page cache warm) |"));
         }
-        Line(string.Create(CultureInfo.InvariantCulture, $"open, {mb} MB store ({msgs / 1000}k msgs) | {best:F3} s (page cache warm) |"));
         Directory.Delete(dir, true);
     }
 
     // Index memory vs updates on a fixed key set (KV: max msgs per subject 1, 1,000 keys + 1 never updated).
+    if (!openOnly)
     {
         var cfg = new StreamStoreConfig { StreamName = "kv", Limits = new StreamLimits { MaxMessagesPerSubject = 1 } };
         var r = new FileStoreFactory().Open(cfg, Path.Combine(baseDir, "kv"));
@@ -249,6 +258,7 @@ foreach (var engine in new[] { "memory", "file" })
     }
 
     // Append throughput alone and with a concurrent reader doing cold random loads.
+    if (!openOnly)
     {
         var r = new FileStoreFactory().Open(new StreamStoreConfig { StreamName = "cold" }, Path.Combine(baseDir, "cold"));
         using var s = r.Store!;

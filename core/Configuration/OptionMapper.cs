@@ -855,6 +855,29 @@ internal sealed partial class OptionMapper(ServerOptions o)
                             o.StorageEngine = s;
                     }
                     break;
+                case "persist_mode":
+                    // nats-server 2.12 names this per stream (stream.go PersistModeType: "", "default", "async");
+                    // here it is also the default for the file streams that do not set it.
+                    if (String(f, out s))
+                    {
+                        if (s is "" or "default") o.JetStreamPersistAsync = false;
+                        else if (s == "async") o.JetStreamPersistAsync = true;
+                        else Error(f.KeyPosition, $"persist_mode must be \"default\" or \"async\", got \"{s}\"");
+                    }
+                    break;
+                case "store_engine_options":
+                    // Our extension: a free block handed to the engine; values are kept as their text.
+                    if (f.Value.Kind != ConfigValueKind.Map)
+                    {
+                        Error(f.KeyPosition, $"store_engine_options must be a map, got {f.Value.Describe()}");
+                        break;
+                    }
+                    foreach (var opt in f.Value.AsMap())
+                    {
+                        if (EngineOptionText(opt.Value) is { } text) o.StorageEngineOptions[opt.Key] = text;
+                        else Error(opt.KeyPosition, $"store_engine_options value of '{opt.Key}' must be a string, number or boolean, got {opt.Value.Describe()}");
+                    }
+                    break;
                 case "store_engine_path" or "store_engine_paths":
                     // Our extension: third-party engine assemblies, loaded one by one by path (never a folder scan).
                     if (f.Value.Kind == ConfigValueKind.Array)
@@ -877,6 +900,16 @@ internal sealed partial class OptionMapper(ServerOptions o)
         }
         o.JetStream = enable;
     }
+
+    /// <summary>The text of a scalar store_engine_options value (numbers invariant, booleans lower case), or null.</summary>
+    private static string? EngineOptionText(ConfigValue v) => v.Kind switch
+    {
+        ConfigValueKind.String => v.AsString(),
+        ConfigValueKind.Integer => v.AsInteger().ToString(CultureInfo.InvariantCulture),
+        ConfigValueKind.Float => v.AsFloat().ToString(CultureInfo.InvariantCulture),
+        ConfigValueKind.Bool => v.AsBool() ? "true" : "false",
+        _ => null,
+    };
 
     /// <summary>opts.go getStorageSize: an integer (size suffixes allowed) or a string ending in K, M, G or T.</summary>
     private bool StorageSize(ConfigEntry e, string name, out long size)

@@ -88,6 +88,16 @@ public sealed class ServerOptions
     public string? StorageEngine { get; set; }
     /// <summary>Third-party storage engine assemblies to load (<c>jetstream { store_engine_path: [...] }</c>, our extension).</summary>
     public List<string> StorageEnginePaths { get; set; } = [];
+    /// <summary>
+    /// <c>jetstream { persist_mode: async }</c> (our extension; nats-server 2.12 has it per stream only): file
+    /// streams that do not set <c>persist_mode</c> themselves acknowledge before their write reaches the disk.
+    /// </summary>
+    public bool JetStreamPersistAsync { get; set; }
+    /// <summary>
+    /// <c>jetstream { store_engine_options { key: value } }</c> (our extension): handed unchanged, as strings, to the
+    /// storage engine of every file stream (<c>StreamStoreConfig.EngineOptions</c>; see storage/README.md).
+    /// </summary>
+    public Dictionary<string, string> StorageEngineOptions { get; set; } = new(StringComparer.Ordinal);
 
     // ---- Logging ----
     public string? LogFile { get; set; }

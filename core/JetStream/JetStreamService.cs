@@ -81,6 +81,20 @@ public sealed partial class JetStreamService : IAsyncDisposable
         return new JetStreamUsage(mem, file, streams.Length, consumers, msgs, mem + file, (ulong)ApiTotal, (ulong)ApiErrors);
     }
 
+    /// <summary>
+    /// Streams whose store turned read-only after a write or fsync error (<see cref="IStreamStore.Failure"/>),
+    /// with the reason; empty when all is well. Shown in /jsz.
+    /// </summary>
+    public IReadOnlyList<(string Stream, string Failure)> StoreFailures()
+    {
+        List<(string, string)>? failed = null;
+        foreach (var s in Account.Streams())
+        {
+            if (s.Store.Failure is { } f) (failed ??= []).Add((s.Name, f));
+        }
+        return failed ?? [];
+    }
+
     /// <summary>Recovers the persisted streams and consumers, then starts answering the API.</summary>
     public void Start()
     {

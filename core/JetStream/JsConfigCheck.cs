@@ -32,6 +32,10 @@ internal static class JsConfigCheck
         if (c.Retention is not ("limits" or "interest" or "workqueue")) return JsErrors.InvalidJson("can not unmarshal retention policy");
         if (c.Storage is not ("file" or "memory")) return JsErrors.InvalidJson("can not unmarshal storage type");
         if (c.Discard is not ("old" or "new")) return JsErrors.InvalidJson("can not unmarshal discard policy");
+        // stream.go PersistModeType: "" and "default" are the default (omitted when written), "async" opts in.
+        if (c.PersistMode is "" or "default") c.PersistMode = null;
+        if (c.PersistMode is not (null or "async")) return JsErrors.InvalidJson($"can not unmarshal \"\\\"{c.PersistMode}\\\"\"");
+        if (c.PersistMode == "async" && c.Storage != "file") return JsErrors.StreamInvalidConfig("async persist mode is only supported on file storage");
         if (c.NumReplicas == 0) c.NumReplicas = 1;
         if (c.NumReplicas < 0) return JsErrors.StreamInvalidConfig("replicas count cannot be negative");
         // Not clustered: one replica (nats-server answers replicas > 1 with an error outside a cluster).
@@ -78,6 +82,7 @@ internal static class JsConfigCheck
     public static ApiError? CheckStreamUpdate(StreamConfig old, StreamConfig next)
     {
         if (old.Storage != next.Storage) return JsErrors.StreamInvalidConfig("stream configuration update can not change storage type");
+        if (old.PersistMode != next.PersistMode) return JsErrors.StreamInvalidConfig("stream configuration update can not change persist mode");
         if (old.Retention != next.Retention) return JsErrors.StreamInvalidConfig("stream configuration update can not change retention policy");
         if (old.Sealed && !next.Sealed) return JsErrors.StreamInvalidConfig("stream configuration update can not unseal a sealed stream");
         if (old.DenyDelete && !next.DenyDelete) return JsErrors.StreamInvalidConfig("stream configuration update can not cancel deny message deletes");

@@ -127,7 +127,7 @@ internal sealed partial class JsStream
         }
 
         var result = Store.Append(m.Subject, hdr, m.Payload, now);
-        if (!result.IsOk) return Fail(reply, StoreError(result.Status));
+        if (!result.IsOk) return Fail(reply, AppendFailed(result.Status));
 
         if (msgId.Length > 0)
         {
@@ -200,6 +200,21 @@ internal sealed partial class JsStream
             if (_dedupe.TryGetValue(e.Id, out var cur) && cur.Ts == e.Ts) _dedupe.Remove(e.Id);
         }
     }
+
+    /// <summary>
+    /// The publisher's error for a refused append. A store that went read-only after a write or fsync error
+    /// (<see cref="IStreamStore.Failure"/>) is logged once, and its reason is what the publisher reads.
+    /// </summary>
+    private ApiError AppendFailed(StoreStatus status)
+    {
+        var failure = Store.Failure;
+        if (failure is null) return StoreError(status);
+        if (Interlocked.Exchange(ref _storeFailureLogged, 1) == 0)
+            Microsoft.Extensions.Logging.LoggerExtensions.LogError(Js.Logger, "JetStream stream {Stream}: store is read-only: {Failure}", Name, failure);
+        return JsErrors.StreamStoreFailed(failure);
+    }
+
+    private int _storeFailureLogged;
 
     private static ApiError StoreError(StoreStatus status) => status switch
     {

@@ -91,9 +91,21 @@ internal sealed partial class JsStream : IAsyncDisposable
     {
         StreamName = c.Name,
         Limits = LimitsFor(c),
-        Sync = js.Options.JetStreamSyncAlways ? SyncPolicy.Always : SyncPolicy.Periodic,
+        Sync = SyncFor(js.Options, c),
         SyncInterval = js.Options.JetStreamSyncInterval ?? TimeSpan.FromMinutes(2),
+        EngineOptions = js.Options.StorageEngineOptions,
     };
+
+    /// <summary>
+    /// A stream's persist_mode async wins over sync_interval: always, as in nats-server (stream.go: async persist
+    /// turns SyncAlways off); a stream that leaves persist_mode unset follows <c>jetstream { persist_mode }</c>.
+    /// </summary>
+    internal static SyncPolicy SyncFor(NatsBroker.Configuration.ServerOptions o, StreamConfig c)
+    {
+        bool async = c.PersistMode == "async" || (c.PersistMode is null && o.JetStreamPersistAsync && c.Storage == "file");
+        if (async) return SyncPolicy.AsyncPersist;
+        return o.JetStreamSyncAlways ? SyncPolicy.Always : SyncPolicy.Periodic;
+    }
 
     internal static StreamLimits LimitsFor(StreamConfig c) => new()
     {

@@ -633,6 +633,8 @@ public sealed class MonitorEndpoints(NatsServer server)
             j.Messages = u.Messages;
             j.Bytes = u.Bytes;
             j.Api = new JetStreamApiStats { Total = u.ApiTotal, Errors = u.ApiErrors };
+            var failures = server.JetStream?.StoreFailures() ?? [];
+            if (failures.Count > 0) j.StoreFailures = [.. failures.Select(f => new JszStoreFailure { Stream = f.Stream, Error = f.Failure })];
         }
         else
         {

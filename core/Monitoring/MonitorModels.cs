@@ -276,6 +276,13 @@ public sealed class DataStats
     [JsonPropertyName("bytes")] public long Bytes { get; set; }
 }
 
+/// <summary>One read-only stream store in /jsz (our addition): its stream and why it stopped accepting writes.</summary>
+public sealed class JszStoreFailure
+{
+    [JsonPropertyName("stream")] public string Stream { get; set; } = "";
+    [JsonPropertyName("error")] public string Error { get; set; } = "";
+}
+
 public sealed class Jsz
 {
     [JsonPropertyName("server_id")] public string ServerId { get; set; } = "";
@@ -293,6 +300,8 @@ public sealed class Jsz
     [JsonPropertyName("consumers")] public int Consumers { get; set; }
     [JsonPropertyName("messages")] public ulong Messages { get; set; }
     [JsonPropertyName("bytes")] public ulong Bytes { get; set; }
+    /// <summary>Our addition: streams whose store went read-only after a write or fsync error; omitted when none.</summary>
+    [JsonPropertyName("store_failures"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public List<JszStoreFailure>? StoreFailures { get; set; }
 }
 
 public sealed class HealthStatus

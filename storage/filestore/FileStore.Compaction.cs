@@ -32,6 +32,7 @@ internal sealed partial class FileStore
         if (b.Cache is not null && off + len <= b.Size) buf.CopyTo(b.Cache.AsSpan(off));
         if (off < b.Flushed && Failure is null)
         {
+            if (!DropSnapshotDurably(b)) return;
             try
             {
                 b.WriteGen++;
@@ -120,6 +121,7 @@ internal sealed partial class FileStore
         {
             _fs.DeleteFile(b.Path);
             _blockDirState.Touch();
+            DropSnapshot(b);
         }
         catch (Exception e) when (e is IOException or UnauthorizedAccessException)
         {

@@ -197,6 +197,7 @@ internal sealed partial class FileStore
                 if (IsClosed || Failure is not null) return;
                 if (_persistedFloor < First) WriteFloorRecord();
                 if (FlushTailLocked() == StoreStatus.DiskFull) ArmFlush(); // retry (a full disk may clear)
+                WriteSnapshotsLocked(); // checkpoint: sealed blocks made durable since the last tick
                 if (_sync == SyncPolicy.AsyncPersist) toSync = CollectUnsyncedLocked(includeConsumerDir: true);
                 // Consumer files cost an fsync each; in periodic mode they are rewritten at most every ConsumerWriteInterval.
                 long now = Environment.TickCount64;
@@ -230,6 +231,7 @@ internal sealed partial class FileStore
         {
             if (IsClosed || Failure is not null) return;
             FlushTailLocked();
+            WriteSnapshotsLocked();
             toSync = CollectUnsyncedLocked(includeConsumerDir: true);
         }
         SyncCollected(toSync);
@@ -245,6 +247,7 @@ internal sealed partial class FileStore
             if (_persistedFloor < First) WriteFloorRecord();
             st = FlushTailLocked();
             if (st == StoreStatus.Ok) st = SyncAllLocked();
+            if (st == StoreStatus.Ok) WriteSnapshotsLocked(); // an explicit flush is a checkpoint
             consumers.AddRange(_fileConsumers);
         }
         foreach (var c in consumers)

@@ -20,6 +20,13 @@ internal sealed partial class FileStore
         }
         ids.Sort();
         if (ids.Count > 0) _maxBlockId = ids[^1];
+        ListSnapshots(ids);
+        // The newest block is always scanned (it is appended to); a snapshot of it would go stale.
+        if (ids.Count > 0 && _snapshotFiles!.Remove(ids[^1], out var tailSnap))
+        {
+            try { _fs.DeleteFile(tailSnap); }
+            catch (Exception e) when (e is IOException or UnauthorizedAccessException) { Report($"cannot remove index snapshot {tailSnap}: {e.Message}"); }
+        }
 
         _recovering = true;
         ulong last = 0, floor = 0;
@@ -27,9 +34,11 @@ internal sealed partial class FileStore
         {
             for (int i = 0; i < ids.Count; i++)
             {
+                if (i < ids.Count - 1 && TryRecoverFromSnapshot(ids[i], Path.Combine(_blockDir, Format.BlockName(ids[i])), ref last, ref floor)) continue;
                 var (st, err) = RecoverBlock(ids[i], i == ids.Count - 1, ref last, ref floor);
                 if (st != StoreStatus.Ok) return (st, err);
             }
+            _snapshotFiles = null;
             RecoverLast(last, floor);
             _persistedFloor = First;
             if (_blocks.Count == 0 || _tail is null || _tail.Cache is null)
@@ -118,7 +127,7 @@ internal sealed partial class FileStore
         {
             if (Format.TryRecord(span[off..], out var rec))
             {
-                ApplyRecord(blk, off, rec, span.Slice(off, rec.Length), ref last, ref floor, ref maxMsgSeq);
+                ApplyRecord(blk, off, rec.Type, rec.Seq, rec.Timestamp, rec.Ttl, rec.Length, span.Slice(off + Format.RecordHeaderSize, rec.SubjectLength), ref last, ref floor, ref maxMsgSeq);
                 off += rec.Length;
                 continue;
             }
@@ -157,8 +166,10 @@ internal sealed partial class FileStore
         return (StoreStatus.Ok, null);
     }
 
-    private void ApplyRecord(MsgBlock blk, int off, Format.Rec rec, ReadOnlySpan<byte> raw, ref ulong last, ref ulong floor, ref ulong maxMsgSeq)
+    /// <summary>Applies one record (read from the block, or from its index snapshot) to the indexes.</summary>
+    private void ApplyRecord(MsgBlock blk, int off, byte type, ulong seq, long timestamp, long ttl, int length, ReadOnlySpan<byte> subject, ref ulong last, ref ulong floor, ref ulong maxMsgSeq)
     {
+        var rec = (Type: type, Seq: seq, Timestamp: timestamp, Ttl: ttl, Length: length);
         switch (rec.Type)
         {
             case Format.TypeMessage:
@@ -168,7 +179,6 @@ internal sealed partial class FileStore
                     return;
                 }
                 maxMsgSeq = rec.Seq;
-                var subject = raw.Slice(Format.RecordHeaderSize, rec.SubjectLength);
                 ref var e = ref RecoverAdd(rec.Seq, subject, rec.Timestamp, rec.Length - Format.RecordOverhead);
                 e.Location = ((long)blk.Id << 32) | (uint)off;
                 e.Aux = rec.Length;

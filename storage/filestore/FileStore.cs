@@ -228,7 +228,9 @@ internal sealed partial class FileStore : IndexedStore
         if (Failure is null)
         {
             if (_persistedFloor < First) WriteFloorRecord();
-            if (FlushTailLocked() == StoreStatus.Ok) SyncAllLocked();
+            // A clean close is a checkpoint: every sealed block gets its index snapshot, so the next open reads
+            // the snapshots and scans only the newest block.
+            if (FlushTailLocked() == StoreStatus.Ok && SyncAllLocked() == StoreStatus.Ok) WriteSnapshotsLocked();
         }
         CloseFiles();
     }

@@ -10,6 +10,7 @@ namespace NatsBroker.Storage.File;
 ///   store.meta        text, first line "natsbroker-filestore", then "version=1", "stream=NAME"
 ///   msgs/NNNNNNNNNN.blk message blocks, NNNNNNNNNN = block id (decimal, 10 digits), ids increase
 ///   obs/NAME.cs       consumer state (ConsumerStateCodec), replaced atomically (write .tmp, rename)
+///   idx/NNNNNNNNNN.idx  index snapshot of sealed block NNNNNNNNNN (optional; FORMAT.md "Index snapshots")
 ///
 /// block header (40 bytes):
 ///   0  "NBMB"   4  u16 version   6  u16 header size (40)   8  u64 block id
@@ -40,6 +41,8 @@ internal static class Format
     public const string MetaMagic = "natsbroker-filestore";
     public const string BlockDir = "msgs";
     public const string ConsumerDir = "obs";
+    /// <summary>Per-block index snapshots (FileStore.IndexSnapshots.cs); a store without it opens by scanning.</summary>
+    public const string IndexDir = "idx";
 
     public const byte TypeMessage = 1, TypeTombstone = 2, TypeFloor = 3, TypeSkip = 4, TypeErased = 5;
 

@@ -31,7 +31,16 @@ internal sealed class ListStore(StreamStoreConfig config) : IStreamStore
 
     public string EngineName => "testlist";
     public StreamStoreConfig Config { get; } = config;
-    public string? LastError => null;
+    public string? LastError => _failure;
+    public string? Failure => _failure;
+
+    /// <summary>
+    /// Engine option <c>fail_after_appends</c> (a test knob): after that many appends the store turns read-only as a
+    /// file store does after an fsync error, so the host's reporting of <see cref="IStreamStore.Failure"/> can be tested.
+    /// </summary>
+    private readonly long _failAfterAppends = config.EngineOptions.TryGetValue("fail_after_appends", out var v) && long.TryParse(v, out var n) ? n : -1;
+    private long _appends;
+    private string? _failure;
     public IReadOnlyList<string> RecoveryReport => [];
 
     private long Now => (Config.Clock.GetUtcNow().UtcTicks - DateTime.UnixEpoch.Ticks) * 100;
@@ -42,6 +51,13 @@ internal sealed class ListStore(StreamStoreConfig config) : IStreamStore
     {
         lock (_lock)
         {
+            if (_failure is not null) return new AppendResult(StoreStatus.IoError, 0, 0);
+            if (_failAfterAppends >= 0 && _appends >= _failAfterAppends)
+            {
+                _failure = $"testlist store '{Config.StreamName}': injected write failure after {_appends} appends; the store is read-only";
+                return new AppendResult(StoreStatus.IoError, 0, 0);
+            }
+            _appends++;
             if (timestamp == 0) timestamp = Now;
             var st = Add(_last + 1, timestamp, subject, headers, payload, ttl);
             return new AppendResult(st, st == StoreStatus.Ok ? _last : 0, timestamp);

@@ -80,6 +80,8 @@ public sealed class StreamConfig
     public StreamSourceConfig? Mirror { get; set; }
     public StreamSourceConfig[]? Sources { get; set; }
     public string? Compression { get; set; }
+    /// <summary>nats-server 2.12 persist_mode: null ("" or "default", omitted as Go's omitempty) or "async".</summary>
+    public string? PersistMode { get; set; }
     public ulong? FirstSeq { get; set; }
     public SubjectTransformConfig? SubjectTransform { get; set; }
     public bool Sealed { get; set; }

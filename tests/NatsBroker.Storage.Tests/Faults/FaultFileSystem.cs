@@ -31,6 +31,23 @@ internal sealed class FaultFileSystem
     /// <summary>Called with the path before a file read, outside the file system's lock (tests stall a reader here).</summary>
     public Action<string>? BeforeRead { get; set; }
 
+    /// <summary>Bytes read from block files (*.blk) and from all files, through every session (open-cost tests).</summary>
+    public long BlockBytesRead => Interlocked.Read(ref _blockBytesRead);
+    public long BytesRead => Interlocked.Read(ref _bytesRead);
+    private long _blockBytesRead, _bytesRead;
+
+    public void ResetReadCounters()
+    {
+        Interlocked.Exchange(ref _blockBytesRead, 0);
+        Interlocked.Exchange(ref _bytesRead, 0);
+    }
+
+    private void CountRead(string path, int n)
+    {
+        Interlocked.Add(ref _bytesRead, n);
+        if (path.EndsWith(".blk", StringComparison.Ordinal)) Interlocked.Add(ref _blockBytesRead, n);
+    }
+
     public IStoreFileSystem Session() => new View(this, _epoch);
 
     /// <summary>Loses power: discards every un-fsynced change except a random prefix per file and directory.</summary>
@@ -245,7 +262,9 @@ internal sealed class FaultFileSystem
             {
                 fs.Check(epoch, "read", path);
                 var (d, name) = fs.Parent(path);
-                return d.Entries.TryGetValue(name, out var n) && n is Inode f ? [.. f.Data] : throw new FileNotFoundException(path);
+                byte[] data = d.Entries.TryGetValue(name, out var n) && n is Inode f ? [.. f.Data] : throw new FileNotFoundException(path);
+                fs.CountRead(path, data.Length);
+                return data;
             }
         }
 
@@ -325,6 +344,7 @@ internal sealed class FaultFileSystem
                 fs.Check(epoch, "read", path);
                 int n = (int)Math.Clamp(f.Data.Count - offset, 0, into.Length);
                 for (int i = 0; i < n; i++) into[i] = f.Data[(int)offset + i];
+                fs.CountRead(path, n);
                 return n;
             }
         }

@@ -1,0 +1,262 @@
+using System.Buffers.Binary;
+using System.Globalization;
+using NatsBroker.Contracts;
+
+namespace NatsBroker.Storage.File;
+
+/// <summary>
+/// Per-block index snapshots (FORMAT.md, "Index snapshots"): for a sealed block (not the newest), <c>idx/ID.idx</c>
+/// lists the index-relevant fields of every record in the block (type, offset, length, sequence, timestamp, ttl,
+/// subject; no headers or payload). Open replays a valid snapshot through the same code as a block scan, so it
+/// reads the snapshot instead of the block; the newest block, and any block without a valid snapshot, is scanned.
+/// A snapshot is written only for a block whose bytes are all durable and that parses cleanly to its end, at the
+/// flush or sync tick that finds one (a checkpoint) and at clean close. It is ignored when stale (block length
+/// differs, or its header does not match), corrupt (checksum), of another version or of another block. Open
+/// does not CRC-check the bytes of a block restored from its snapshot: damage there is found when the record is
+/// read (every read of a record from disk re-checks its CRC and returns Corrupt). Sealed blocks change only by Erase, which
+/// durably deletes the block's snapshot before it rewrites the record, and by deletion, which deletes it too.
+/// </summary>
+internal sealed partial class FileStore
+{
+    private const int SnapshotHeaderSize = 44;
+    private const int SnapshotEntryHeader = 35;
+    private static ReadOnlySpan<byte> SnapshotMagic => "NBIX"u8;
+    private const ushort SnapshotVersion = 1;
+
+    /// <summary>Ids of the blocks whose snapshot is on disk and current (under the store lock).</summary>
+    private readonly HashSet<uint> _snapshotted = [];
+    private string IndexDir => Path.Combine(_dir, Format.IndexDir);
+    private static string SnapshotName(uint id) => id.ToString("D10", CultureInfo.InvariantCulture) + ".idx";
+    private string SnapshotPath(uint id) => Path.Combine(IndexDir, SnapshotName(id));
+
+    /// <summary>Valid-looking snapshot files found at open (block id → path), consumed by the block scan.</summary>
+    private Dictionary<uint, string>? _snapshotFiles;
+
+    /// <summary>Lists idx/ at open; removes leftovers (.tmp) and snapshots of blocks that no longer exist.</summary>
+    private void ListSnapshots(List<uint> blockIds)
+    {
+        _snapshotFiles = [];
+        if (!_fs.DirectoryExists(IndexDir)) return;
+        var blocks = new HashSet<uint>(blockIds);
+        foreach (var name in _fs.ListFiles(IndexDir))
+        {
+            var path = Path.Combine(IndexDir, name);
+            if (name.EndsWith(".idx", StringComparison.Ordinal) && uint.TryParse(name.AsSpan(0, name.Length - 4), NumberStyles.None, CultureInfo.InvariantCulture, out uint id) && blocks.Contains(id))
+            {
+                _snapshotFiles[id] = path;
+                continue;
+            }
+            try { _fs.DeleteFile(path); }
+            catch (Exception e) when (e is IOException or UnauthorizedAccessException) { Report($"cannot remove stale index snapshot {path}: {e.Message}"); }
+        }
+    }
+
+    /// <summary>
+    /// Restores a sealed block from its snapshot, if it has a valid one; false means "scan the block".
+    /// Reads the snapshot file and the block's 40-byte header, nothing else of the block.
+    /// </summary>
+    private bool TryRecoverFromSnapshot(uint id, string path, ref ulong last, ref ulong floor)
+    {
+        if (_snapshotFiles is null || !_snapshotFiles.TryGetValue(id, out var snapPath)) return false;
+        byte[] snap;
+        try
+        {
+            snap = _fs.ReadAllBytes(snapPath);
+        }
+        catch (Exception e) when (e is IOException or UnauthorizedAccessException)
+        {
+            Report($"index snapshot {snapPath} unreadable ({e.Message}); block scanned");
+            return false;
+        }
+        var s = snap.AsSpan();
+        if (s.Length < SnapshotHeaderSize + 4 || !s[..4].SequenceEqual(SnapshotMagic)
+            || BinaryPrimitives.ReadUInt16LittleEndian(s[4..]) != SnapshotVersion
+            || BinaryPrimitives.ReadUInt32LittleEndian(s[8..]) != id
+            || Crc32C.Compute(s[..^4]) != BinaryPrimitives.ReadUInt32LittleEndian(s[^4..]))
+        {
+            Report($"index snapshot {SnapshotName(id)} is corrupt or of another version; block scanned");
+            return false;
+        }
+        long blockLen = BinaryPrimitives.ReadInt64LittleEndian(s[16..]);
+        var file = _fs.OpenFile(path, create: false);
+        // The block's header (40 bytes) is still read: a newer format version must be refused, and a header that
+        // does not match the snapshot (another block under a reused id) means the snapshot is not this block's.
+        Span<byte> header = stackalloc byte[Format.BlockHeaderSize];
+        bool headerOk = file.Length == blockLen && blockLen >= Format.BlockHeaderSize && file.Read(header, 0) == header.Length
+            && header[..4].SequenceEqual(Format.BlockMagic)
+            && Crc32C.Compute(header[..36]) == BinaryPrimitives.ReadUInt32LittleEndian(header[36..]);
+        if (headerOk && BinaryPrimitives.ReadUInt16LittleEndian(header[4..]) > Format.Version)
+        {
+            file.Dispose();
+            return false; // the scan refuses it with UnsupportedVersion and its message
+        }
+        if (!headerOk || BinaryPrimitives.ReadUInt64LittleEndian(header[16..]) != BinaryPrimitives.ReadUInt64LittleEndian(s[24..])
+            || BinaryPrimitives.ReadUInt64LittleEndian(header[24..]) != BinaryPrimitives.ReadUInt64LittleEndian(s[32..]))
+        {
+            file.Dispose();
+            return false; // stale: the block changed since (it is rewritten at the next checkpoint)
+        }
+        var blk = new MsgBlock
+        {
+            Id = id,
+            Path = path,
+            File = file,
+            StartSeq = BinaryPrimitives.ReadUInt64LittleEndian(s[24..]),
+            Floor = BinaryPrimitives.ReadUInt64LittleEndian(s[32..]),
+            Size = blockLen,
+            Flushed = blockLen,
+            Reserved = blockLen,
+        };
+        blk.SyncedGen = blk.WriteGen;
+        AddBlock(blk);
+        if (blk.StartSeq > 0 && blk.StartSeq - 1 > last) last = blk.StartSeq - 1;
+        if (blk.Floor > floor) floor = blk.Floor;
+        uint count = BinaryPrimitives.ReadUInt32LittleEndian(s[40..]);
+        int p = SnapshotHeaderSize;
+        ulong maxMsgSeq = Last;
+        var body = s[..^4];
+        for (uint i = 0; i < count; i++)
+        {
+            var e = body[p..];
+            byte type = e[0];
+            int subjLen = BinaryPrimitives.ReadUInt16LittleEndian(e[1..]);
+            int len = (int)BinaryPrimitives.ReadUInt32LittleEndian(e[3..]);
+            int off = (int)BinaryPrimitives.ReadUInt32LittleEndian(e[7..]);
+            ulong seq = BinaryPrimitives.ReadUInt64LittleEndian(e[11..]);
+            long ts = BinaryPrimitives.ReadInt64LittleEndian(e[19..]);
+            long ttl = BinaryPrimitives.ReadInt64LittleEndian(e[27..]);
+            ApplyRecord(blk, off, type, seq, ts, ttl, len, e.Slice(SnapshotEntryHeader, subjLen), ref last, ref floor, ref maxMsgSeq);
+            p += SnapshotEntryHeader + subjLen;
+        }
+        _diskBytes += blk.Size;
+        _snapshotted.Add(id);
+        return true;
+    }
+
+    /// <summary>
+    /// Checkpoint: writes the snapshot of every sealed, fully durable block that has none (under the store lock),
+    /// then fsyncs idx/ once. Called from the flush and sync ticks and at clean close. A failure here is not
+    /// fatal (nothing acknowledged depends on a snapshot): it is reported and the block is scanned at next open.
+    /// </summary>
+    private void WriteSnapshotsLocked()
+    {
+        if (_recovering || Failure is not null || _blocks.Count - 1 <= _snapshotted.Count) return;
+        bool wrote = false;
+        foreach (var b in _blocks)
+        {
+            if (b == _tail || b.Removed || _snapshotted.Contains(b.Id) || b.NeedsSync || b.Size != b.Flushed) continue;
+            var snap = BuildSnapshot(b);
+            if (snap is null) continue;
+            try
+            {
+                if (!wrote) _fs.CreateDirectory(IndexDir);
+                DurableFile.Replace(_fs, SnapshotPath(b.Id), snap, syncDirectory: false);
+                _snapshotted.Add(b.Id);
+                wrote = true;
+            }
+            catch (Exception e) when (e is IOException or UnauthorizedAccessException)
+            {
+                LastError = $"cannot write index snapshot for {b.Path}: {e.Message}";
+                return;
+            }
+        }
+        if (!wrote) return;
+        try
+        {
+            _fs.SyncDirectory(IndexDir);
+        }
+        catch (Exception e) when (e is IOException or UnauthorizedAccessException)
+        {
+            LastError = $"cannot fsync {IndexDir}: {e.Message}";
+        }
+    }
+
+    /// <summary>The snapshot of a sealed block, or null if the block does not parse cleanly to its end.</summary>
+    private byte[]? BuildSnapshot(MsgBlock b)
+    {
+        int size = (int)b.Size;
+        byte[]? rented = null;
+        var data = b.Cache;
+        try
+        {
+            if (data is null)
+            {
+                rented = RentBuffer(size);
+                if (b.File.Read(rented.AsSpan(0, size), 0) < size) return null;
+                data = rented;
+            }
+            var span = data.AsSpan(0, size);
+            using var ms = new MemoryStream(size / 16 + 64);
+            Span<byte> head = stackalloc byte[SnapshotHeaderSize];
+            SnapshotMagic.CopyTo(head);
+            BinaryPrimitives.WriteUInt16LittleEndian(head[4..], SnapshotVersion);
+            BinaryPrimitives.WriteUInt16LittleEndian(head[6..], 0);
+            BinaryPrimitives.WriteUInt32LittleEndian(head[8..], b.Id);
+            BinaryPrimitives.WriteUInt32LittleEndian(head[12..], 0);
+            BinaryPrimitives.WriteInt64LittleEndian(head[16..], size);
+            BinaryPrimitives.WriteUInt64LittleEndian(head[24..], b.StartSeq);
+            BinaryPrimitives.WriteUInt64LittleEndian(head[32..], b.Floor);
+            ms.Write(head);
+            uint count = 0;
+            int off = Format.BlockHeaderSize;
+            Span<byte> e = stackalloc byte[SnapshotEntryHeader];
+            while (off < size)
+            {
+                if (!Format.TryRecord(span[off..], out var rec)) return null; // damaged blocks are always scanned
+                int subjLen = rec.Type == Format.TypeMessage ? rec.SubjectLength : 0;
+                e[0] = rec.Type;
+                BinaryPrimitives.WriteUInt16LittleEndian(e[1..], (ushort)subjLen);
+                BinaryPrimitives.WriteUInt32LittleEndian(e[3..], (uint)rec.Length);
+                BinaryPrimitives.WriteUInt32LittleEndian(e[7..], (uint)off);
+                BinaryPrimitives.WriteUInt64LittleEndian(e[11..], rec.Seq);
+                BinaryPrimitives.WriteInt64LittleEndian(e[19..], rec.Timestamp);
+                BinaryPrimitives.WriteInt64LittleEndian(e[27..], rec.Ttl);
+                ms.Write(e);
+                ms.Write(span.Slice(off + Format.RecordHeaderSize, subjLen));
+                count++;
+                off += rec.Length;
+            }
+            var result = new byte[ms.Length + 4];
+            ms.GetBuffer().AsSpan(0, (int)ms.Length).CopyTo(result);
+            BinaryPrimitives.WriteUInt32LittleEndian(result.AsSpan(40), count);
+            BinaryPrimitives.WriteUInt32LittleEndian(result.AsSpan(result.Length - 4), Crc32C.Compute(result.AsSpan(0, result.Length - 4)));
+            return result;
+        }
+        catch (Exception ex) when (ex is IOException or UnauthorizedAccessException or ObjectDisposedException)
+        {
+            return null;
+        }
+        finally
+        {
+            if (rented is not null) ReturnBuffer(rented);
+        }
+    }
+
+    /// <summary>
+    /// Before a sealed block is rewritten in place (Erase): its snapshot is deleted and the deletion made durable,
+    /// so no power cut can leave a snapshot that still lists the erased message. False = fail-stopped.
+    /// </summary>
+    private bool DropSnapshotDurably(MsgBlock b)
+    {
+        if (!_snapshotted.Remove(b.Id)) return true;
+        try
+        {
+            _fs.DeleteFile(SnapshotPath(b.Id));
+            _fs.SyncDirectory(IndexDir);
+            return true;
+        }
+        catch (Exception e) when (e is IOException or UnauthorizedAccessException)
+        {
+            Fail($"removal of the index snapshot of {b.Path}", e);
+            return false;
+        }
+    }
+
+    /// <summary>A deleted block's snapshot goes too (a leftover is removed at the next open).</summary>
+    private void DropSnapshot(MsgBlock b)
+    {
+        if (!_snapshotted.Remove(b.Id)) return;
+        try { _fs.DeleteFile(SnapshotPath(b.Id)); }
+        catch (Exception e) when (e is IOException or UnauthorizedAccessException) { LastError = $"cannot delete index snapshot of {b.Path}: {e.Message}"; }
+    }
+}
