@@ -286,7 +286,7 @@ internal sealed partial class JsConsumer
     {
         _unflushed = 0;
         _deliveries.Flush();
-        _deliveries.TakeBackPressure();
+        _deliveries.ClearBackPressure();
     }
 
     private int Format(ulong v, int at)

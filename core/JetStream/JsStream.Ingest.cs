@@ -180,7 +180,7 @@ internal sealed partial class JsStream
     private void FlushAcks()
     {
         _ackBatch.Flush();
-        _ackBatch.TakeBackPressure();
+        _ackBatch.ClearBackPressure();
     }
 
     private ulong LastSequenceOf(ReadOnlySpan<byte> subject)

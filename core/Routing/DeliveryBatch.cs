@@ -22,8 +22,14 @@ public sealed class DeliveryBatch
     private readonly List<IFlushTarget> _targets = [];
     private readonly HashSet<IFlushTarget> _seen = new(ReferenceEqualityComparer.Instance);
 
-    /// <summary>A destination over its fast-producer threshold (client.go stalledWait): the publisher should wait for it.</summary>
-    public IStallTarget? StallOn { get; private set; }
+    /// <summary>How many distinct backed-up destinations one batch remembers for the publisher to wait on.</summary>
+    public const int MaxStallTargets = 4;
+
+    // Destinations over their fast-producer threshold (client.go stalledWait) during this batch. All of them are
+    // waited for (within one budget): remembering only the first let a healthy but busy subscriber be cut off
+    // while the publisher waited on one that was being closed anyway.
+    private readonly IStallTarget?[] _stallOn = new IStallTarget?[MaxStallTargets];
+    private int _stallCount;
 
     /// <summary>The publisher is itself a destination that is over its pending limit: it should stop reading until it drains.</summary>
     public bool PublisherBackedUp { get; private set; }
@@ -37,8 +43,15 @@ public sealed class DeliveryBatch
         if (_seen.Add(target)) list.Add(target);
     }
 
-    /// <summary>A destination asks its publisher to slow down (first one wins for this batch).</summary>
-    public void RequestStall(IStallTarget target) => StallOn ??= target;
+    /// <summary>A destination asks its publisher to slow down (the first <see cref="MaxStallTargets"/> distinct ones are kept).</summary>
+    public void RequestStall(IStallTarget target)
+    {
+        for (int i = 0; i < _stallCount; i++)
+        {
+            if (ReferenceEquals(_stallOn[i], target)) return;
+        }
+        if (_stallCount < MaxStallTargets) _stallOn[_stallCount++] = target;
+    }
 
     /// <summary>The publisher's own outbound is over the limit (it is its own slow destination).</summary>
     public void MarkPublisherBackedUp() => PublisherBackedUp = true;
@@ -59,13 +72,20 @@ public sealed class DeliveryBatch
         _seen.Clear();
     }
 
-    /// <summary>Takes the back-pressure hints for the caller to act on, and clears them.</summary>
-    public (IStallTarget? StallOn, bool PublisherBackedUp) TakeBackPressure()
+    /// <summary>Whether any back-pressure hint was given in this batch.</summary>
+    public bool HasBackPressure => PublisherBackedUp || _stallCount > 0;
+
+    /// <summary>The i-th destination that asked for a stall (0 &lt;= i &lt; <see cref="StallCount"/>).</summary>
+    public IStallTarget StallTarget(int i) => _stallOn[i]!;
+
+    public int StallCount => _stallCount;
+
+    /// <summary>Forgets the back-pressure hints (after the publisher acted on them, or for publishers that cannot wait).</summary>
+    public void ClearBackPressure()
     {
-        var result = (StallOn, PublisherBackedUp);
-        StallOn = null;
+        Array.Clear(_stallOn, 0, _stallCount);
+        _stallCount = 0;
         PublisherBackedUp = false;
-        return result;
     }
 }
 

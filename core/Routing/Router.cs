@@ -107,7 +107,7 @@ public sealed class Router
         var batch = RentInternalBatch();
         bool matched = PublishInternal(routeSubject, subject, reply, headers, payload, batch);
         batch.Flush();
-        batch.TakeBackPressure();
+        batch.ClearBackPressure();
         return matched;
     }
 

@@ -230,28 +230,39 @@ public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IStall
     private ValueTask EndReadBatchAsync()
     {
         _batch.Flush();
-        var (stallOn, backedUp) = _batch.TakeBackPressure();
-        if (!backedUp && stallOn is null) return ValueTask.CompletedTask;
-        return WaitForBackPressureAsync(stallOn, backedUp);
+        if (!_batch.HasBackPressure) return ValueTask.CompletedTask;
+        return WaitForBackPressureAsync();
     }
 
-    private async ValueTask WaitForBackPressureAsync(IStallTarget? stallOn, bool backedUp)
+    private async ValueTask WaitForBackPressureAsync()
     {
-        if (backedUp)
+        try
         {
-            while (!_closing && ((IStallTarget)this).IsBackedUp) await ((IStallTarget)this).WhenDrainedAsync().ConfigureAwait(false);
+            if (_batch.PublisherBackedUp)
+            {
+                while (!_closing && ((IStallTarget)this).IsBackedUp) await ((IStallTarget)this).WhenDrainedAsync().ConfigureAwait(false);
+            }
+            // One budget for all backed-up destinations of this read (nats-server: stallClientMaxDuration per read).
+            long start = Environment.TickCount64;
+            for (int i = 0; i < _batch.StallCount && !_closing; i++)
+            {
+                var target = _batch.StallTarget(i);
+                if (!target.IsBackedUp) continue;
+                long budget = (long)(target.IsOverLimit ? StallMax : StallMin).TotalMilliseconds - (Environment.TickCount64 - start);
+                if (budget <= 0) break;
+                try
+                {
+                    await target.WhenDrainedAsync().WaitAsync(TimeSpan.FromMilliseconds(budget)).ConfigureAwait(false);
+                }
+                catch (TimeoutException)
+                {
+                    // The budget is spent: read on (the destination is cut off if it passes max_pending).
+                }
+            }
         }
-        if (stallOn is not null && !_closing && stallOn.IsBackedUp)
+        finally
         {
-            var budget = stallOn.IsOverLimit ? StallMax : StallMin;
-            try
-            {
-                await stallOn.WhenDrainedAsync().WaitAsync(budget).ConfigureAwait(false);
-            }
-            catch (TimeoutException)
-            {
-                // The budget is spent: read on (the destination is cut off if it passes max_pending).
-            }
+            _batch.ClearBackPressure();
         }
     }
 
