@@ -55,6 +55,8 @@ public sealed class ServerOptions
     public string? Username { get; set; }
     public string? Password { get; set; }
     public string? Authorization { get; set; }
+    /// <summary>authorization { proxy_required } (nats-server 2.12, ADR-55): the single user or token must come through a trusted proxy.</summary>
+    public bool ProxyRequired { get; set; }
     public List<UserConfig> Users { get; set; } = [];
     public string? NoAuthUser { get; set; }
 
@@ -121,6 +123,8 @@ public sealed class UserConfig
     public Permissions? Permissions { get; set; }
     /// <summary>allowed_connection_types (STANDARD, WEBSOCKET, LEAFNODE, MQTT); null = any.</summary>
     public List<string>? AllowedConnectionTypes { get; set; }
+    /// <summary>proxy_required (nats-server 2.12, ADR-55): this user may connect only through a trusted proxy.</summary>
+    public bool ProxyRequired { get; set; }
 }
 
 /// <summary>Publish/subscribe permissions (server/auth.go Permissions).</summary>
