@@ -424,6 +424,9 @@ internal sealed partial class OptionMapper(ServerOptions o)
                 case "timeout":
                     timeout = AuthTimeout(e);
                     break;
+                case "proxy_required":
+                    if (Bool(e, out var proxyRequired)) o.ProxyRequired = proxyRequired;
+                    break;
                 case "users":
                     users = Users(e);
                     break;
@@ -545,6 +548,9 @@ internal sealed partial class OptionMapper(ServerOptions o)
                         break;
                     case "allowed_connection_types" or "connection_types" or "clients":
                         u.AllowedConnectionTypes = ConnectionTypeList(f);
+                        break;
+                    case "proxy_required":
+                        if (Bool(f, out var proxyRequired)) u.ProxyRequired = proxyRequired;
                         break;
                     case "nkey":
                         if (String(f, out s))

@@ -57,6 +57,8 @@ public sealed class ServerOptions
     public string? Username { get; set; }
     public string? Password { get; set; }
     public string? Authorization { get; set; }
+    /// <summary>authorization { proxy_required } (nats-server 2.12, ADR-55): the single user or token must come through a trusted proxy.</summary>
+    public bool ProxyRequired { get; set; }
     public List<UserConfig> Users { get; set; } = [];
     public string? NoAuthUser { get; set; }
     /// <summary>Accounts from the <c>accounts {}</c> block; users outside any account belong to <c>$G</c>.</summary>
@@ -140,6 +142,8 @@ public sealed class UserConfig
     public List<string>? AllowedConnectionTypes { get; set; }
     /// <summary>The account this user belongs to (declared in <c>accounts { A: { users: [...] } }</c>); null = <c>$G</c>.</summary>
     public string? Account { get; set; }
+    /// <summary>proxy_required (nats-server 2.12, ADR-55): this user may connect only through a trusted proxy.</summary>
+    public bool ProxyRequired { get; set; }
 }
 
 /// <summary>Publish/subscribe permissions (server/auth.go Permissions).</summary>

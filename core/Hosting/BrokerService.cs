@@ -29,12 +29,7 @@ public sealed class BrokerService(ServerOptions options, Func<ServerOptions?> re
     {
         var logger = loggers.CreateLogger("nats");
         var server = new NatsServer(options, logger);
-        server.Start();
-        _server = server;
-        if (options.HttpPort != 0) _monitor = await MonitoringServer.StartAsync(server, logger, cancellationToken).ConfigureAwait(false);
-        server.WritePortsFile(_monitor?.Port);
-        if (options.PidFile is { } pid) File.WriteAllText(pid, Environment.ProcessId.ToString(System.Globalization.CultureInfo.InvariantCulture));
-
+        // Signals first: a SIGHUP sent as soon as the port accepts must reload, not kill the process (default action).
         _signals.Add(PosixSignalRegistration.Create(PosixSignal.SIGHUP, ctx =>
         {
             ctx.Cancel = true;
@@ -66,6 +61,12 @@ public sealed class BrokerService(ServerOptions options, Func<ServerOptions?> re
                 lifetime.StopApplication();
             }));
         }
+        server.Start();
+        _server = server;
+        if (options.HttpPort != 0) _monitor = await MonitoringServer.StartAsync(server, logger, cancellationToken).ConfigureAwait(false);
+        server.WritePortsFile(_monitor?.Port);
+        if (options.PidFile is { } pid) File.WriteAllText(pid, Environment.ProcessId.ToString(System.Globalization.CultureInfo.InvariantCulture));
+
         server.Log.Ready();
         if (_systemd.IsEnabled) _systemd.Notify(ServiceState.Ready);
     }

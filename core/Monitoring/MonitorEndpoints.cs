@@ -234,7 +234,28 @@ public sealed class MonitorEndpoints(NatsServer server)
             };
         }
         foreach (var (path, n) in _requestStats) v.HttpReqStats[path] = n;
+        v.Proxies = o.TrustedProxies.Count == 0 ? null : new ProxiesVarz { Trusted = [.. o.TrustedProxies.Distinct().Select(k => new ProxyInfo { Key = k })] };
+        v.ConnectedGateways = ConnectedGateways();
         return v;
+    }
+
+    /// <summary>Open proxied connections grouped by proxy key and gateway kind (gateways/README.md); null when there are none.</summary>
+    private List<ConnectedGatewayVarz>? ConnectedGateways()
+    {
+        var supervisedKeys = server.SupervisedProxyKeys;
+        var groups = server.Clients
+            .Where(c => c.ProxyKey is not null)
+            .GroupBy(c => (Key: c.ProxyKey!, Gateway: c.ProxiedClient?.Gateway))
+            .OrderBy(g => g.Key.Key, StringComparer.Ordinal).ThenBy(g => g.Key.Gateway, StringComparer.Ordinal)
+            .Select(g => new ConnectedGatewayVarz
+            {
+                Key = g.Key.Key,
+                Gateway = g.Key.Gateway,
+                Supervised = supervisedKeys.Contains(g.Key.Key),
+                Connections = g.Count(),
+            })
+            .ToList();
+        return groups.Count == 0 ? null : groups;
     }
 
     private JetStreamConfigInfo JetStreamConfig()

@@ -66,6 +66,26 @@ public sealed class Varz
     [JsonPropertyName("config_load_time")] public DateTime ConfigLoadTime { get; set; }
     [JsonPropertyName("tags"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string[]? Tags { get; set; }
     [JsonPropertyName("system_account"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? SystemAccount { get; set; }
+    /// <summary>nats-server 2.12 (ADR-55): the trusted proxy keys; absent when none are trusted.</summary>
+    [JsonPropertyName("proxies"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public ProxiesVarz? Proxies { get; set; }
+    /// <summary>Ours: the gateway processes (trusted proxies) with end users connected now; absent when none are.</summary>
+    [JsonPropertyName("connected_gateways"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public List<ConnectedGatewayVarz>? ConnectedGateways { get; set; }
+}
+
+/// <summary>nats-server 2.12 ProxiesOptsVarz (server/monitor.go).</summary>
+public sealed class ProxiesVarz
+{
+    [JsonPropertyName("trusted"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public List<ProxyInfo>? Trusted { get; set; }
+}
+
+/// <summary>Ours: one gateway (a trusted proxy key and the kind of gateway it reported) and its open end-user connections.</summary>
+public sealed class ConnectedGatewayVarz
+{
+    [JsonPropertyName("key")] public string Key { get; set; } = "";
+    [JsonPropertyName("gateway"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? Gateway { get; set; }
+    /// <summary>True for the key the core made for the gateways it supervises (not in the config's proxies block).</summary>
+    [JsonPropertyName("supervised"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public bool Supervised { get; set; }
+    [JsonPropertyName("connections")] public int Connections { get; set; }
 }
 
 public sealed class JetStreamVarz

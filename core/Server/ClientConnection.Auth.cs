@@ -96,6 +96,7 @@ public sealed partial class ClientConnection
     /// <summary>Applies a CONNECT verdict: false (and the connection closing) when denied. Caller holds <see cref="_authLock"/>.</summary>
     private bool AcceptConnectAuth(AuthResult result, ConnectOptions opts)
     {
+        if (RejectedForMissingProxy(result.Success ? result.User : opts.User)) return false;
         if (!result.Success)
         {
             _server.Log.AuthFailed(Id, RemoteIp, opts.User ?? "");
@@ -117,6 +118,7 @@ public sealed partial class ClientConnection
         lock (_authLock)
         {
             if (!_connectReceived || _closing) return;
+            if (RejectedForRevokedProxy(options)) return;
             if (!auth.AuthRequired)
             {
                 _permissions = null;
@@ -154,6 +156,7 @@ public sealed partial class ClientConnection
     /// <summary>Caller holds <see cref="_authLock"/>.</summary>
     private void ApplyReauthentication(AuthResult result)
     {
+        if (RejectedForMissingProxy(result.Success ? result.User : Connect?.User)) return;
         if (!result.Success)
         {
             SendErrorAndClose(ErrorMessages.AuthorizationViolation, CloseReason.AuthenticationViolation);

@@ -39,7 +39,7 @@ public sealed partial class ClientConnection
         if (key is null || !PeerMayBeProxy())
         {
             _server.Log.AuthFailed(Id, RemoteIp, "proxy is not trusted");
-            SendErrorAndClose(ErrorMessages.AuthorizationViolation, CloseReason.AuthenticationViolation);
+            SendErrorAndClose(ErrorMessages.AuthorizationViolation, CloseReason.ProxyNotTrusted);
             return false;
         }
         ProxyKey = key;
@@ -57,6 +57,40 @@ public sealed partial class ClientConnection
             SendErrorAndClose(ErrorMessages.AuthorizationViolation, CloseReason.AuthenticationViolation);
             return false;
         }
+        return true;
+    }
+
+    /// <summary>
+    /// proxy_required (server/auth.go processClientOrLeafAuthentication, ADR-55): a user so marked, or the single
+    /// user/token when <c>authorization { proxy_required: true }</c>, must have come through a trusted proxy. Refused
+    /// with the usual nondescript <c>-ERR 'Authorization Violation'</c>; /connz shows "Proxy Required". Checked at
+    /// CONNECT and again on every reload (nats-server re-runs authentication then). Caller holds the auth lock.
+    /// </summary>
+    private bool RejectedForMissingProxy(string? user)
+    {
+        if (ProxyKey is not null || !ProxyRequiredFor(_server.Options, user)) return false;
+        _server.Log.AuthFailed(Id, RemoteIp, "proxy connection required");
+        SendErrorAndClose(ErrorMessages.AuthorizationViolation, CloseReason.ProxyRequired);
+        return true;
+    }
+
+    private static bool ProxyRequiredFor(Configuration.ServerOptions options, string? user)
+    {
+        if (options.Users.Count == 0) return options.ProxyRequired;
+        if (string.IsNullOrEmpty(user)) return false;
+        // A Go map: a later entry with the same name wins.
+        return options.Users.LastOrDefault(u => string.Equals(u.User, user, StringComparison.Ordinal)) is { ProxyRequired: true };
+    }
+
+    /// <summary>
+    /// A reload removed the trusted key this connection came through (server/reload.go proxiesReload, ADR-55):
+    /// it is closed as an authorization violation with reason "Proxy Not Trusted". Caller holds the auth lock.
+    /// </summary>
+    private bool RejectedForRevokedProxy(Configuration.ServerOptions options)
+    {
+        if (ProxyKey is not { } key || options.TrustedProxies.Contains(key) || TrustedProxyKeys.Snapshot().Contains(key)) return false;
+        _server.Log.AuthFailed(Id, RemoteIp, "proxy is not trusted");
+        SendErrorAndClose(ErrorMessages.AuthorizationViolation, CloseReason.ProxyNotTrusted);
         return true;
     }
 

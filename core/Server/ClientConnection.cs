@@ -17,7 +17,7 @@ public enum CloseReason
     ClientClosed, ServerShutdown, ProtocolViolation, ParseError, AuthenticationViolation, AuthenticationTimeout,
     SlowConsumerPendingBytes, SlowConsumerWriteDeadline, StaleConnection, MaxPayloadExceeded,
     MaxControlLineExceeded, MaxConnectionsExceeded, BadClientProtocolVersion, NoRespondersRequiresHeaders,
-    ReadError, WriteError, LameDuck,
+    ReadError, WriteError, LameDuck, ProxyNotTrusted, ProxyRequired,
 }
 
 /// <summary>

@@ -23,6 +23,9 @@ public sealed partial class NatsServer
     /// <summary>Whether clients must authenticate (varz auth_required).</summary>
     public bool AuthRequired => _auth.AuthRequired;
 
+    /// <summary>Proxy keys this process made for the gateways it supervises (varz connected_gateways).</summary>
+    public IReadOnlyList<string> SupervisedProxyKeys => TrustedProxyKeys.Snapshot();
+
     /// <summary>Open connections by id (for /connz?cid=).</summary>
     public ClientConnection? FindClient(ulong cid) => _clients.TryGetValue(cid, out var c) ? c : null;
 
@@ -104,6 +107,9 @@ public static class CloseReasonText
         CloseReason.WriteError => "Write Error",
         // nats-server closes lame-duck clients with ServerShutdown.
         CloseReason.LameDuck => "Server Shutdown",
+        // nats-server 2.12 (ADR-55).
+        CloseReason.ProxyNotTrusted => "Proxy Not Trusted",
+        CloseReason.ProxyRequired => "Proxy Required",
         _ => "Unknown State",
     };
 }

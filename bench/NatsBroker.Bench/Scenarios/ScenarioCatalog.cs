@@ -36,6 +36,12 @@ internal static class ScenarioCatalog
         NatsNetScenario.RequestReply("nn-reqrep-128", "request/reply 1 client, 1 service", 128, 4_000, clients: 1, services: 1, queue: false),
         NatsNetScenario.RequestReply("nn-qreqrep-16", "request/reply 10 clients, 2 queue services", 16, 20_000, clients: 10, services: 2, queue: true),
 
+        // TLS (issue 11): nats-server's in-process TLS vs ours through the tls-terminator gateway, hop included.
+        NatsNetScenario.PubSub("nn-tls-pub-128", "publish only", 128, 500_000, pubs: 1, subs: 0).OverTls("nn-tls-pub-128"),
+        NatsNetScenario.PubSub("nn-tls-pubsub-128", "pub/sub 1:1", 128, 300_000, pubs: 1, subs: 1).OverTls("nn-tls-pubsub-128"),
+        NatsNetScenario.PubSub("nn-tls-pubsub-16k", "pub/sub 1:1", 16 * 1024, 10_000, pubs: 1, subs: 1).OverTls("nn-tls-pubsub-16k"),
+        NatsNetScenario.RequestReply("nn-tls-reqrep-128", "request/reply 1 client, 1 service", 128, 4_000, clients: 1, services: 1, queue: false).OverTls("nn-tls-reqrep-128"),
+
         // The same workloads through the nats.js client library (smaller counts): what a library user sees.
         new NatsJsScenario("njs-pub-16", "publish only", "pubsub", 16, 300_000, extra: new() { ["pubs"] = 1, ["subs"] = 0 }),
         new NatsJsScenario("njs-pub-128", "publish only", "pubsub", 128, 200_000, extra: new() { ["pubs"] = 1, ["subs"] = 0 }),

@@ -23,6 +23,7 @@ internal sealed class NatsNetScenario : IScenario
     private readonly int _clients;
     private readonly int _services;
     private readonly bool _queue;
+    private readonly bool _tls;
 
     private NatsNetScenario(string name, string title, string kind, int payload, long defaultCount, int pubs, int subs, int clients, int services, bool queue)
     {
@@ -38,6 +39,18 @@ internal sealed class NatsNetScenario : IScenario
         _queue = queue;
         ReportsLatency = kind == "reqrep";
     }
+
+    private NatsNetScenario(NatsNetScenario plain, string name, string title)
+        : this(name, title, plain._kind, plain.PayloadBytes, plain.DefaultCount, plain._pubs, plain._subs, plain._clients, plain._services, plain._queue)
+    {
+        _tls = true;
+    }
+
+    /// <summary>The same workload over TLS (<see cref="BenchTls"/>): nats-server in-process TLS vs ours through the tls-terminator.</summary>
+    public NatsNetScenario OverTls(string name) => new(this, name, Title + ", TLS");
+
+    /// <summary>TLS rows start both servers with the generated <c>tls {}</c> config.</summary>
+    public IReadOnlyList<string> ServerArgs => _tls ? ["-c", BenchTls.ConfigPath] : [];
 
     public static NatsNetScenario PubSub(string name, string title, int payload, long defaultCount, int pubs, int subs) =>
         new(name, title, "pubsub", payload, defaultCount, pubs, subs, 0, 0, false);
@@ -76,7 +89,8 @@ internal sealed class NatsNetScenario : IScenario
 
     private NatsOpts Options(ScenarioContext ctx, string name) => new()
     {
-        Url = ctx.Url,
+        Url = _tls ? ctx.Url.Replace("nats://", "tls://", StringComparison.Ordinal) : ctx.Url,
+        TlsOpts = _tls ? new NatsTlsOpts { Mode = TlsMode.Require, CaFile = BenchTls.CaFile } : NatsTlsOpts.Default,
         Name = name,
         ConnectTimeout = TimeSpan.FromSeconds(5),
         RequestTimeout = ctx.RequestTimeout,
