@@ -1,106 +1,14 @@
-using Microsoft.Extensions.DependencyInjection;
-using Microsoft.Extensions.Hosting;
-using Microsoft.Extensions.Logging;
-using Microsoft.Extensions.Logging.Console;
-using NatsBroker.Configuration;
 using NatsBroker.Gateways.Link;
 
 namespace NatsBroker.TlsTerminator;
 
 /// <summary>
 /// <c>NatsBroker.TlsTerminator -c FILE</c>: reads the same nats-server config file as the core (its <c>tls {}</c>
-/// block, host/port, <c>unix_socket</c>) and serves TLS clients, relaying them to the core. Under systemd it is a
-/// Type=notify service (UseSystemd); started by the core it inherits the core's stderr.
+/// block, host/port, <c>unix_socket</c>) and serves TLS clients, relaying them to the core
+/// (command line and hosting: <see cref="GatewayProgram"/>).
 /// </summary>
 public static class Program
 {
-    public static int Main(string[] args)
-    {
-        ArgumentNullException.ThrowIfNull(args);
-        string? configFile = null;
-        string? host = null;
-        int? port = null;
-        bool debug = false;
-        for (int i = 0; i < args.Length; i++)
-        {
-            switch (args[i])
-            {
-                case "-c" or "--config" when i + 1 < args.Length:
-                    configFile = args[++i];
-                    break;
-                // nats-server's flags: the command line wins over the file (the core passes its own -a/-p on).
-                case "-a" or "--addr" or "--net" when i + 1 < args.Length:
-                    host = args[++i];
-                    break;
-                case "-p" or "--port" when i + 1 < args.Length && int.TryParse(args[i + 1], System.Globalization.CultureInfo.InvariantCulture, out int p):
-                    port = p;
-                    i++;
-                    break;
-                case "-D" or "--debug":
-                    debug = true;
-                    break;
-                case "--generate-key":
-                    // A proxy identity for gateways { seed_file } (keep it secret) and its public key for proxies { trusted }.
-                    using (var kp = NATS.NKeys.KeyPair.CreatePair(NATS.NKeys.PrefixByte.User))
-                    {
-                        Console.WriteLine(kp.GetSeed());
-                        Console.Error.WriteLine($"public key (for proxies {{ trusted }}): {kp.GetPublicKey()}");
-                    }
-                    return 0;
-                case "-h" or "--help":
-                    Console.WriteLine("Usage: NatsBroker.TlsTerminator -c <config file> [-a host] [-p port] [-D] | --generate-key");
-                    return 0;
-                default:
-                    Console.Error.WriteLine($"tls-terminator: unknown argument \"{args[i]}\"");
-                    return 2;
-            }
-        }
-        if (configFile is null)
-        {
-            Console.Error.WriteLine("tls-terminator: a configuration file is required (-c FILE)");
-            return 2;
-        }
-        TerminatorOptions options;
-        GatewayEnvironment link;
-        try
-        {
-            var tree = ConfigParser.ParseFile(configFile);
-            options = TerminatorConfig.Load(tree);
-            if (host is not null) options.Host = host;
-            if (port is not null) options.Port = port.Value;
-            link = GatewayEnvironment.Resolve(tree);
-        }
-        catch (ConfigException e)
-        {
-            Console.Error.WriteLine($"tls-terminator: {e.Message}");
-            return 1;
-        }
-
-        var builder = Host.CreateEmptyApplicationBuilder(new HostApplicationBuilderSettings { DisableDefaults = true });
-        builder.Services.AddSystemd();
-        builder.Logging.SetMinimumLevel(debug ? LogLevel.Debug : LogLevel.Information);
-        builder.Logging.AddFilter("Microsoft.Extensions.Hosting", LogLevel.Warning);
-        builder.Logging.AddSimpleConsole(o =>
-        {
-            o.SingleLine = true;
-            o.TimestampFormat = "yyyy/MM/dd HH:mm:ss.ffffff ";
-        });
-        builder.Services.Configure<ConsoleLoggerOptions>(o => o.LogToStandardErrorThreshold = LogLevel.Trace);
-        builder.Services.Configure<ConsoleLifetimeOptions>(o => o.SuppressStatusMessages = true);
-        builder.Services.AddSingleton(options);
-        builder.Services.AddSingleton(link);
-        builder.Services.AddHostedService<TerminatorService>();
-        try
-        {
-            using var app = builder.Build();
-            app.Run();
-            return 0;
-        }
-        catch (Exception ex) when (ex is System.Net.Sockets.SocketException or IOException or UnauthorizedAccessException
-            or System.Security.Cryptography.CryptographicException)
-        {
-            Console.Error.WriteLine($"tls-terminator: {ex.Message}");
-            return 1;
-        }
-    }
+    public static int Main(string[] args) =>
+        GatewayProgram.Main<TerminatorOptions, TerminatorService>(args, "NatsBroker.TlsTerminator", "tls-terminator", TerminatorConfig.Load);
 }

@@ -4,7 +4,7 @@ using System.Security.Authentication;
 namespace NatsBroker.TlsTerminator;
 
 /// <summary>What the terminator serves, read from the shared nats-server config file (<see cref="TerminatorConfig"/>).</summary>
-public sealed class TerminatorOptions
+public sealed class TerminatorOptions : NatsBroker.Gateways.Link.IGatewayListenOptions
 {
     public string Host { get; set; } = "0.0.0.0";
     /// <summary>Client port (nats-server's top-level port); -1 = random.</summary>

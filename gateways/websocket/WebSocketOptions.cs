@@ -3,7 +3,7 @@ using NatsBroker.TlsTerminator;
 namespace NatsBroker.WebSocketGateway;
 
 /// <summary>The <c>websocket {}</c> block of the shared nats-server config (server/opts.go parseWebsocket).</summary>
-public sealed class WebSocketOptions
+public sealed class WebSocketOptions : NatsBroker.Gateways.Link.IGatewayListenOptions
 {
     public string Host { get; set; } = "0.0.0.0";
     /// <summary>-1 = random.</summary>
