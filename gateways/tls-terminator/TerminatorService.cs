@@ -1,4 +1,3 @@
-using System.Collections.Concurrent;
 using System.Net;
 using System.Net.Sockets;
 using System.Runtime.InteropServices;
@@ -19,14 +18,13 @@ internal sealed class TerminatorService(TerminatorOptions options, GatewayEnviro
     private const int SolSocket = 1, SoReusePort = 15;
 
     private readonly ILogger _log = loggers.CreateLogger("NatsBroker.TlsTerminator");
+    private readonly SessionSet _sessions = new(loggers.CreateLogger("NatsBroker.TlsTerminator"));
     private readonly CancellationTokenSource _drain = new();
-    private readonly ConcurrentDictionary<long, Task> _sessions = new();
     private readonly ProxySigner _signer = new(link.Seed);
     private CertificateSet? _certificates;
     private Socket? _listener;
     private Task? _acceptLoop;
     private PosixSignalRegistration? _hup;
-    private long _nextSession;
 
     public int Port { get; private set; }
 
@@ -82,24 +80,8 @@ internal sealed class TerminatorService(TerminatorOptions options, GatewayEnviro
                 await Task.Delay(10).ConfigureAwait(false);
                 continue;
             }
-            long id = Interlocked.Increment(ref _nextSession);
             var session = new TlsSession(socket, options, _certificates!, link, _signer, Port, _log);
-            _sessions[id] = Task.Run(async () =>
-            {
-                try
-                {
-                    await session.RunAsync(_drain.Token).ConfigureAwait(false);
-                }
-                catch (Exception ex)
-                {
-                    // A bug must not take the gateway down: only this client is lost.
-                    _log.LogError(ex, "Client session failed");
-                }
-                finally
-                {
-                    _sessions.TryRemove(id, out _);
-                }
-            });
+            _sessions.Start(session.RunAsync, _drain.Token);
         }
     }
 
@@ -109,12 +91,7 @@ internal sealed class TerminatorService(TerminatorOptions options, GatewayEnviro
         await _drain.CancelAsync().ConfigureAwait(false);
         _listener?.Dispose();
         if (_acceptLoop is not null) await _acceptLoop.ConfigureAwait(false);
-        var pending = _sessions.Values.ToArray();
-        if (pending.Length > 0)
-        {
-            _log.LogInformation("Draining {Count} client connections", pending.Length);
-            await Task.WhenAny(Task.WhenAll(pending), Task.Delay(options.DrainTimeout, CancellationToken.None)).ConfigureAwait(false);
-        }
+        await _sessions.DrainAsync(options.DrainTimeout).ConfigureAwait(false);
     }
 
     public void Dispose()
