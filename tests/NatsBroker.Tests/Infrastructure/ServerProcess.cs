@@ -271,7 +271,12 @@ public sealed partial class ServerProcess : IAsyncDisposable
                     $"{Kind} server exited with code {process.ExitCode} before accepting connections.\n{OutputTail()}");
             }
 
-            if (TryReadPorts(out var clientPort, out var monitorPort) || TryParseListenLine(out clientPort))
+            // The ports file is written once every listener (monitoring included) accepts; the log line comes
+            // before the monitoring listener starts, so a test that asked for monitoring waits for the file.
+            var listening = TryReadPorts(out var clientPort, out var monitorPort)
+                ? !Options.Monitoring || monitorPort is not null
+                : !Options.Monitoring && TryParseListenLine(out clientPort);
+            if (listening)
             {
                 if (await CanConnectAsync(clientPort).ConfigureAwait(false))
                 {
