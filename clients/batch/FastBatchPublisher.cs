@@ -65,7 +65,9 @@ public sealed class FastBatchPublisher : IAsyncDisposable
         _nats = nats;
         _opts = options ?? new FastBatchOptions();
         BatchId = batchId ?? Guid.NewGuid().ToString("N");
-        _prefix = nats.NewInbox();
+        // An "old style" inbox of its own (ADR-50): NATS.Net routes subscriptions under its connection inbox prefix
+        // to the request multiplexer, which matches exact subjects only and would drop the $FI replies.
+        _prefix = "_INBOX." + Guid.NewGuid().ToString("N");
         _gap = _opts.GapMode == FastBatchGapMode.Ok ? "ok" : "fail";
         _flow = _opts.MaxFlow;
     }
