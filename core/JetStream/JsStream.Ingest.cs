@@ -111,6 +111,7 @@ internal sealed partial class JsStream
         long now = GoTime.NowNanos();
         if (!hdr.IsEmpty)
         {
+            if (CheckCounterHeaders(hdr, m.Payload.Length, cfg) is { } counterError) return Fail(reply, counterError);
             msgId = NatsHeaders.GetString(hdr, NatsHeaders.MsgId);
             if (msgId.Length > 0)
             {
@@ -145,7 +146,10 @@ internal sealed partial class JsStream
             }
         }
 
-        var result = Store.Append(m.Subject, hdr, m.Payload, now);
+        var payload = m.Payload;
+        bool counter = cfg.AllowMsgCounter == true;
+        if (counter && CountIncrement(m.Subject, hdr, out payload) is { } countError) return Fail(reply, countError);
+        var result = Store.Append(m.Subject, hdr, payload, now);
         if (!result.IsOk) return Fail(reply, AppendFailed(result.Status));
         _lastStoredSeq = result.Sequence;
 
@@ -161,7 +165,7 @@ internal sealed partial class JsStream
             if (rollup.SequenceEqual("sub"u8)) Store.Purge(m.Subject, result.Sequence, 0);
             else if (rollup.SequenceEqual("all"u8)) Store.Purge(default, result.Sequence, 0);
         }
-        if (!reply.IsEmpty) Js.Router.PublishInternal(reply, reply, default, default, PubAck(result.Sequence, duplicate: false), _ackBatch);
+        if (!reply.IsEmpty) Js.Router.PublishInternal(reply, reply, default, default, counter ? CounterPubAck(result.Sequence) : PubAck(result.Sequence, duplicate: false), _ackBatch);
         foreach (var c in _consumerSnapshot) c.OnStored(m.Subject);
         if (cfg.Retention == "interest" && _consumerSnapshot.Length == 0) Store.Remove(result.Sequence);
         return true;
