@@ -74,6 +74,23 @@ internal sealed class AtomicBatchSet : IDisposable
 
     public enum StartResult { Started, TooManyInStream, TooManyInServer }
 
+    /// <summary>Finds a batch by the id bytes of its header; <paramref name="hint"/> (the previous message's batch) avoids decoding the id.</summary>
+    public bool TryGet(ReadOnlySpan<byte> id, StagedBatch? hint, out StagedBatch batch)
+    {
+        if (hint is not null && hint.IdBytes.AsSpan().SequenceEqual(id))
+        {
+            lock (_lock)
+            {
+                if (_batches.TryGetValue(hint.Id, out batch!) && batch == hint)
+                {
+                    batch.LastActivity = Environment.TickCount64;
+                    return true;
+                }
+            }
+        }
+        return TryGet(System.Text.Encoding.UTF8.GetString(id), out batch);
+    }
+
     public bool TryGet(string id, out StagedBatch batch)
     {
         lock (_lock)

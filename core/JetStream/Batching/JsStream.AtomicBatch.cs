@@ -22,6 +22,7 @@ internal sealed partial class JsStream
     private const int MaxBatchIdLength = 64;
 
     private volatile AtomicBatchSet? _atomicBatches;
+    private StagedBatch? _lastAtomicBatch; // worker thread only: the batch of the previous batch message
     // Commit-time bookkeeping, reused (worker thread only).
     private readonly Dictionary<string, (ulong Ops, ulong Bytes)> _batchInflight = new(StringComparer.Ordinal);
     private readonly HashSet<string> _batchMsgIds = new(StringComparer.Ordinal);
@@ -51,9 +52,8 @@ internal sealed partial class JsStream
         bool commitInvalid = commit && !eob && !commitValue.SequenceEqual("1"u8);
         ulong size = eob ? seq - 1 : seq; // the end-of-batch marker is not stored, nor counted
 
-        string id = Encoding.UTF8.GetString(batchId);
         var set = AtomicBatches;
-        if (!set.TryGet(id, out var batch))
+        if (!set.TryGet(batchId, _lastAtomicBatch, out var batch))
         {
             if (seq != 1)
             {
@@ -61,8 +61,10 @@ internal sealed partial class JsStream
                     ? BatchErrors.AtomicPublishTooLargeBatch(AtomicBatchSet.MaxBatchSize)
                     : BatchErrors.AtomicPublishIncompleteBatch);
             }
-            if (set.Start(id, out batch) != AtomicBatchSet.StartResult.Started) return Fail(reply, BatchErrors.AtomicPublishTooManyInflight);
+            if (set.Start(Encoding.UTF8.GetString(batchId), out batch) != AtomicBatchSet.StartResult.Started) return Fail(reply, BatchErrors.AtomicPublishTooManyInflight);
         }
+        _lastAtomicBatch = batch;
+        string id = batch!.Id;
         if (commitInvalid)
         {
             Drop(set, batch!);

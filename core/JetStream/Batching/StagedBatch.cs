@@ -23,6 +23,8 @@ internal sealed class StagedBatch : IAppendBatch, IDisposable
     }
 
     public string Id { get; }
+    public byte[] IdBytes => _idBytes ??= System.Text.Encoding.UTF8.GetBytes(Id);
+    private byte[]? _idBytes;
     public int Count { get; private set; }
     /// <summary>Environment.TickCount64 of the last message (abandonment after the batch timeout).</summary>
     public long LastActivity { get; set; }

@@ -140,8 +140,9 @@ internal sealed class JsFastBatchScenario : JsScenarioBase
             bool final = false;
             while (sent < _batch)
             {
-                long window = acked + 2 * flow;
-                int upTo = (int)Math.Min(_batch, Math.Max(window, sent + 1));
+                // At most two flow windows unacknowledged (ADR-50's advice), then wait for the next flow ack.
+                long window = acked + 2 * Math.Max(1, flow);
+                int upTo = (int)Math.Min(_batch, window);
                 if (upTo > sent)
                 {
                     c.Send(buf.AsSpan(offsets[sent], offsets[upTo] - offsets[sent]));
