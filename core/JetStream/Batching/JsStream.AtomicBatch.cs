@@ -27,6 +27,7 @@ internal sealed partial class JsStream
     private readonly Dictionary<string, (ulong Ops, ulong Bytes)> _batchInflight = new(StringComparer.Ordinal);
     private readonly HashSet<string> _batchMsgIds = new(StringComparer.Ordinal);
     private readonly Dictionary<string, ulong> _batchExpectedPerSubject = new(StringComparer.Ordinal);
+    private char[] _subjectChars = new char[256];
 
     private AtomicBatchSet AtomicBatches => _atomicBatches ??= new AtomicBatchSet(Js.BatchCounters, Js.Options.JetStreamBatchTimeout, id => SendBatchAbandoned(id, "timeout"));
 
@@ -176,7 +177,10 @@ internal sealed partial class JsStream
         {
             var subject = batch.Subject(i);
             var hdr = batch.Headers(i);
-            string? subjectKey = null;
+            // The subject as chars for lookups without a string per message (a string only for a subject new to the batch).
+            if (_subjectChars.Length < subject.Length) _subjectChars = new char[subject.Length * 2];
+            var subjectChars = _subjectChars.AsSpan(0, Encoding.UTF8.GetChars(subject, _subjectChars));
+            var inflightBySubject = _batchInflight.GetAlternateLookup<ReadOnlySpan<char>>();
             bool hasRollup = false;
             if (!hdr.IsEmpty)
             {
@@ -219,8 +223,7 @@ internal sealed partial class JsStream
                     if (!cfg.AllowRollupHdrs || cfg.DenyPurge) return JsErrors.StreamRollupFailed("rollup not permitted");
                     if (rollup.SequenceEqual("sub"u8))
                     {
-                        subjectKey = Encoding.UTF8.GetString(subject);
-                        if (_batchInflight.ContainsKey(subjectKey)) return JsErrors.StreamRollupFailed("batch rollup sub invalid");
+                        if (inflightBySubject.ContainsKey(subjectChars)) return JsErrors.StreamRollupFailed("batch rollup sub invalid");
                     }
                     else if (rollup.SequenceEqual("all"u8))
                     {
@@ -232,11 +235,10 @@ internal sealed partial class JsStream
                     }
                 }
             }
-            subjectKey ??= Encoding.UTF8.GetString(subject);
             ulong size = (ulong)(subject.Length + hdr.Length + batch.Payload(i).Length);
-            _batchInflight.TryGetValue(subjectKey, out var inflight);
+            inflightBySubject.TryGetValue(subjectChars, out var inflight);
             inflight = (inflight.Ops + 1, inflight.Bytes + size);
-            _batchInflight[subjectKey] = inflight;
+            inflightBySubject[subjectChars] = inflight;
             totalOps++;
             totalBytes += size;
             if (cfg.Discard == "new")
