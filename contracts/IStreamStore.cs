@@ -34,6 +34,16 @@ public interface IStreamStore : IDisposable, IAsyncDisposable
     /// </summary>
     AppendResult Append(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload, long timestamp = 0, long ttl = 0);
 
+    /// <summary>
+    /// Appends every message of <paramref name="batch"/> at LastSequence+1.. as one unit: either all of them are
+    /// stored (and, under <see cref="SyncPolicy.Always"/>, durable before this returns) or none is, also across a
+    /// crash (an engine that writes a batch in several steps must discard an incomplete batch when it reopens).
+    /// Readers never see part of a batch. Limits are checked for the whole batch first (discard new refuses it
+    /// whole); discard-old removals run after it. On success the result holds the batch's LAST sequence (the
+    /// first is Sequence - Count + 1). Engines that cannot do this answer <see cref="StoreStatus.NotSupported"/>.
+    /// </summary>
+    AppendResult AppendBatch(IAppendBatch batch, long timestamp = 0) => new(StoreStatus.NotSupported, 0, 0);
+
     /// <summary>Appends at an explicit sequence above LastSequence (mirrors, replication, restore); gaps become deleted.</summary>
     StoreStatus AppendAt(ulong sequence, long timestamp, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload, long ttl = 0);
 

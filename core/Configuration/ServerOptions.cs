@@ -83,6 +83,8 @@ public sealed class ServerOptions
     public TimeSpan? JetStreamSyncInterval { get; set; }
     /// <summary><c>sync_interval: always</c>: every stored message is fsynced before it is acknowledged.</summary>
     public bool JetStreamSyncAlways { get; set; }
+    /// <summary>Idle time after which an atomic or fast-ingest batch is abandoned (nats-server jetstream limits max_batch_timeout, default 10 s).</summary>
+    public TimeSpan JetStreamBatchTimeout { get; set; } = TimeSpan.FromSeconds(10);
     /// <summary>
     /// Name of the storage engine for file-backed streams ("file" by default). Our extension, set with
     /// <c>jetstream { store_engine: name }</c>; nats-server has no such key.

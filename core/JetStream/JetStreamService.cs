@@ -59,6 +59,8 @@ public sealed partial class JetStreamService : IAsyncDisposable
     /// <summary>The global account's JetStream (the only account until accounts exist).</summary>
     internal JsAccount Account { get; }
     internal string? Domain => Options.JetStreamDomain;
+    /// <summary>Atomic and fast-ingest batches in flight on this server (ADR-50 server-wide limits).</summary>
+    internal Batching.BatchCounters BatchCounters { get; } = new();
 
     public long ApiTotal => Interlocked.Read(ref _apiTotal);
     public long ApiErrors => Interlocked.Read(ref _apiErrors);

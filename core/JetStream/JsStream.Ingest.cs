@@ -26,6 +26,10 @@ internal sealed partial class JsStream
     /// <summary>PubAck destinations of the current ingest batch, flushed once per batch (worker thread only).</summary>
     private readonly NatsBroker.Routing.DeliveryBatch _ackBatch = new();
     private long _droppedInbound;
+    // The outcome of the last StoreOne (worker thread only).
+    private ApiError? _lastIngestError;
+    private ulong _lastDuplicateSeq;
+    private ulong _lastStoredSeq;
 
     /// <summary>Runs on the publisher's thread: copy into a pooled buffer and queue; never block.</summary>
     private void OnPublished(Subscription sub, in InternalMessage msg)
@@ -82,9 +86,23 @@ internal sealed partial class JsStream
     /// <summary>Stores one message and answers it; true when it was stored.</summary>
     private bool Process(in Inbound m)
     {
+        // Batches (ADR-50) first, as nats-server's ingest loop: fast-ingest by reply subject, atomic by header.
+        if (m.Reply.EndsWith(FastBatchSuffix)) return ProcessFast(m);
+        if (!m.Headers.IsEmpty && NatsHeaders.Get(m.Headers, BatchIdHeader) is { IsEmpty: false } batchId) return ProcessAtomic(m, batchId);
+        return StoreOne(m, m.Reply);
+    }
+
+    /// <summary>
+    /// The checks and the append of one message, answered on <paramref name="reply"/> (none when empty). The outcome
+    /// is also left in <see cref="_lastIngestError"/> / <see cref="_lastDuplicateSeq"/> / <see cref="_lastStoredSeq"/>
+    /// for callers that answer themselves (fast-ingest batches).
+    /// </summary>
+    private bool StoreOne(in Inbound m, ReadOnlySpan<byte> reply)
+    {
         var cfg = _config;
         var hdr = m.Headers;
-        var reply = m.Reply;
+        _lastIngestError = null;
+        _lastDuplicateSeq = 0;
         if (cfg.Sealed) return Fail(reply, JsErrors.StreamSealed);
         if (hdr.Length > MaxHeaderSize) return Fail(reply, JsErrors.StreamHeaderExceedsMaximum);
         if (cfg.MaxMsgSize > 0 && hdr.Length + m.Payload.Length > cfg.MaxMsgSize) return Fail(reply, JsErrors.StreamMessageExceedsMaximum);
@@ -93,12 +111,14 @@ internal sealed partial class JsStream
         long now = GoTime.NowNanos();
         if (!hdr.IsEmpty)
         {
+            if (CheckCounterHeaders(hdr, m.Payload.Length, cfg) is { } counterError) return Fail(reply, counterError);
             msgId = NatsHeaders.GetString(hdr, NatsHeaders.MsgId);
             if (msgId.Length > 0)
             {
                 ExpireDedupe(now, cfg);
                 if (_dedupe.TryGetValue(msgId, out var dup))
                 {
+                    _lastDuplicateSeq = dup.Seq;
                     if (!reply.IsEmpty) Js.Publish(reply, default, default, PubAck(dup.Seq, duplicate: true));
                     return false;
                 }
@@ -126,8 +146,12 @@ internal sealed partial class JsStream
             }
         }
 
-        var result = Store.Append(m.Subject, hdr, m.Payload, now);
+        var payload = m.Payload;
+        bool counter = cfg.AllowMsgCounter == true;
+        if (counter && CountIncrement(m.Subject, hdr, out payload) is { } countError) return Fail(reply, countError);
+        var result = Store.Append(m.Subject, hdr, payload, now);
         if (!result.IsOk) return Fail(reply, AppendFailed(result.Status));
+        _lastStoredSeq = result.Sequence;
 
         if (msgId.Length > 0)
         {
@@ -141,7 +165,7 @@ internal sealed partial class JsStream
             if (rollup.SequenceEqual("sub"u8)) Store.Purge(m.Subject, result.Sequence, 0);
             else if (rollup.SequenceEqual("all"u8)) Store.Purge(default, result.Sequence, 0);
         }
-        if (!reply.IsEmpty) Js.Router.PublishInternal(reply, reply, default, default, PubAck(result.Sequence, duplicate: false), _ackBatch);
+        if (!reply.IsEmpty) Js.Router.PublishInternal(reply, reply, default, default, counter ? CounterPubAck(result.Sequence) : PubAck(result.Sequence, duplicate: false), _ackBatch);
         foreach (var c in _consumerSnapshot) c.OnStored(m.Subject);
         if (cfg.Retention == "interest" && _consumerSnapshot.Length == 0) Store.Remove(result.Sequence);
         return true;
@@ -228,6 +252,7 @@ internal sealed partial class JsStream
 
     private bool Fail(ReadOnlySpan<byte> reply, ApiError error)
     {
+        _lastIngestError = error;
         if (!reply.IsEmpty) Js.Publish(reply, default, default, PubAckError(error));
         return false;
     }

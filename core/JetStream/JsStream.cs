@@ -102,7 +102,8 @@ internal sealed partial class JsStream : IAsyncDisposable
     /// </summary>
     internal static SyncPolicy SyncFor(NatsBroker.Configuration.ServerOptions o, StreamConfig c)
     {
-        bool async = c.PersistMode == "async" || (c.PersistMode is null && o.JetStreamPersistAsync && c.Storage == "file");
+        // An atomic-batch stream never takes the server-wide async default (nats-server refuses the combination).
+        bool async = c.PersistMode == "async" || (c.PersistMode is null && o.JetStreamPersistAsync && c.Storage == "file" && c.AllowAtomic != true);
         if (async) return SyncPolicy.AsyncPersist;
         return o.JetStreamSyncAlways ? SyncPolicy.Always : SyncPolicy.Periodic;
     }
@@ -157,6 +158,8 @@ internal sealed partial class JsStream : IAsyncDisposable
         if (status != StoreStatus.Ok) return JsErrors.StreamUpdate(Store.LastError ?? status.ToString());
         bool subjectsChanged = !(next.Subjects ?? []).SequenceEqual(_config.Subjects ?? []);
         _config = next;
+        if (next.AllowAtomic != true) ClearAtomicBatches(); // nats-server deletes in-progress batches when disabled
+        if (next.AllowBatched != true) ClearFastBatches();
         if (subjectsChanged)
         {
             Unsubscribe();
@@ -286,6 +289,8 @@ internal sealed partial class JsStream : IAsyncDisposable
         if (_ackSub is not null) Js.Router.Unsubscribe(_ackSub);
         _inbound.Writer.TryComplete();
         if (_worker is not null) await _worker.ConfigureAwait(false);
+        _atomicBatches?.Dispose();
+        _fastBatches?.Dispose();
         foreach (var c in _consumerSnapshot) await c.StopAsync(delete: deleteConsumers).ConfigureAwait(false);
     }
 

@@ -204,7 +204,97 @@ internal abstract class IndexedStore : IStreamStore
         return ticket != 0 && st == StoreStatus.Ok ? WaitDurable(ticket) : st;
     }
 
-    private StoreStatus AppendLocked(ulong seq, long ts, long now, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload, long ttl)
+    public AppendResult AppendBatch(IAppendBatch batch, long timestamp = 0)
+    {
+        ArgumentNullException.ThrowIfNull(batch);
+        int n = batch.Count;
+        if (n == 0) return new(StoreStatus.InvalidArgument, 0, 0);
+        ulong last;
+        StoreStatus st;
+        long ticket;
+        lock (Sync)
+        {
+            long now = NowNanos();
+            if (timestamp == 0) timestamp = now;
+            st = AppendBatchLocked(batch, timestamp, now);
+            last = Last;
+            ticket = TakeDurabilityTicket();
+        }
+        if (ticket != 0 && st == StoreStatus.Ok) st = WaitDurable(ticket);
+        return new AppendResult(st, st == StoreStatus.Ok ? last : 0, timestamp);
+    }
+
+    /// <summary>
+    /// The batch is checked whole before anything is written (so a refusal leaves the store untouched), written
+    /// between <see cref="BeginBatch"/> and <see cref="EndBatch"/> with no expiry or limit removal in between (an
+    /// engine can then mark its records as one unit), and the limits are enforced once after it.
+    /// </summary>
+    private StoreStatus AppendBatchLocked(IAppendBatch batch, long ts, long now)
+    {
+        var refused = WriteRefusal();
+        if (refused != StoreStatus.Ok) return refused;
+        int n = batch.Count;
+        var lim = Limits;
+        if (lim.MaxAge > TimeSpan.Zero || _ttl.Count > 0) ExpireLocked(now);
+        ulong bytes = 0;
+        Dictionary<string, ulong>? perSubject = null;
+        bool perSubjectNew = lim.Discard == DiscardPolicy.New && lim.DiscardNewPerSubject && lim.MaxMessagesPerSubject > 0;
+        for (int i = 0; i < n; i++)
+        {
+            var subject = batch.Subject(i);
+            if (subject.IsEmpty || !SubjectMatch.IsLiteral(subject)) return StoreStatus.InvalidArgument;
+            long size = (long)subject.Length + batch.Headers(i).Length + batch.Payload(i).Length;
+            if (lim.MaxMessageSize > 0 && size > lim.MaxMessageSize) return StoreStatus.MessageTooLarge;
+            if (size > int.MaxValue / 2) return StoreStatus.MessageTooLarge;
+            bytes += (ulong)size;
+            if (perSubjectNew)
+            {
+                perSubject ??= new(StringComparer.Ordinal);
+                var key = System.Text.Encoding.UTF8.GetString(subject);
+                if (!perSubject.TryGetValue(key, out ulong count)) count = Subjects.Find(subject)?.Count ?? 0;
+                if (++count > (ulong)lim.MaxMessagesPerSubject) return StoreStatus.MaxMessagesPerSubjectExceeded;
+                perSubject[key] = count;
+            }
+        }
+        if (lim.Discard == DiscardPolicy.New)
+        {
+            if (lim.MaxMessages > 0 && Msgs + (ulong)n > (ulong)lim.MaxMessages) return StoreStatus.MaxMessagesExceeded;
+            if (lim.MaxBytes > 0 && Bytes + bytes > (ulong)lim.MaxBytes) return StoreStatus.MaxBytesExceeded;
+        }
+        var st = BeginBatch(batch);
+        if (st != StoreStatus.Ok) return st;
+        for (int i = 0; i < n; i++)
+        {
+            MarkBatchRecord(more: i < n - 1);
+            st = AppendLocked(Last + 1, ts, now, batch.Subject(i), batch.Headers(i), batch.Payload(i), batch.Ttl(i), inBatch: true);
+            if (st != StoreStatus.Ok)
+            {
+                // Checked above, so only an engine failure gets here; part of the batch is in the indexes. The
+                // store stops accepting writes (its incomplete batch is discarded when it is reopened).
+                if (i > 0) FailStop($"store '{Config.StreamName}': batch append failed after {i} of {n} messages ({st}: {LastError}); the store is read-only until it is reopened");
+                EndBatch();
+                return i > 0 ? StoreStatus.IoError : st;
+            }
+        }
+        EndBatch();
+        for (int i = 0; i < n; i++)
+        {
+            var subj = Subjects.Find(batch.Subject(i));
+            if (subj is not null) EnforceLimitsAfterAppend(subj, now);
+        }
+        return StoreStatus.Ok;
+    }
+
+    /// <summary>Called before the records of a batch are written (under the lock): room, pending writes.</summary>
+    protected virtual StoreStatus BeginBatch(IAppendBatch batch) => StoreStatus.Ok;
+
+    /// <summary>Tells the engine whether the next message written continues the current batch.</summary>
+    protected virtual void MarkBatchRecord(bool more) { }
+
+    /// <summary>Called after the records of a batch (or on failure).</summary>
+    protected virtual void EndBatch() { }
+
+    private StoreStatus AppendLocked(ulong seq, long ts, long now, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload, long ttl, bool inBatch = false)
     {
         var refused = WriteRefusal();
         if (refused != StoreStatus.Ok) return refused;
@@ -214,10 +304,10 @@ internal abstract class IndexedStore : IStreamStore
         if (lim.MaxMessageSize > 0 && size > lim.MaxMessageSize) return StoreStatus.MessageTooLarge;
         if (size > int.MaxValue / 2) return StoreStatus.MessageTooLarge;
         bool ageOrTtl = lim.MaxAge > TimeSpan.Zero || _ttl.Count > 0;
-        if (ageOrTtl) ExpireLocked(now);
+        if (ageOrTtl && !inBatch) ExpireLocked(now);
 
         SubjectInfo? existing = null;
-        if (lim.Discard == DiscardPolicy.New)
+        if (lim.Discard == DiscardPolicy.New && !inBatch)
         {
             if (lim.MaxMessages > 0 && Msgs + 1 > (ulong)lim.MaxMessages) return StoreStatus.MaxMessagesExceeded;
             if (lim.MaxBytes > 0 && Bytes + (ulong)size > (ulong)lim.MaxBytes) return StoreStatus.MaxBytesExceeded;
@@ -263,7 +353,7 @@ internal abstract class IndexedStore : IStreamStore
             _ttl.Enqueue(seq, ts + ttl);
             if (_expiryTimer is null) StartExpiryTimer();
         }
-        EnforceLimitsAfterAppend(subj, now);
+        if (!inBatch) EnforceLimitsAfterAppend(subj, now);
         return StoreStatus.Ok;
     }
 

@@ -123,23 +123,50 @@ internal sealed partial class FileStore
 
         int off = Format.BlockHeaderSize;
         ulong maxMsgSeq = Last;
+        // Start of a run of atomic-batch records still waiting for the batch's last message (-1: none). The run
+        // is applied when that message is read; a run cut short (crash mid-batch) is never applied.
+        int batchFrom = -1;
         while (off < len)
         {
             if (Format.TryRecord(span[off..], out var rec))
             {
+                if (rec.BatchContinues && rec.Type == Format.TypeMessage)
+                {
+                    if (batchFrom < 0) batchFrom = off;
+                    off += rec.Length;
+                    continue;
+                }
+                if (batchFrom >= 0)
+                {
+                    for (int p = batchFrom; p < off;)
+                    {
+                        var br = new Format.Rec(span[p..]);
+                        ApplyRecord(blk, p, br.Type, br.Seq, br.Timestamp, br.Ttl, br.Length, span.Slice(p + Format.RecordHeaderSize, br.SubjectLength), ref last, ref floor, ref maxMsgSeq);
+                        p += br.Length;
+                    }
+                    batchFrom = -1;
+                }
                 ApplyRecord(blk, off, rec.Type, rec.Seq, rec.Timestamp, rec.Ttl, rec.Length, span.Slice(off + Format.RecordHeaderSize, rec.SubjectLength), ref last, ref floor, ref maxMsgSeq);
                 off += rec.Length;
                 continue;
+            }
+            if (batchFrom >= 0)
+            {
+                Report($"block {bn}: atomic batch from offset {batchFrom} is cut short by damaged data at offset {off}; its messages are discarded");
+                if (isLast) off = batchFrom; // truncated below with the torn tail
+                batchFrom = -1;
+                if (isLast)
+                {
+                    TruncateTail(file, blk, bn, off, len);
+                    break;
+                }
             }
             int next = Resync(span, off + 1, maxMsgSeq);
             if (next < 0)
             {
                 if (isLast)
                 {
-                    Report($"block {bn}: torn tail at offset {off} ({len - off} bytes) truncated");
-                    file.SetLength(off);
-                    blk.Size = blk.Flushed = off;
-                    blk.WriteGen++; // the truncation is fsynced before the store is used
+                    TruncateTail(file, blk, bn, off, len);
                 }
                 else
                 {
@@ -150,6 +177,13 @@ internal sealed partial class FileStore
             var nr = new Format.Rec(span[next..]);
             Report($"block {bn}: corrupt data at offset {off}..{next} ({next - off} bytes, checksum mismatch); sequences {maxMsgSeq + 1}..{nr.Seq - 1} may be lost");
             off = next;
+        }
+        if (batchFrom >= 0)
+        {
+            // The block ends inside an atomic batch: a crash before its last record reached the disk. None of it
+            // was acknowledged (the PubAck follows the whole batch), so none of it is kept.
+            Report($"block {bn}: incomplete atomic batch at offset {batchFrom} ({len - batchFrom} bytes) discarded");
+            if (isLast) TruncateTail(file, blk, bn, batchFrom, len);
         }
         _diskBytes += blk.Size;
         blk.Reserved = isLast ? Math.Max(_opt.BlockSize, blk.Size) : blk.Size;
@@ -164,6 +198,14 @@ internal sealed partial class FileStore
             ReturnBuffer(data);
         }
         return (StoreStatus.Ok, null);
+    }
+
+    private void TruncateTail(IStoreFile file, MsgBlock blk, string bn, int off, long len)
+    {
+        Report($"block {bn}: torn tail at offset {off} ({len - off} bytes) truncated");
+        file.SetLength(off);
+        blk.Size = blk.Flushed = off;
+        blk.WriteGen++; // the truncation is fsynced before the store is used
     }
 
     /// <summary>Applies one record (read from the block, or from its index snapshot) to the indexes.</summary>

@@ -103,10 +103,11 @@ internal sealed partial class FileStore
         if (st != StoreStatus.Ok) return st;
         var t = _tail;
         int off = (int)t.Size;
-        Format.WriteRecord(t.Cache.AsSpan(off, len), Format.TypeMessage, seq, ts, ttl, subject, headers, payload);
+        Format.WriteRecord(t.Cache.AsSpan(off, len), Format.TypeMessage, seq, ts, ttl, subject, headers, payload, _batchContinues ? Format.FlagBatchContinues : (byte)0);
         t.Size += len;
         // Sync-always appends are written and fsynced by the group-commit leader (WaitDurable), outside the lock.
-        if (_sync != SyncPolicy.Always && t.Size - t.Flushed >= _opt.CoalesceBytes)
+        // A batch is written to the OS whole, at its end (EndBatch).
+        if (_sync != SyncPolicy.Always && !_inBatch && t.Size - t.Flushed >= _opt.CoalesceBytes)
         {
             st = FlushTailLocked();
             if (st != StoreStatus.Ok)
@@ -123,6 +124,46 @@ internal sealed partial class FileStore
         if (_sync == SyncPolicy.Always) _ticket = ++_written;
         else if (t.Flushed < t.Size) ArmFlush();
         return StoreStatus.Ok;
+    }
+
+    // ---- atomic batches (IStreamStore.AppendBatch) ----
+    // A batch is one run of message records in ONE block: every record but the last carries FlagBatchContinues,
+    // so recovery can tell a complete batch from one cut short by a crash (FileStore.Recovery.cs). The whole
+    // batch's room is reserved first (a new block, or a bigger image of the newest block), and nothing else is
+    // written between its records (IndexedStore defers expiry and limit removals until after the batch).
+    private bool _inBatch;
+    private bool _batchContinues;
+
+    protected override StoreStatus BeginBatch(IAppendBatch batch)
+    {
+        long total = 0;
+        for (int i = 0; i < batch.Count; i++)
+        {
+            int len = Format.RecordLength(batch.Subject(i).Length, batch.Headers(i).Length, batch.Payload(i).Length);
+            if (len > Format.MaxRecord) return StoreStatus.MessageTooLarge;
+            total += len;
+        }
+        if (total > int.MaxValue / 2) return StoreStatus.MessageTooLarge;
+        if (_writeRefused)
+        {
+            var fst = FlushTailLocked();
+            if (fst != StoreStatus.Ok) return fst;
+        }
+        var st = EnsureTailRoom((int)total, Last + 1);
+        if (st != StoreStatus.Ok) return st;
+        _inBatch = true;
+        return StoreStatus.Ok;
+    }
+
+    protected override void MarkBatchRecord(bool more) => _batchContinues = more;
+
+    protected override void EndBatch()
+    {
+        _inBatch = false;
+        _batchContinues = false;
+        var t = _tail;
+        if (_sync != SyncPolicy.Always && t.Size - t.Flushed >= _opt.CoalesceBytes && FlushTailLocked() != StoreStatus.Ok && Failure is null)
+            ArmFlush(); // refused by the disk limit: retried by the flush timer like any buffered append
     }
 
     private void AppendControl(byte type, ulong seq)

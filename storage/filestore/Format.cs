@@ -22,7 +22,9 @@ namespace NatsBroker.Storage.File;
 ///   0  u32 record length (all of it, header and crc included)
 ///   4  u8 type: 1 message, 2 tombstone (seq = deleted sequence), 3 floor (seq = new first sequence;
 ///      everything below is deleted), 4 skip (seq = new last sequence), 5 erased message (body zeroed)
-///   5  u8 flags (bit 0: ttl present)   6  u16 subject length
+///   5  u8 flags (bit 0: ttl present, bit 1: batch continues: this message is part of an atomic batch whose
+///      last message follows; a run of such records not ended by a message without the bit is discarded at open)
+///      6  u16 subject length
 ///   8  u64 sequence   16 i64 timestamp (Unix ns)   24 i64 ttl (ns, 0 = none)   32 u32 headers length
 ///   36 subject | headers | payload
 ///   end-4 u32 crc32c of every byte of the record before it
@@ -43,6 +45,9 @@ internal static class Format
     public const string ConsumerDir = "obs";
     /// <summary>Per-block index snapshots (FileStore.IndexSnapshots.cs); a store without it opens by scanning.</summary>
     public const string IndexDir = "idx";
+
+    /// <summary>Record flag bits.</summary>
+    public const byte FlagTtl = 1, FlagBatchContinues = 2;
 
     public const byte TypeMessage = 1, TypeTombstone = 2, TypeFloor = 3, TypeSkip = 4, TypeErased = 5;
 
@@ -78,11 +83,11 @@ internal static class Format
     public static int RecordLength(int subject, int headers, int payload) => RecordOverhead + subject + headers + payload;
 
     /// <summary>Encodes a record into <paramref name="dst"/> (exactly RecordLength bytes).</summary>
-    public static void WriteRecord(Span<byte> dst, byte type, ulong seq, long ts, long ttl, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload)
+    public static void WriteRecord(Span<byte> dst, byte type, ulong seq, long ts, long ttl, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload, byte flags = 0)
     {
         BinaryPrimitives.WriteUInt32LittleEndian(dst, (uint)dst.Length);
         dst[4] = type;
-        dst[5] = ttl != 0 ? (byte)1 : (byte)0;
+        dst[5] = (byte)((ttl != 0 ? FlagTtl : 0) | flags);
         BinaryPrimitives.WriteUInt16LittleEndian(dst[6..], (ushort)subject.Length);
         BinaryPrimitives.WriteUInt64LittleEndian(dst[8..], seq);
         BinaryPrimitives.WriteInt64LittleEndian(dst[16..], ts);
@@ -104,9 +109,11 @@ internal static class Format
         public readonly long Timestamp;
         public readonly long Ttl;
         public readonly int HeadersLength;
+        public readonly byte Flags;
 
         public Rec(ReadOnlySpan<byte> s)
         {
+            Flags = s[5];
             Length = (int)BinaryPrimitives.ReadUInt32LittleEndian(s);
             Type = s[4];
             SubjectLength = BinaryPrimitives.ReadUInt16LittleEndian(s[6..]);
@@ -117,6 +124,8 @@ internal static class Format
         }
 
         public int PayloadLength => Length - RecordOverhead - SubjectLength - HeadersLength;
+        /// <summary>A message of an atomic batch that is not its last one.</summary>
+        public bool BatchContinues => (Flags & FlagBatchContinues) != 0;
     }
 
     /// <summary>Checks framing and checksum of the record starting at <paramref name="s"/>[0].</summary>

@@ -92,6 +92,12 @@ public sealed class StreamConfig
     public bool MirrorDirect { get; set; }
     public RePublishConfig? Republish { get; set; }
     public bool? DiscardNewPerSubject { get; set; }
+    /// <summary>nats-server 2.12 allow_atomic (atomic batch publish, ADR-50); null = false (omitempty).</summary>
+    public bool? AllowAtomic { get; set; }
+    /// <summary>nats-server 2.14 allow_batched (fast-ingest batch publish, ADR-50); null = false (omitempty).</summary>
+    public bool? AllowBatched { get; set; }
+    /// <summary>nats-server 2.12 allow_msg_counter (ADR-49 counters); null = false (omitempty).</summary>
+    public bool? AllowMsgCounter { get; set; }
     public Dictionary<string, string>? Metadata { get; set; }
     public StreamConsumerLimits ConsumerLimits { get; set; } = new();
 }

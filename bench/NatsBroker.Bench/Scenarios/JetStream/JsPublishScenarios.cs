@@ -83,10 +83,13 @@ internal sealed class JsAsyncPublishScenario : JsScenarioBase
 {
     private readonly string _storage;
 
-    public JsAsyncPublishScenario(string name, int payload, string storage, long defaultCount)
-        : base(name, $"JetStream async publish (256 in flight), {storage}", payload, defaultCount, latency: false)
+    private readonly bool _persistAsync;
+
+    public JsAsyncPublishScenario(string name, int payload, string storage, long defaultCount, bool persistAsync = false)
+        : base(name, $"JetStream async publish (256 in flight), {storage}{(persistAsync ? " persist_mode async" : "")}", payload, defaultCount, latency: false)
     {
         _storage = storage;
+        _persistAsync = persistAsync;
     }
 
     public override ScenarioResult Run(ScenarioContext ctx)
@@ -94,7 +97,8 @@ internal sealed class JsAsyncPublishScenario : JsScenarioBase
         var api = JsApi.Open(ctx);
         string stream = StreamName(ctx, "AP");
         string subject = "bjs.ap." + ctx.RunId;
-        api.CreateStream(stream, subject, _storage);
+        // nats-server before 2.12 ignores persist_mode (an unknown field): it stores as a plain file stream.
+        api.CreateStream(stream, subject, _storage, _persistAsync ? ",\"persist_mode\":\"async\"" : "");
         var p = new AsyncJsPublisher(ctx, subject, PayloadBytes, 256);
         long n = ctx.Count;
         long w = Warm(n, 100, 20_000);
