@@ -35,11 +35,11 @@ public static class Program
         using var lifetime = new ProcessLifetime();
         var service = new BrokerService(options, () => cli.Reload(), loggers, lifetime);
         // After the broker: gateways (tls-terminator) started as supervised children when the config asks for them.
-        var gateways = new GatewaySupervisor(options, loggers);
+        var gateways = GatewaySupervisor.IsNeeded(options) ? new GatewaySupervisor(options, loggers) : null;
         try
         {
             service.StartAsync(CancellationToken.None).GetAwaiter().GetResult();
-            gateways.StartAsync(CancellationToken.None).GetAwaiter().GetResult();
+            gateways?.StartAsync(CancellationToken.None).GetAwaiter().GetResult();
         }
         catch (Exception ex) when (ex is System.Net.Sockets.SocketException or IOException or UnauthorizedAccessException or ConfigException)
         {
@@ -51,7 +51,7 @@ public static class Program
         Server.NatsServer.StartWarmUp();
         lifetime.NotifyStarted();
         lifetime.WaitForStopRequest();
-        gateways.StopAsync(CancellationToken.None).GetAwaiter().GetResult();
+        gateways?.StopAsync(CancellationToken.None).GetAwaiter().GetResult();
         service.StopAsync(CancellationToken.None).GetAwaiter().GetResult();
         lifetime.NotifyStopped();
         return 0;

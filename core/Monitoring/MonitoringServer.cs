@@ -102,7 +102,7 @@ public sealed partial class MonitoringServer : IAsyncDisposable
                     _kestrelStarted.TrySetCanceled();
                     return;
                 }
-                _kestrel = KestrelHost.Start(_listener, HandleAsync);
+                _kestrel = KestrelHost.Start(_listener, this);
             }
             _kestrelStarted.TrySetResult();
         }
@@ -159,7 +159,8 @@ public sealed partial class MonitoringServer : IAsyncDisposable
     /// <summary>Kestrel over an already bound socket. A separate type so that nothing of ASP.NET Core loads before it starts.</summary>
     private sealed class KestrelHost(WebApplication app) : IAsyncDisposable
     {
-        public static KestrelHost Start(Socket listener, RequestDelegate handler)
+        // The request delegate is made here, not by the caller: compiling the caller must not load ASP.NET Core.
+        public static KestrelHost Start(Socket listener, MonitoringServer monitor)
         {
             var builder = WebApplication.CreateEmptyBuilder(new WebApplicationOptions());
             // The broker owns the process lifetime and signals; this host must not install console handlers.
@@ -173,7 +174,7 @@ public sealed partial class MonitoringServer : IAsyncDisposable
                 k.Listen((IPEndPoint)listener.LocalEndPoint!);
             });
             var app = builder.Build();
-            app.Run(handler);
+            app.Run(monitor.HandleAsync);
             app.StartAsync().GetAwaiter().GetResult();
             return new KestrelHost(app);
         }
