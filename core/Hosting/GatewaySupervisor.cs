@@ -58,7 +58,12 @@ public sealed partial class GatewaySupervisor : IHostedService
         TrustedProxyKeys.Add(kp.GetPublicKey());
     }
 
-    private bool Enabled => (_options.TlsConfigured || _options.WebSocketConfigured) && !_options.GatewaysManagedExternally;
+    private bool Enabled => IsNeeded(_options);
+
+    /// <summary>Whether the configuration asks for supervised gateways. <see cref="Program"/> constructs a supervisor
+    /// only then, so a plain broker does not load System.Diagnostics.Process at start-up.</summary>
+    public static bool IsNeeded(ServerOptions options) =>
+        (options.TlsConfigured || options.WebSocketConfigured) && !options.GatewaysManagedExternally;
 
     private IEnumerable<GatewayKind> Configured()
     {

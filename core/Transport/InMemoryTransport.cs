@@ -5,7 +5,8 @@ namespace NatsBroker.Transport;
 /// <summary>
 /// An in-process duplex connection made of two pipes: the server end and the client end are ordinary
 /// <see cref="Stream"/>s, so <see cref="Server.ClientConnection"/> runs over it exactly as over a socket.
-/// Used to warm the protocol paths at start-up and by tests that want no network.
+/// For in-process sessions and tests that want no network (nothing in the broker uses it since the start-up
+/// warm-up was removed).
 /// </summary>
 public static class InMemoryTransport
 {
