@@ -24,6 +24,7 @@ public static class GatewayProgram
     {
         ArgumentNullException.ThrowIfNull(args);
         ArgumentNullException.ThrowIfNull(load);
+        SocketCompletions.PreferInline(); // before any socket exists
         string? configFile = null;
         string? host = null;
         int? port = null;
