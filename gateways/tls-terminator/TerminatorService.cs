@@ -30,7 +30,7 @@ internal sealed class TerminatorService(TerminatorOptions options, GatewayEnviro
 
     public Task StartAsync(CancellationToken cancellationToken)
     {
-        _certificates = new CertificateSet(options);
+        _certificates = options.RelayOnly ? null : new CertificateSet(options);
         var address = options.Host is "0.0.0.0" or "" or "*" ? IPAddress.Any
             : options.Host is "::" ? IPAddress.IPv6Any
             : IPAddress.TryParse(options.Host, out var ip) ? ip : Dns.GetHostAddresses(options.Host).First();
@@ -46,6 +46,7 @@ internal sealed class TerminatorService(TerminatorOptions options, GatewayEnviro
             ctx.Cancel = true;
             try
             {
+                if (_certificates is null) return;
                 _certificates.Reload();
                 _log.LogInformation("Reloaded TLS certificates");
             }
@@ -55,7 +56,8 @@ internal sealed class TerminatorService(TerminatorOptions options, GatewayEnviro
             }
         });
         _log.LogInformation("Listening for client connections on {Host}:{Port}", options.Host, Port);
-        _log.LogInformation("TLS required for client connections");
+        if (options.RelayOnly) _log.LogWarning("Relay only: plain NATS without TLS (--relay-only, for measuring the gateway hop)");
+        else _log.LogInformation("TLS required for client connections");
         _log.LogInformation("Relaying to the core at {Socket} as proxy {Key}", link.CoreSocket, _signer.PublicKey);
         _acceptLoop = Task.Run(AcceptLoopAsync, CancellationToken.None);
         return Task.CompletedTask;
@@ -80,7 +82,7 @@ internal sealed class TerminatorService(TerminatorOptions options, GatewayEnviro
                 await Task.Delay(10).ConfigureAwait(false);
                 continue;
             }
-            var session = new TlsSession(socket, options, _certificates!, link, _signer, Port, _log);
+            var session = new TlsSession(socket, options, _certificates, link, _signer, Port, _log);
             _sessions.Start(session.RunAsync, _drain.Token);
         }
     }
