@@ -13,12 +13,11 @@ namespace NatsBroker.TlsTerminator;
 /// SIGHUP, and on stop drains: no new clients, every session stops reading from its user and closes once the
 /// core's side has flushed, within the drain timeout.
 /// </summary>
-internal sealed class TerminatorService(TerminatorOptions options, GatewayEnvironment link, ILoggerFactory loggers) : IHostedService, IDisposable
+internal sealed class TerminatorService(TerminatorOptions options, GatewayEnvironment link, SessionSet sessions, ILoggerFactory loggers) : IHostedService, IDisposable
 {
     private const int SolSocket = 1, SoReusePort = 15;
 
     private readonly ILogger _log = loggers.CreateLogger("NatsBroker.TlsTerminator");
-    private readonly SessionSet _sessions = new(loggers.CreateLogger("NatsBroker.TlsTerminator"));
     private readonly CancellationTokenSource _drain = new();
     private readonly ProxySigner _signer = new(link.Seed);
     private CertificateSet? _certificates;
@@ -83,7 +82,7 @@ internal sealed class TerminatorService(TerminatorOptions options, GatewayEnviro
                 continue;
             }
             var session = new TlsSession(socket, options, _certificates, link, _signer, Port, _log);
-            _sessions.Start(session.RunAsync, _drain.Token);
+            sessions.Start(session.RunAsync, _drain.Token);
         }
     }
 
@@ -93,7 +92,7 @@ internal sealed class TerminatorService(TerminatorOptions options, GatewayEnviro
         await _drain.CancelAsync().ConfigureAwait(false);
         _listener?.Dispose();
         if (_acceptLoop is not null) await _acceptLoop.ConfigureAwait(false);
-        await _sessions.DrainAsync(options.DrainTimeout).ConfigureAwait(false);
+        await sessions.DrainAsync(options.DrainTimeout).ConfigureAwait(false);
     }
 
     public void Dispose()

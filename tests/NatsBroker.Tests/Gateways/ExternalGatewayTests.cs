@@ -177,6 +177,47 @@ public sealed class ExternalGatewayTests(ITestOutputHelper output) : IDisposable
         Assert.Equal("tls-terminator", mine.GetProperty("proxy").GetProperty("gateway").GetString());
     }
 
+    [Fact]
+    public async Task Control_plane_over_grpc_reports_health_and_sessions_and_drains_the_gateway()
+    {
+        using var key = KeyPair.CreatePair(PrefixByte.User);
+        int port;
+        using (var l = new TcpListener(IPAddress.Loopback, 0)) { l.Start(); port = ((IPEndPoint)l.LocalEndpoint).Port; }
+        var socket = Path.Combine(Path.GetTempPath(), $"nb-{Guid.NewGuid():N}"[..12] + ".sock");
+        var control = Path.Combine(Path.GetTempPath(), $"nb-{Guid.NewGuid():N}"[..12] + ".ctl");
+        var config = $$"""
+            unix_socket: "{{socket}}"
+            proxies { trusted = [ { key: "{{key.GetPublicKey()}}" } ] }
+            """;
+        var configPath = Path.Combine(_pki.Dir, "control.conf");
+        File.WriteAllText(configPath, config);
+        await using var core = await ServerProcess.StartAsync(ServerKind.Ours, new ServerStartOptions { Config = config }, output);
+        var (terminator, log) = StartTerminator(configPath, port, key.GetSeed(), socket, "--relay-only", "--control-socket", control);
+        await WaitFor(log, "Control plane (gRPC) on");
+        if (!OperatingSystem.IsWindows()) Assert.Equal(UnixFileMode.UserRead | UnixFileMode.UserWrite, File.GetUnixFileMode(control));
+
+        using var channel = NatsBroker.Gateways.Link.Control.ControlClient.Channel(control);
+        var client = new NatsBroker.Gateways.Link.Control.GatewayControl.GatewayControlClient(channel);
+        var deadline = () => DateTime.UtcNow.AddSeconds(30);
+        var health = await client.HealthAsync(new(), deadline: deadline());
+        Assert.True(health.Serving);
+        Assert.Equal("tls-terminator", health.Gateway);
+        Assert.Equal(terminator.Id, health.Pid);
+
+        await using var nc = new NatsConnection(new NatsOpts { Url = $"nats://127.0.0.1:{port}", MaxReconnectRetry = 0 });
+        await nc.ConnectAsync();
+        var stats = await client.StatsAsync(new(), deadline: deadline());
+        Assert.Equal(1, stats.Sessions);
+        Assert.Equal(1, stats.SessionsTotal);
+
+        // Drain: as SIGTERM, the gateway stops accepting, closes its sessions once flushed, and exits cleanly.
+        var drained = await client.DrainAsync(new(), deadline: deadline());
+        Assert.Equal(1, drained.Sessions);
+        Assert.True(terminator.WaitForExit(20_000), "the terminator did not exit after Drain");
+        Assert.Equal(0, terminator.ExitCode);
+        Assert.False(File.Exists(control), "the control socket was left behind");
+    }
+
     [System.Runtime.InteropServices.DllImport("libc", EntryPoint = "kill")]
     private static extern int Kill(int pid, int sig);
 }
