@@ -240,14 +240,14 @@ internal sealed class Harness
             {
                 try
                 {
-                    server = ServerProcess.Start(side, sc.NeedsJetStream, tmp, TimeSpan.FromSeconds(20), sc.ServerArgs);
+                    server = ServerProcess.Start(side, sc.NeedsJetStream, tmp, TimeSpan.FromSeconds(20), sc.ServerArgsFor(side.Label));
                 }
                 catch (Exception ex) when (sc.NeedsJetStream && ex is InvalidOperationException or TimeoutException)
                 {
                     throw new NotSupportedByServerException("server did not start with -js: " + ex.Message, ex);
                 }
 
-                using var ctx = new ScenarioContext(server.Endpoint, server.Pid, count, TimeSpan.FromSeconds(_o.TimeoutSeconds), runId, _root, TimeSpan.FromSeconds(3));
+                using var ctx = new ScenarioContext(server.Endpoint, server.Pid, count, TimeSpan.FromSeconds(_o.TimeoutSeconds), runId, _root, TimeSpan.FromSeconds(3), side.Label);
                 try
                 {
                     res = sc.Run(ctx);

@@ -24,7 +24,12 @@ public static class GatewayProgram
     {
         ArgumentNullException.ThrowIfNull(args);
         ArgumentNullException.ThrowIfNull(load);
+        // ctl SOCKET health|stats|drain: a client of a running gateway's control plane (Control/).
+        if (args is ["ctl", var controlSocket, var command])
+            return Control.ControlClient.RunCommandAsync(controlSocket, command, Console.Out, Console.Error).GetAwaiter().GetResult();
+        SocketCompletions.PreferInline(); // before any socket exists
         string? configFile = null;
+        string? controlSocketPath = null;
         string? host = null;
         int? port = null;
         bool debug = false;
@@ -43,6 +48,9 @@ public static class GatewayProgram
                     port = p;
                     i++;
                     break;
+                case "--control-socket" when i + 1 < args.Length:
+                    controlSocketPath = args[++i];
+                    break;
                 case "-D" or "--debug":
                     debug = true;
                     break;
@@ -55,7 +63,7 @@ public static class GatewayProgram
                     }
                     return 0;
                 case "-h" or "--help":
-                    Console.WriteLine($"Usage: {assemblyName} -c <config file> [-a host] [-p port] [-D] | --generate-key");
+                    Console.WriteLine($"Usage: {assemblyName} -c <config file> [-a host] [-p port] [-D] [--control-socket PATH] | --generate-key | ctl PATH health|stats|drain");
                     return 0;
                 default:
                     Console.Error.WriteLine($"{displayName}: unknown argument \"{args[i]}\"");
@@ -87,6 +95,9 @@ public static class GatewayProgram
         builder.Services.AddSystemd();
         builder.Logging.SetMinimumLevel(debug ? LogLevel.Debug : LogLevel.Information);
         builder.Logging.AddFilter("Microsoft.Extensions.Hosting", LogLevel.Warning);
+        // The control plane's web host (Control/ControlPlaneHost) logs through this factory: its per-request lines are noise.
+        builder.Logging.AddFilter("Microsoft.AspNetCore", LogLevel.Warning);
+        builder.Logging.AddFilter("Microsoft.Hosting.Lifetime", LogLevel.Warning);
         builder.Logging.AddSimpleConsole(o =>
         {
             o.SingleLine = true;
@@ -96,7 +107,15 @@ public static class GatewayProgram
         builder.Services.Configure<ConsoleLifetimeOptions>(o => o.SuppressStatusMessages = true);
         builder.Services.AddSingleton(options);
         builder.Services.AddSingleton(link);
+        // One SessionSet per process: the gateway's service runs its sessions in it, the control plane reads it.
+        builder.Services.AddSingleton(sp => new SessionSet(sp.GetRequiredService<ILoggerFactory>().CreateLogger(displayName)));
         builder.Services.AddHostedService<TService>();
+        if (controlSocketPath is not null)
+        {
+            var identity = new Control.GatewayIdentity(displayName, System.Diagnostics.Stopwatch.GetTimestamp());
+            builder.Services.AddHostedService(sp => new Control.ControlPlaneHost(controlSocketPath, identity, sp.GetRequiredService<SessionSet>(),
+                sp.GetRequiredService<IHostApplicationLifetime>(), sp.GetRequiredService<ILoggerFactory>()));
+        }
         try
         {
             using var app = builder.Build();

@@ -14,6 +14,9 @@ public sealed class SessionSet(ILogger log)
 
     public int Count => _sessions.Count;
 
+    /// <summary>Sessions started since the gateway started.</summary>
+    public long Total => Interlocked.Read(ref _next);
+
     /// <summary>Runs one session until it ends.</summary>
     public void Start(Func<CancellationToken, Task> run, CancellationToken drain)
     {

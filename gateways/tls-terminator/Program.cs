@@ -9,6 +9,14 @@ namespace NatsBroker.TlsTerminator;
 /// </summary>
 public static class Program
 {
-    public static int Main(string[] args) =>
-        GatewayProgram.Main<TerminatorOptions, TerminatorService>(args, "NatsBroker.TlsTerminator", "tls-terminator", TerminatorConfig.Load);
+    /// <summary>Our flag on top of GatewayProgram's: plain NATS, relay only (<see cref="TerminatorOptions.RelayOnly"/>).</summary>
+    public const string RelayOnlyFlag = "--relay-only";
+
+    public static int Main(string[] args)
+    {
+        ArgumentNullException.ThrowIfNull(args);
+        bool relayOnly = args.Contains(RelayOnlyFlag);
+        return GatewayProgram.Main<TerminatorOptions, TerminatorService>([.. args.Where(a => a != RelayOnlyFlag)], "NatsBroker.TlsTerminator", "tls-terminator",
+            tree => TerminatorConfig.Load(tree, relayOnly));
+    }
 }

@@ -19,10 +19,13 @@ public static class TerminatorConfig
         ["TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305"] = TlsCipherSuite.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
     };
 
-    public static TerminatorOptions Load(ConfigTree tree)
+    public static TerminatorOptions Load(ConfigTree tree) => Load(tree, relayOnly: false);
+
+    /// <param name="relayOnly"><c>--relay-only</c>: plain NATS, no <c>tls {}</c> block needed (<see cref="TerminatorOptions.RelayOnly"/>).</param>
+    public static TerminatorOptions Load(ConfigTree tree, bool relayOnly)
     {
         ArgumentNullException.ThrowIfNull(tree);
-        var o = new TerminatorOptions();
+        var o = new TerminatorOptions { RelayOnly = relayOnly };
         var errors = new List<ConfigError>();
         bool sawTls = false;
         foreach (var e in tree.Root)
@@ -59,7 +62,7 @@ public static class TerminatorConfig
                     break;
             }
         }
-        if (!sawTls) errors.Add(new ConfigError(null, "the tls-terminator needs a \"tls {}\" block in the configuration"));
+        if (!sawTls && !relayOnly) errors.Add(new ConfigError(null, "the tls-terminator needs a \"tls {}\" block in the configuration"));
         if (errors.Count > 0) throw new ConfigException(errors);
         return o;
     }

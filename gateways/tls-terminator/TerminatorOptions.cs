@@ -32,5 +32,11 @@ public sealed class TerminatorOptions : NatsBroker.Gateways.Link.IGatewayListenO
     /// <summary>How long a stop waits for clients to drain.</summary>
     public TimeSpan DrainTimeout { get; set; } = TimeSpan.FromSeconds(10);
 
+    /// <summary>
+    /// <c>--relay-only</c> on the command line: serve plain NATS (no TLS) and only relay, to measure the gateway hop
+    /// against a direct connection (bench/README.md). Not for production: the client's traffic is not encrypted.
+    /// </summary>
+    public bool RelayOnly { get; set; }
+
     public bool RequireClientCertificate => Verify || VerifyAndMap;
 }

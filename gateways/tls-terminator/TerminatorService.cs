@@ -13,12 +13,11 @@ namespace NatsBroker.TlsTerminator;
 /// SIGHUP, and on stop drains: no new clients, every session stops reading from its user and closes once the
 /// core's side has flushed, within the drain timeout.
 /// </summary>
-internal sealed class TerminatorService(TerminatorOptions options, GatewayEnvironment link, ILoggerFactory loggers) : IHostedService, IDisposable
+internal sealed class TerminatorService(TerminatorOptions options, GatewayEnvironment link, SessionSet sessions, ILoggerFactory loggers) : IHostedService, IDisposable
 {
     private const int SolSocket = 1, SoReusePort = 15;
 
     private readonly ILogger _log = loggers.CreateLogger("NatsBroker.TlsTerminator");
-    private readonly SessionSet _sessions = new(loggers.CreateLogger("NatsBroker.TlsTerminator"));
     private readonly CancellationTokenSource _drain = new();
     private readonly ProxySigner _signer = new(link.Seed);
     private CertificateSet? _certificates;
@@ -30,7 +29,7 @@ internal sealed class TerminatorService(TerminatorOptions options, GatewayEnviro
 
     public Task StartAsync(CancellationToken cancellationToken)
     {
-        _certificates = new CertificateSet(options);
+        _certificates = options.RelayOnly ? null : new CertificateSet(options);
         var address = options.Host is "0.0.0.0" or "" or "*" ? IPAddress.Any
             : options.Host is "::" ? IPAddress.IPv6Any
             : IPAddress.TryParse(options.Host, out var ip) ? ip : Dns.GetHostAddresses(options.Host).First();
@@ -46,6 +45,7 @@ internal sealed class TerminatorService(TerminatorOptions options, GatewayEnviro
             ctx.Cancel = true;
             try
             {
+                if (_certificates is null) return;
                 _certificates.Reload();
                 _log.LogInformation("Reloaded TLS certificates");
             }
@@ -55,7 +55,8 @@ internal sealed class TerminatorService(TerminatorOptions options, GatewayEnviro
             }
         });
         _log.LogInformation("Listening for client connections on {Host}:{Port}", options.Host, Port);
-        _log.LogInformation("TLS required for client connections");
+        if (options.RelayOnly) _log.LogWarning("Relay only: plain NATS without TLS (--relay-only, for measuring the gateway hop)");
+        else _log.LogInformation("TLS required for client connections");
         _log.LogInformation("Relaying to the core at {Socket} as proxy {Key}", link.CoreSocket, _signer.PublicKey);
         _acceptLoop = Task.Run(AcceptLoopAsync, CancellationToken.None);
         return Task.CompletedTask;
@@ -80,8 +81,8 @@ internal sealed class TerminatorService(TerminatorOptions options, GatewayEnviro
                 await Task.Delay(10).ConfigureAwait(false);
                 continue;
             }
-            var session = new TlsSession(socket, options, _certificates!, link, _signer, Port, _log);
-            _sessions.Start(session.RunAsync, _drain.Token);
+            var session = new TlsSession(socket, options, _certificates, link, _signer, Port, _log);
+            sessions.Start(session.RunAsync, _drain.Token);
         }
     }
 
@@ -91,7 +92,7 @@ internal sealed class TerminatorService(TerminatorOptions options, GatewayEnviro
         await _drain.CancelAsync().ConfigureAwait(false);
         _listener?.Dispose();
         if (_acceptLoop is not null) await _acceptLoop.ConfigureAwait(false);
-        await _sessions.DrainAsync(options.DrainTimeout).ConfigureAwait(false);
+        await sessions.DrainAsync(options.DrainTimeout).ConfigureAwait(false);
     }
 
     public void Dispose()

@@ -17,7 +17,7 @@ namespace NatsBroker.TlsTerminator;
 /// <c>timeout</c> is closed without another byte, as nats-server 2.9.10 does (checked against it: the client sees
 /// INFO then end of stream). After the handshake the user's CONNECT gets the proxy fields and bytes are relayed.
 /// </summary>
-internal sealed class TlsSession(Socket socket, TerminatorOptions options, CertificateSet certificates, GatewayEnvironment link,
+internal sealed class TlsSession(Socket socket, TerminatorOptions options, CertificateSet? certificates, GatewayEnvironment link,
     ProxySigner signer, int listenPort, ILogger log)
 {
     private const byte TlsHandshakeRecord = 0x16;
@@ -29,11 +29,18 @@ internal sealed class TlsSession(Socket socket, TerminatorOptions options, Certi
     public async Task RunAsync(CancellationToken drain)
     {
         socket.NoDelay = true;
-        var network = new NetworkStream(socket, ownsSocket: true);
+        // Handshake work resumes on the thread pool; the relay afterwards runs inline on the socket engine
+        // (SocketCompletions).
+        var network = new ThreadPoolResumingStream(new NetworkStream(socket, ownsSocket: true));
         CoreLink? core = null;
         try
         {
             core = await CoreLink.ConnectAsync(link.CoreSocket, drain).ConfigureAwait(false);
+            if (options.RelayOnly)
+            {
+                await RelayPlainAsync(network, core, drain).ConfigureAwait(false);
+                return;
+            }
             var info = CoreLink.FormatInfo(ClientInfo(core));
             bool tlsFirst = options.HandshakeFirst;
             if (tlsFirst && options.HandshakeFirstFallback is { } wait && !await ClientSpeaksWithin(wait).ConfigureAwait(false))
@@ -70,6 +77,7 @@ internal sealed class TlsSession(Socket socket, TerminatorOptions options, Certi
                 await ssl.DisposeAsync().ConfigureAwait(false);
                 return;
             }
+            network.ResumeOnThreadPool = false;
             await Relay.RunAsync(ssl, core, async () =>
             {
                 try { await ssl.ShutdownAsync().ConfigureAwait(false); }
@@ -89,14 +97,32 @@ internal sealed class TlsSession(Socket socket, TerminatorOptions options, Certi
         }
     }
 
+    /// <summary>
+    /// <c>--relay-only</c>: plain NATS, no TLS. The user gets the core's INFO (our listener, the user's address), its
+    /// CONNECT gets the proxy fields, then bytes are relayed: the gateway hop alone, to measure it (bench/README.md).
+    /// </summary>
+    private async Task RelayPlainAsync(ThreadPoolResumingStream network, CoreLink core, CancellationToken drain)
+    {
+        await network.WriteAsync(CoreLink.FormatInfo(ClientInfo(core)), drain).ConfigureAwait(false);
+        if (core.Leftover.Length > 0) await network.WriteAsync(core.Leftover, drain).ConfigureAwait(false);
+        var client = new ProxiedClient { Gateway = "tls-terminator", Ip = RemoteIp, Port = _remote.Port };
+        if (!await ForwardConnectAsync(network, core, client, drain).ConfigureAwait(false)) return;
+        network.ResumeOnThreadPool = false;
+        await Relay.RunAsync(network, core, () =>
+        {
+            socket.Shutdown(SocketShutdown.Both);
+            return Task.CompletedTask;
+        }, drain).ConfigureAwait(false);
+    }
+
     /// <summary>The core's INFO as the user must see it: our listener, TLS required, the user's own address.</summary>
     private System.Text.Json.Nodes.JsonObject ClientInfo(CoreLink core)
     {
         var info = (System.Text.Json.Nodes.JsonObject)core.Info.DeepClone();
         if (options.Host is not ("0.0.0.0" or "" or "::")) info["host"] = options.Host;
         info["port"] = listenPort;
-        info["tls_required"] = true;
-        if (options.RequireClientCertificate) info["tls_verify"] = true;
+        if (!options.RelayOnly) info["tls_required"] = true;
+        if (options.RequireClientCertificate && !options.RelayOnly) info["tls_verify"] = true;
         info["client_ip"] = RemoteIp;
         return info;
     }
@@ -122,7 +148,7 @@ internal sealed class TlsSession(Socket socket, TerminatorOptions options, Certi
     /// refuses anything else ("first record does not look like a TLS handshake") and nats-server closes without
     /// an answer; checking it here keeps OpenSSL from answering a plaintext client with an alert.
     /// </summary>
-    private async Task<SslStream?> HandshakeAsync(NetworkStream network, CancellationToken drain)
+    private async Task<SslStream?> HandshakeAsync(Stream network, CancellationToken drain)
     {
         using var timeout = CancellationTokenSource.CreateLinkedTokenSource(drain);
         timeout.CancelAfter(options.Timeout);
@@ -140,7 +166,7 @@ internal sealed class TlsSession(Socket socket, TerminatorOptions options, Certi
             var ssl = new SslStream(network, leaveInnerStreamOpen: true);
             var auth = new SslServerAuthenticationOptions
             {
-                ServerCertificateContext = certificates.ServerContext,
+                ServerCertificateContext = certificates!.ServerContext,
                 ClientCertificateRequired = options.RequireClientCertificate,
                 EnabledSslProtocols = options.MinVersion == SslProtocols.Tls13 ? SslProtocols.Tls13 : SslProtocols.Tls12 | SslProtocols.Tls13,
                 CertificateRevocationCheckMode = X509RevocationMode.NoCheck,
@@ -175,7 +201,7 @@ internal sealed class TlsSession(Socket socket, TerminatorOptions options, Certi
     {
         if (!options.RequireClientCertificate) return true;
         if (certificate is null) return false;
-        if (certificates.Authorities is not { } cas)
+        if (certificates!.Authorities is not { } cas)
             return (errors & ~SslPolicyErrors.RemoteCertificateNameMismatch) == SslPolicyErrors.None;
         using var custom = new X509Chain();
         custom.ChainPolicy.TrustMode = X509ChainTrustMode.CustomRootTrust;
@@ -210,7 +236,7 @@ internal sealed class TlsSession(Socket socket, TerminatorOptions options, Certi
     /// Reads the user's first line; a CONNECT gets <c>proxy_sig</c> and <c>proxy_client</c>. Anything else (or a line
     /// longer than max_control_line) goes to the core unchanged, which answers it as it answers any client.
     /// </summary>
-    private async Task<bool> ForwardConnectAsync(SslStream ssl, CoreLink core, ProxiedClient client, CancellationToken drain)
+    private async Task<bool> ForwardConnectAsync(Stream ssl, CoreLink core, ProxiedClient client, CancellationToken drain)
     {
         var buffer = new byte[Math.Min(options.MaxControlLine + 2, 64 * 1024)];
         int filled = 0;

@@ -13,10 +13,9 @@ namespace NatsBroker.WebSocketGateway;
 /// client, reloads the wss certificate on SIGHUP, and on stop drains: no new clients, sessions stop reading from
 /// users and close once the core's side has flushed, within the drain timeout.
 /// </summary>
-internal sealed class WebSocketService(WebSocketOptions options, GatewayEnvironment link, ILoggerFactory loggers) : IHostedService, IDisposable
+internal sealed class WebSocketService(WebSocketOptions options, GatewayEnvironment link, SessionSet sessions, ILoggerFactory loggers) : IHostedService, IDisposable
 {
     private readonly ILogger _log = loggers.CreateLogger("NatsBroker.WebSocketGateway");
-    private readonly SessionSet _sessions = new(loggers.CreateLogger("NatsBroker.WebSocketGateway"));
     private readonly CancellationTokenSource _drain = new();
     private readonly ProxySigner _signer = new(link.Seed);
     private CertificateSet? _certificates;
@@ -78,7 +77,7 @@ internal sealed class WebSocketService(WebSocketOptions options, GatewayEnvironm
                 continue;
             }
             var session = new WebSocketSession(socket, options, _certificates, link, _signer, _log);
-            _sessions.Start(session.RunAsync, _drain.Token);
+            sessions.Start(session.RunAsync, _drain.Token);
         }
     }
 
@@ -88,7 +87,7 @@ internal sealed class WebSocketService(WebSocketOptions options, GatewayEnvironm
         await _drain.CancelAsync().ConfigureAwait(false);
         _listener?.Dispose();
         if (_acceptLoop is not null) await _acceptLoop.ConfigureAwait(false);
-        await _sessions.DrainAsync(options.DrainTimeout).ConfigureAwait(false);
+        await sessions.DrainAsync(options.DrainTimeout).ConfigureAwait(false);
     }
 
     public void Dispose()

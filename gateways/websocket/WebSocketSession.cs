@@ -32,6 +32,8 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
     private readonly ArrayBufferWriter<byte> _toCore = new(BufferSize);
     private readonly ArrayBufferWriter<byte> _controlOut = new(256);
     private Stream _user = null!;
+    /// <summary>The user's socket stream: continuations move to the thread pool until CONNECT is forwarded.</summary>
+    private ThreadPoolResumingStream? _network;
     private AcceptedUpgrade _upgrade = null!;
     private bool _connectForwarded;
     private bool _closeSent;
@@ -43,7 +45,10 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
     public async Task RunAsync(CancellationToken drain)
     {
         socket.NoDelay = true;
-        _user = new NetworkStream(socket, ownsSocket: true);
+        // The upgrade (TLS, HTTP, CONNECT) resumes on the thread pool; the relay runs inline on the socket engine
+        // (SocketCompletions).
+        _network = new ThreadPoolResumingStream(new NetworkStream(socket, ownsSocket: true));
+        _user = _network;
         CoreLink? core = null;
         try
         {
@@ -220,7 +225,11 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
                 }
                 if (n == 0) return;
                 bool ok = decoder.Decode(buffer.AsSpan(0, n), this);
-                if (!_connectForwarded) ForwardConnectWhenComplete(core);
+                if (!_connectForwarded)
+                {
+                    ForwardConnectWhenComplete(core);
+                    if (_connectForwarded) _network!.ResumeOnThreadPool = false; // now a byte pump
+                }
                 if (_toCore.WrittenCount > 0 && (_connectForwarded || !ok || _userClosed))
                 {
                     try

@@ -28,6 +28,9 @@ internal interface IScenario
     /// <summary>Extra server flags for this scenario (same for both servers), e.g. <c>--user</c>/<c>--pass</c>.</summary>
     IReadOnlyList<string> ServerArgs => [];
 
+    /// <summary>Server flags for one side ("ours" or "go"); the same <see cref="ServerArgs"/> for both unless a scenario differs.</summary>
+    IReadOnlyList<string> ServerArgsFor(string side) => ServerArgs;
+
     /// <summary>Runs once against the server in <paramref name="ctx"/>. Must call ctx.MarkStart/MarkEnd around the timed part.</summary>
     ScenarioResult Run(ScenarioContext ctx);
 }

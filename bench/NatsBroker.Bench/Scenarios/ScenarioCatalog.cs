@@ -1,4 +1,5 @@
 using NatsBroker.Bench.Scenarios.Core;
+using NatsBroker.Bench.Scenarios.Gateways;
 using System.Text.Json.Nodes;
 using NatsBroker.Bench.Scenarios.JetStream;
 using NatsBroker.Bench.Scenarios.NatsJs;
@@ -64,6 +65,18 @@ internal static class ScenarioCatalog
         NatsNetScenario.PubSub("nn-tls-pubsub-128", "pub/sub 1:1", 128, 300_000, pubs: 1, subs: 1).OverTls("nn-tls-pubsub-128"),
         NatsNetScenario.PubSub("nn-tls-pubsub-16k", "pub/sub 1:1", 16 * 1024, 10_000, pubs: 1, subs: 1).OverTls("nn-tls-pubsub-16k"),
         NatsNetScenario.RequestReply("nn-tls-reqrep-128", "request/reply 1 client, 1 service", 128, 4_000, clients: 1, services: 1, queue: false).OverTls("nn-tls-reqrep-128"),
+
+        // The gateway hop alone (issue 11): ours through the tls-terminator in --relay-only mode (plain NATS, Unix-socket
+        // link to the core) vs nats-server behind socat, a plain TCP relay. Compare with pub-128 / pubsub-16k / reqrep-128.
+        new HopScenario(new PubSubScenario("hop-pub-128", "publish only", pubs: 1, subs: 0, payload: 128, defaultCount: 2_000_000), "hop-pub-128"),
+        new HopScenario(new PubSubScenario("hop-pubsub-16k", "pub/sub 1:1", pubs: 1, subs: 1, payload: 16 * 1024, defaultCount: 20_000), "hop-pubsub-16k"),
+        new HopScenario(new RequestReplyScenario("hop-reqrep-128", "request/reply 1 client, 1 service", clients: 1, services: 1, queue: false, payload: 128, defaultCount: 4_000), "hop-reqrep-128"),
+
+        // WebSocket (issue 12): nats-server's in-process websocket {} vs ours through the websocket gateway, hop included.
+        NatsNetScenario.PubSub("nn-ws-pub-128", "publish only", 128, 500_000, pubs: 1, subs: 0).OverWebSocket("nn-ws-pub-128"),
+        NatsNetScenario.PubSub("nn-ws-pubsub-128", "pub/sub 1:1", 128, 300_000, pubs: 1, subs: 1).OverWebSocket("nn-ws-pubsub-128"),
+        NatsNetScenario.PubSub("nn-ws-pubsub-16k", "pub/sub 1:1", 16 * 1024, 10_000, pubs: 1, subs: 1).OverWebSocket("nn-ws-pubsub-16k"),
+        NatsNetScenario.RequestReply("nn-ws-reqrep-128", "request/reply 1 client, 1 service", 128, 4_000, clients: 1, services: 1, queue: false).OverWebSocket("nn-ws-reqrep-128"),
 
         // The same workloads through the nats.js client library (smaller counts): what a library user sees.
         new NatsJsScenario("njs-pub-16", "publish only", "pubsub", 16, 300_000, extra: new() { ["pubs"] = 1, ["subs"] = 0 }),

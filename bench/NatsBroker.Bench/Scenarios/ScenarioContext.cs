@@ -24,9 +24,10 @@ internal sealed class ScenarioContext : IDisposable
     private long _cpuStartTs;
     private Timer? _watchdog;
 
-    public ScenarioContext(IPEndPoint endpoint, int serverPid, long count, TimeSpan timeout, string runId, string repoRoot, TimeSpan requestTimeout)
+    public ScenarioContext(IPEndPoint endpoint, int serverPid, long count, TimeSpan timeout, string runId, string repoRoot, TimeSpan requestTimeout, string side = "ours")
     {
         Endpoint = endpoint;
+        Side = side;
         _serverPid = serverPid;
         Count = count;
         Timeout = timeout;
@@ -39,7 +40,13 @@ internal sealed class ScenarioContext : IDisposable
         _watchdog = new Timer(_ => Abort(new TimeoutException($"scenario exceeded its {timeout.TotalSeconds:0} s limit")), null, timeout + TimeSpan.FromSeconds(2), System.Threading.Timeout.InfiniteTimeSpan);
     }
 
-    public IPEndPoint Endpoint { get; }
+    public IPEndPoint Endpoint { get; private set; }
+
+    /// <summary>Which server this run is on: "ours" or "go" (the harness's labels).</summary>
+    public string Side { get; }
+
+    /// <summary>From now on clients connect to <paramref name="relay"/> (a gateway or TCP relay in front of the server).</summary>
+    public void RouteThrough(IPEndPoint relay) => Endpoint = relay;
 
     public string Url => $"nats://{Endpoint.Address}:{Endpoint.Port}";
 

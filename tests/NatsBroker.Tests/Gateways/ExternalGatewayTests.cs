@@ -30,7 +30,7 @@ public sealed class ExternalGatewayTests(ITestOutputHelper output) : IDisposable
         _pki.Dispose();
     }
 
-    private (Process, StringBuilder) StartTerminator(string config, int port, string seed, string socket)
+    private (Process, StringBuilder) StartTerminator(string config, int port, string seed, string socket, params string[] extra)
     {
         var dll = Path.Combine(AppContext.BaseDirectory, "NatsBroker.TlsTerminator.dll");
         var psi = new ProcessStartInfo(TestEnvironment.DotnetHost())
@@ -40,6 +40,7 @@ public sealed class ExternalGatewayTests(ITestOutputHelper output) : IDisposable
             RedirectStandardOutput = true,
             ArgumentList = { dll, "-c", config, "-a", "127.0.0.1", "-p", port.ToString(System.Globalization.CultureInfo.InvariantCulture), "-D" },
         };
+        foreach (var a in extra) psi.ArgumentList.Add(a);
         psi.Environment["NATSBROKER_GATEWAY_SEED"] = seed;
         psi.Environment["NATSBROKER_CORE_SOCKET"] = socket;
         var log = new StringBuilder();
@@ -139,6 +140,82 @@ public sealed class ExternalGatewayTests(ITestOutputHelper output) : IDisposable
         {
             foreach (var nc in clients) await nc.DisposeAsync();
         }
+    }
+
+    [Fact]
+    public async Task Relay_only_mode_serves_plain_NATS_through_the_link_as_the_users_own_connection()
+    {
+        // --relay-only (for measuring the hop, bench/README.md): no tls {} needed, plain NATS in, the link as usual.
+        using var key = KeyPair.CreatePair(PrefixByte.User);
+        int port;
+        using (var l = new TcpListener(IPAddress.Loopback, 0)) { l.Start(); port = ((IPEndPoint)l.LocalEndpoint).Port; }
+        var socket = Path.Combine(Path.GetTempPath(), $"nb-{Guid.NewGuid():N}"[..12] + ".sock");
+        var config = $$"""
+            unix_socket: "{{socket}}"
+            proxies { trusted = [ { key: "{{key.GetPublicKey()}}" } ] }
+            """;
+        var configPath = Path.Combine(_pki.Dir, "relay-only.conf");
+        File.WriteAllText(configPath, config);
+        await using var core = await ServerProcess.StartAsync(ServerKind.Ours, new ServerStartOptions { Config = config, Monitoring = true }, output);
+        var (_, log) = StartTerminator(configPath, port, key.GetSeed(), socket, "--relay-only");
+        await WaitFor(log, "Listening for client connections");
+
+        await using var nc = new NatsConnection(new NatsOpts { Url = $"nats://127.0.0.1:{port}", Name = "through-relay" });
+        await nc.ConnectAsync();
+        Assert.False(nc.ServerInfo!.TlsRequired);
+        Assert.Equal(port, nc.ServerInfo.Port);
+        using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(30));
+        await using var sub = await nc.SubscribeCoreAsync<string>("relay.only", cancellationToken: cts.Token);
+        await nc.PublishAsync("relay.only", "hello", cancellationToken: cts.Token);
+        Assert.Equal("hello", (await sub.Msgs.ReadAsync(cts.Token)).Data);
+
+        // The core took the proxy signature: the connection is the user's, marked as coming through the gateway.
+        using var http = new HttpClient();
+        using var connz = System.Text.Json.JsonDocument.Parse(await http.GetStringAsync(await GatewayTestHelpers.ConnzUri(core), cts.Token));
+        var mine = connz.RootElement.GetProperty("connections").EnumerateArray()
+            .Single(c => c.TryGetProperty("name", out var n) && n.GetString() == "through-relay");
+        Assert.Equal("tls-terminator", mine.GetProperty("proxy").GetProperty("gateway").GetString());
+    }
+
+    [Fact]
+    public async Task Control_plane_over_grpc_reports_health_and_sessions_and_drains_the_gateway()
+    {
+        using var key = KeyPair.CreatePair(PrefixByte.User);
+        int port;
+        using (var l = new TcpListener(IPAddress.Loopback, 0)) { l.Start(); port = ((IPEndPoint)l.LocalEndpoint).Port; }
+        var socket = Path.Combine(Path.GetTempPath(), $"nb-{Guid.NewGuid():N}"[..12] + ".sock");
+        var control = Path.Combine(Path.GetTempPath(), $"nb-{Guid.NewGuid():N}"[..12] + ".ctl");
+        var config = $$"""
+            unix_socket: "{{socket}}"
+            proxies { trusted = [ { key: "{{key.GetPublicKey()}}" } ] }
+            """;
+        var configPath = Path.Combine(_pki.Dir, "control.conf");
+        File.WriteAllText(configPath, config);
+        await using var core = await ServerProcess.StartAsync(ServerKind.Ours, new ServerStartOptions { Config = config }, output);
+        var (terminator, log) = StartTerminator(configPath, port, key.GetSeed(), socket, "--relay-only", "--control-socket", control);
+        await WaitFor(log, "Control plane (gRPC) on");
+        if (!OperatingSystem.IsWindows()) Assert.Equal(UnixFileMode.UserRead | UnixFileMode.UserWrite, File.GetUnixFileMode(control));
+
+        using var channel = NatsBroker.Gateways.Link.Control.ControlClient.Channel(control);
+        var client = new NatsBroker.Gateways.Link.Control.GatewayControl.GatewayControlClient(channel);
+        var deadline = () => DateTime.UtcNow.AddSeconds(30);
+        var health = await client.HealthAsync(new(), deadline: deadline());
+        Assert.True(health.Serving);
+        Assert.Equal("tls-terminator", health.Gateway);
+        Assert.Equal(terminator.Id, health.Pid);
+
+        await using var nc = new NatsConnection(new NatsOpts { Url = $"nats://127.0.0.1:{port}", MaxReconnectRetry = 0 });
+        await nc.ConnectAsync();
+        var stats = await client.StatsAsync(new(), deadline: deadline());
+        Assert.Equal(1, stats.Sessions);
+        Assert.Equal(1, stats.SessionsTotal);
+
+        // Drain: as SIGTERM, the gateway stops accepting, closes its sessions once flushed, and exits cleanly.
+        var drained = await client.DrainAsync(new(), deadline: deadline());
+        Assert.Equal(1, drained.Sessions);
+        Assert.True(terminator.WaitForExit(20_000), "the terminator did not exit after Drain");
+        Assert.Equal(0, terminator.ExitCode);
+        Assert.False(File.Exists(control), "the control socket was left behind");
     }
 
     [System.Runtime.InteropServices.DllImport("libc", EntryPoint = "kill")]

@@ -23,7 +23,8 @@ internal sealed class NatsNetScenario : IScenario
     private readonly int _clients;
     private readonly int _services;
     private readonly bool _queue;
-    private readonly bool _tls;
+    /// <summary>"plain", "tls" (BenchTls) or "ws" (BenchWebSocket).</summary>
+    private readonly string _transport = "plain";
 
     private NatsNetScenario(string name, string title, string kind, int payload, long defaultCount, int pubs, int subs, int clients, int services, bool queue)
     {
@@ -40,17 +41,23 @@ internal sealed class NatsNetScenario : IScenario
         ReportsLatency = kind == "reqrep";
     }
 
-    private NatsNetScenario(NatsNetScenario plain, string name, string title)
+    private NatsNetScenario(NatsNetScenario plain, string name, string title, string transport)
         : this(name, title, plain._kind, plain.PayloadBytes, plain.DefaultCount, plain._pubs, plain._subs, plain._clients, plain._services, plain._queue)
     {
-        _tls = true;
+        _transport = transport;
     }
 
     /// <summary>The same workload over TLS (<see cref="BenchTls"/>): nats-server in-process TLS vs ours through the tls-terminator.</summary>
-    public NatsNetScenario OverTls(string name) => new(this, name, Title + ", TLS");
+    public NatsNetScenario OverTls(string name) => new(this, name, Title + ", TLS", "tls");
 
-    /// <summary>TLS rows start both servers with the generated <c>tls {}</c> config.</summary>
-    public IReadOnlyList<string> ServerArgs => _tls ? ["-c", BenchTls.ConfigPath] : [];
+    /// <summary>The same workload over ws:// (<see cref="BenchWebSocket"/>): nats-server's websocket {} vs ours through the websocket gateway.</summary>
+    public NatsNetScenario OverWebSocket(string name) => new(this, name, Title + ", WebSocket", "ws");
+
+    /// <summary>TLS rows start both servers with the generated config.</summary>
+    public IReadOnlyList<string> ServerArgs => _transport == "tls" ? ["-c", BenchTls.ConfigPath] : [];
+
+    /// <summary>WebSocket rows get a new config (a new port) for every server start.</summary>
+    public IReadOnlyList<string> ServerArgsFor(string side) => _transport == "ws" ? ["-c", BenchWebSocket.NextConfig()] : ServerArgs;
 
     public static NatsNetScenario PubSub(string name, string title, int payload, long defaultCount, int pubs, int subs) =>
         new(name, title, "pubsub", payload, defaultCount, pubs, subs, 0, 0, false);
@@ -76,6 +83,8 @@ internal sealed class NatsNetScenario : IScenario
     // is the one place that waits for it, on the harness thread, never on a thread-pool thread the client needs.
     public ScenarioResult Run(ScenarioContext ctx)
     {
+        // Ours serves ws:// from a gateway the core starts as a child: the core's port answering does not mean it is up.
+        if (_transport == "ws") Gateways.BenchGateways.WaitReady(BenchWebSocket.Endpoint, TimeSpan.FromSeconds(15), expectInfo: false);
         try
         {
             return Task.Run(() => _kind == "pubsub" ? PubSubAsync(ctx) : RequestReplyAsync(ctx)).GetAwaiter().GetResult();
@@ -89,8 +98,13 @@ internal sealed class NatsNetScenario : IScenario
 
     private NatsOpts Options(ScenarioContext ctx, string name) => new()
     {
-        Url = _tls ? ctx.Url.Replace("nats://", "tls://", StringComparison.Ordinal) : ctx.Url,
-        TlsOpts = _tls ? new NatsTlsOpts { Mode = TlsMode.Require, CaFile = BenchTls.CaFile } : NatsTlsOpts.Default,
+        Url = _transport switch
+        {
+            "tls" => ctx.Url.Replace("nats://", "tls://", StringComparison.Ordinal),
+            "ws" => BenchWebSocket.Url,
+            _ => ctx.Url,
+        },
+        TlsOpts = _transport == "tls" ? new NatsTlsOpts { Mode = TlsMode.Require, CaFile = BenchTls.CaFile } : NatsTlsOpts.Default,
         Name = name,
         ConnectTimeout = TimeSpan.FromSeconds(5),
         RequestTimeout = ctx.RequestTimeout,
