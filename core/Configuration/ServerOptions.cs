@@ -63,6 +63,8 @@ public sealed class ServerOptions
     public string? NoAuthUser { get; set; }
     /// <summary>Accounts from the <c>accounts {}</c> block; users outside any account belong to <c>$G</c>.</summary>
     public List<AccountConfig> Accounts { get; set; } = [];
+    /// <summary>Operator/JWT mode, resolvers and the system account (OperatorOptions.cs).</summary>
+    public OperatorOptions Operator { get; set; } = new();
 
     // ---- Monitoring ----
     private string? _httpHost;

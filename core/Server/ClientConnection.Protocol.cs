@@ -133,6 +133,7 @@ public sealed partial class ClientConnection
         if (!BindAccount(result.Account)) return false;
         AuthorizedUser = result.User;
         _permissions = result.Permissions;
+        ScheduleExpiry(result.Expires);
         return true;
     }
 

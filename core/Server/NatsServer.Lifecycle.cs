@@ -76,7 +76,7 @@ public sealed partial class NatsServer
         next.UnixSocketPath = current.UnixSocketPath;
         _options = next;
         Accounts.Apply(next);
-        _auth = new OptionsAuthenticator(next);
+        _auth = CreateAuthenticator(next);
         // Existing connections stay, but are re-checked against the new users and limits, as nats-server's
         // reloadAuthorization does: invalid credentials are closed, permissions and limits replaced.
         foreach (var c in _clients.Values) c.OnReload(next, _auth);

@@ -51,7 +51,7 @@ public sealed partial class MonitoringEndpointTests
         Assert.Equal(1, v.GetProperty("http_req_stats").GetProperty("/varz").GetInt64());
         Assert.Empty(Keys(v.GetProperty("cluster")));
         Assert.Empty(Keys(v.GetProperty("jetstream")));
-        Assert.False(v.TryGetProperty("system_account", out _));
+        Assert.Equal("$SYS", v.GetProperty("system_account").GetString());
         Assert.False(v.TryGetProperty("auth_required", out _));
 
         var v2 = await broker.GetJsonAsync("/varz");
