@@ -12,6 +12,9 @@ public sealed partial class ClientConnection
 {
     private ITimer? _expiry;
 
+    /// <summary>CONNECT was accepted (the client counts as connected for the $SYS connect/disconnect events).</summary>
+    internal bool ConnectAccepted => _connectReceived;
+
     /// <summary>Arms (or re-arms, after a re-authentication) the expiry of this connection's credentials; null = never.</summary>
     private void ScheduleExpiry(DateTimeOffset? expires)
     {

@@ -118,6 +118,7 @@ public sealed partial class ClientConnection
         _rttMeasured = true;
         ScheduleFirstPing(now);
         if (_verbose) EnqueueProto(ProtocolWriter.Ok);
+        if (!IsInternal) _server.SystemServices?.ClientConnected(this);
     }
 
     private ClientAuthContext AuthContext() => new()

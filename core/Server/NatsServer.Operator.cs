@@ -14,6 +14,15 @@ public sealed partial class NatsServer
 {
     private AccountResolver? _resolver;
 
+    /// <summary>The system account's services and events; null when there is no system account.</summary>
+    internal Accounts.SystemServices? SystemServices { get; private set; }
+
+    /// <summary>Starts the $SYS services once the accounts exist (the system account chosen at start-up stays for the server's life).</summary>
+    private void StartSystemServices()
+    {
+        if (Accounts.System is { } system) SystemServices = new Accounts.SystemServices(this, system);
+    }
+
     /// <summary>Operator mode's resolver; null without trusted operators.</summary>
     public AccountResolver? Resolver => _resolver;
 

@@ -39,6 +39,7 @@ public sealed partial class NatsServer : IAsyncDisposable
         Accounts = new AccountRegistry(NewRouter);
         Accounts.Apply(options);
         _auth = CreateAuthenticator(options);
+        StartSystemServices();
     }
 
     private Routing.Router NewRouter() => new(new SubList(), ex => Log.InternalCallbackFault(ex));
@@ -161,6 +162,7 @@ public sealed partial class NatsServer : IAsyncDisposable
     {
         if (client.IsInternal) return;
         _clients.TryRemove(client.Id, out _);
+        if (client.ConnectAccepted) SystemServices?.ClientDisconnected(client);
         RecordClosed(client);
         Log.ClientClosed(client.Id, client.RemoteIp, client.RemotePort, client.ClosedReason?.ToString() ?? "Client Closed");
     }
