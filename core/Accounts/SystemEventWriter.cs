@@ -68,6 +68,22 @@ internal sealed class SystemEventWriter(NatsServer server)
         });
     }
 
+    /// <summary>
+    /// The directory resolver's answer to a claims update (server/accounts.go respondToUpdate, a Go map, so keys
+    /// sorted): <c>{"data":{"account","code","message"},"server":..}</c>, or <c>{"error":{"account","code","description"},"server":..}</c>.
+    /// </summary>
+    public byte[] ClaimsResponse(string account, int code, string message, bool isError) => Build(w =>
+    {
+        w.WriteStartObject(isError ? "error" : "data");
+        w.WriteString("account", account);
+        w.WriteNumber("code", code);
+        w.WriteString(isError ? "description" : "message", message);
+        w.WriteEndObject();
+        w.WriteStartObject("server");
+        WriteServer(w);
+        w.WriteEndObject();
+    });
+
     /// <summary>STATSZ (the PING answer and the periodic event): <c>{"server":..,"statsz":{..}}</c>.</summary>
     public byte[] Statsz()
     {

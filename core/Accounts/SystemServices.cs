@@ -243,30 +243,10 @@ public sealed class SystemServices : IAsyncDisposable
         if (reply.Length > 0) _system.Router.PublishInternal(reply, default, default, answer);
     }
 
-    /// <summary>The dir resolver's answer: <c>{"server":..,"data":{"account","code","message"}}</c> or an <c>"error"</c> object.</summary>
-    private byte[] ClaimsAnswer(string account, int code, string message, bool isError)
-    {
-        var buffer = new System.Buffers.ArrayBufferWriter<byte>();
-        using (var w = new Utf8JsonWriter(buffer))
-        {
-            w.WriteStartObject();
-            w.WriteString("account", account);
-            w.WriteNumber("code", code);
-            w.WriteString(isError ? "description" : "message", message);
-            w.WriteEndObject();
-        }
-        if (!isError) return _json.Response(buffer.WrittenSpan);
-        var wrapped = new System.Buffers.ArrayBufferWriter<byte>();
-        using (var w = new Utf8JsonWriter(wrapped))
-        {
-            w.WriteStartObject();
-            w.WritePropertyName("error");
-            using var doc = JsonDocument.Parse(buffer.WrittenMemory);
-            doc.RootElement.WriteTo(w);
-            w.WriteEndObject();
-        }
-        return wrapped.WrittenSpan.ToArray();
-    }
+    private byte[] ClaimsAnswer(string account, int code, string message, bool isError) =>
+        isError
+            ? _json.ClaimsResponse(account.Length == 0 ? "n/a" : account, code, "jwt update resulted in error - " + message, true)
+            : _json.ClaimsResponse(account, code, message, false);
 
     // ---- events ----
 
