@@ -42,6 +42,7 @@ public sealed class AccountRegistry
         lock (_lock)
         {
             var next = new Dictionary<string, Account>(_accounts, StringComparer.Ordinal);
+            Global.ApplyConfig(new AccountConfig { Name = Account.GlobalName, Mappings = options.Mappings });
             foreach (var config in options.Accounts.Concat(_jwtAccounts.Values))
                 Configure(next, config);
             string? systemName = options.Operator.EffectiveSystemAccount;

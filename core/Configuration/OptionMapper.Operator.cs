@@ -42,6 +42,9 @@ internal sealed partial class OptionMapper
             case "system_account" or "system":
                 if (String(e, out var sys)) op.SystemAccount = sys;
                 return true;
+            case "mappings" or "maps":
+                Mappings(e, o.Mappings);
+                return true;
             case "no_system_account" or "no_system" or "no_sys_acc":
                 if (Bool(e, out bool no)) op.NoSystemAccount = no;
                 return true;

@@ -65,6 +65,8 @@ public sealed class ServerOptions
     public List<AccountConfig> Accounts { get; set; } = [];
     /// <summary>Operator/JWT mode, resolvers and the system account (OperatorOptions.cs).</summary>
     public OperatorOptions Operator { get; set; } = new();
+    /// <summary>Top-level <c>mappings {}</c>: subject mappings of the global account <c>$G</c>.</summary>
+    public List<NatsBroker.Accounts.SubjectMappingConfig> Mappings { get; set; } = [];
 
     // ---- Monitoring ----
     private string? _httpHost;
