@@ -39,7 +39,6 @@ public sealed partial class NatsServer : IAsyncDisposable
         Accounts = new AccountRegistry(NewRouter);
         Accounts.Apply(options);
         _auth = CreateAuthenticator(options);
-        StartSystemServices();
     }
 
     private Routing.Router NewRouter() => new(new SubList(), ex => Log.InternalCallbackFault(ex));
