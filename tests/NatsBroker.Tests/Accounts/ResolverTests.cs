@@ -104,4 +104,37 @@ public sealed class ResolverTests(ITestOutputHelper output, ServerPool pool) : P
             Directory.Delete(dir, true);
         }
     }
+
+    /// <summary>
+    /// SIGHUP with a new preloaded account JWT that revokes a connected user closes that user (the issue asks for
+    /// reload of JWTs; nats-server 2.9.10 keeps the preload it started with, and the user stays connected, so this
+    /// runs against ours only).
+    /// </summary>
+    [SkippableFact]
+    public async Task Reloading_a_preload_that_revokes_a_user_closes_it()
+    {
+        const ServerKind kind = ServerKind.Ours;
+        var x = KeyPair.CreatePair(PrefixByte.Account);
+        var alice = KeyPair.CreatePair(PrefixByte.User);
+        long now = DateTimeOffset.UtcNow.ToUnixTimeSeconds();
+        string Config(string accountJwt) => $$"""
+            operator: {{JwtFactory.Operator(Op, Sys.GetPublicKey())}}
+            system_account: {{Sys.GetPublicKey()}}
+            resolver: MEMORY
+            resolver_preload: {
+              {{Sys.GetPublicKey()}}: {{JwtFactory.Account(Op, Sys, name: "SYS")}}
+              {{x.GetPublicKey()}}: {{accountJwt}}
+            }
+            """;
+        await using var s = await OwnAsync(kind, Config(JwtFactory.Account(Op, x, iat: now - 5, name: "X")));
+        await using var user = await ConnectJwt(s, JwtFactory.User(x, alice, iat: now - 5), alice);
+        Assert.Empty(await user.PingAsync());
+        await File.WriteAllTextAsync(s.ConfigPath, Config(JwtFactory.Account(Op, x,
+            new JsonObject { ["revocations"] = new JsonObject { [alice.GetPublicKey()] = now } }, iat: now, name: "X")));
+        s.Reload();
+        string? line;
+        while ((line = await user.ReadLineAsync(TimeSpan.FromSeconds(10))) == "PING") await user.SendLineAsync("PONG");
+        Output.WriteLine(line ?? "<closed>");
+        Assert.Equal("-ERR 'User Authentication Revoked'", line);
+    }
 }
