@@ -45,6 +45,8 @@ public sealed class Account
     public int Connections => Volatile.Read(ref _connections);
     public IReadOnlyList<ExportConfig> Exports { get; private set; } = [];
     public IReadOnlyList<ImportConfig> Imports { get; private set; } = [];
+    /// <summary>Subject mappings applied to this account's client publishes; null = none (one null check per publish).</summary>
+    public SubjectMappings? Mappings { get; private set; }
     /// <summary>Reply mappings of requests other accounts sent to this account's services.</summary>
     internal ServiceResponses Responses
     {
@@ -61,6 +63,7 @@ public sealed class Account
         MaxPayload = config.MaxPayload;
         Exports = config.Exports;
         Imports = config.Imports;
+        Mappings = SubjectMappings.Create(config.Mappings);
     }
 
     /// <summary>Counts a new connection unless the account is at its max_connections (then false).</summary>

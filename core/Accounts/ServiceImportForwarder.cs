@@ -11,6 +11,9 @@ namespace NatsBroker.Accounts;
 public interface IRequester
 {
     TimeSpan Rtt { get; }
+
+    /// <summary>CONNECT asked for no_responders (with headers): a request nobody serves gets a 503 status back.</summary>
+    bool WantsNoResponders { get; }
 }
 
 /// <summary>
@@ -23,6 +26,7 @@ public interface IRequester
 internal sealed class ServiceImportForwarder : ISubscriber
 {
     private static readonly byte[] EmptyHeader = "NATS/1.0\r\n"u8.ToArray();
+    private static readonly ReadOnlySequence<byte> NoResponders = new("NATS/1.0 503\r\n\r\n"u8.ToArray());
 
     private readonly Account _importer;
     private readonly Account _exporter;
@@ -64,7 +68,13 @@ internal sealed class ServiceImportForwarder : ISubscriber
             var responses = _exporter.Responses;
             var (reply, id) = responses.Add(_importer, msg.Reply, _responseType);
             if (!_exporter.Router.Publish(msg.Origin, subject, reply, headerSize, payload, null, batch))
+            {
                 responses.Remove(id); // nobody serves it: keep no mapping for a response that cannot come
+                // The requester's own subscriptions see the 503 a plain request would get (nats-server 2.10
+                // processServiceImport: no responders across an import).
+                if (msg.Origin is IRequester { WantsNoResponders: true })
+                    _importer.Router.Publish(null, msg.Reply, default, (int)NoResponders.Length, NoResponders, null, batch);
+            }
             return DeliveryOutcome.Delivered;
         }
         finally

@@ -21,8 +21,11 @@ public static class AuthErrors
     /// <summary>No CONNECT within the authorization timeout (default 2s). Closes.</summary>
     public const string AuthenticationTimeout = "Authentication Timeout";
 
-    /// <summary>A user JWT expired while connected (for the future JWT authenticator). Closes.</summary>
+    /// <summary>A user JWT expired while connected. Closes.</summary>
     public const string AuthenticationExpired = "User Authentication Expired";
+
+    /// <summary>A new account JWT revoked the connected user (server/accounts.go). Closes.</summary>
+    public const string AuthenticationRevoked = "User Authentication Revoked";
 
     /// <summary>Queue group name reserved for the system; clients may not queue-subscribe with it (client.go sysGroup).</summary>
     public const string SystemQueueGroup = "_sys_";

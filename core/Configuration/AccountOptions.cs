@@ -10,6 +10,8 @@ public sealed class AccountConfig
     public int MaxConnections { get; set; } = -1;
     public int MaxSubscriptions { get; set; } = -1;
     public int MaxPayload { get; set; } = -1;
+    /// <summary><c>mappings {}</c> of this account (for <c>$G</c>: the top-level block).</summary>
+    public List<NatsBroker.Accounts.SubjectMappingConfig> Mappings { get; set; } = [];
 }
 
 /// <summary>How many responses a service import forwards per request (server/accounts.go ServiceRespType).</summary>

@@ -54,7 +54,10 @@ internal sealed partial class OptionMapper
                     case "limits":
                         AccountLimits(f, config);
                         break;
-                    case "nkey" or "jetstream" or "mappings":
+                    case "mappings" or "maps":
+                        Mappings(f, config.Mappings);
+                        break;
+                    case "nkey" or "jetstream":
                         Unsupported(f, "an account");
                         break;
                     default:

@@ -16,11 +16,9 @@ internal sealed partial class OptionMapper(ServerOptions o)
     /// </summary>
     internal static readonly HashSet<string> UnsupportedTopLevel = new(StringComparer.Ordinal)
     {
-        "cluster", "gateway", "leaf", "leafnodes", "mqtt", "mappings", "maps",
-        "ocsp", "allow_non_tls", "operator", "operators", "roots", "root", "root_operators", "root_operator",
-        "resolver", "account_resolver", "accounts_resolver", "resolver_tls", "resolver_preload",
-        "resolver_pinned_accounts", "system_account", "system", "no_system_account", "no_system", "no_sys_acc",
-        "trusted", "trusted_keys", "default_js_domain", "https", "https_port", "http_base_path", "prof_port",
+        "cluster", "gateway", "leaf", "leafnodes", "mqtt",
+        "ocsp", "allow_non_tls", "roots", "root", "root_operators", "root_operator",
+        "resolver_tls", "resolver_pinned_accounts", "trusted", "trusted_keys", "default_js_domain", "https", "https_port", "http_base_path", "prof_port",
         "remote_syslog", "connect_error_reports", "reconnect_error_reports",
     };
 
@@ -43,6 +41,7 @@ internal sealed partial class OptionMapper(ServerOptions o)
         foreach (var e in tree.Root)
             ApplyTop(e);
         ValidateAccounts();
+        ValidateOperatorMode();
     }
 
     private void Error(SourcePosition p, string message) => Errors.Add(new ConfigError(p, message));
@@ -124,6 +123,7 @@ internal sealed partial class OptionMapper(ServerOptions o)
         long n;
         string s;
         bool b;
+        if (OperatorKey(e, key)) return;
         switch (key)
         {
             case "listen":

@@ -63,6 +63,10 @@ public sealed class ServerOptions
     public string? NoAuthUser { get; set; }
     /// <summary>Accounts from the <c>accounts {}</c> block; users outside any account belong to <c>$G</c>.</summary>
     public List<AccountConfig> Accounts { get; set; } = [];
+    /// <summary>Operator/JWT mode, resolvers and the system account (OperatorOptions.cs).</summary>
+    public OperatorOptions Operator { get; set; } = new();
+    /// <summary>Top-level <c>mappings {}</c>: subject mappings of the global account <c>$G</c>.</summary>
+    public List<NatsBroker.Accounts.SubjectMappingConfig> Mappings { get; set; } = [];
 
     // ---- Monitoring ----
     private string? _httpHost;

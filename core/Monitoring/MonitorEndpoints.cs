@@ -180,6 +180,7 @@ public sealed class MonitorEndpoints(NatsServer server)
         var now = DateTime.UtcNow;
         var v = new Varz
         {
+            SystemAccount = server.Accounts.System?.Name,
             ServerId = server.ServerId,
             ServerName = server.ServerName,
             Version = NatsServer.CompatibleVersion,
@@ -565,7 +566,7 @@ public sealed class MonitorEndpoints(NatsServer server)
     {
         Count("/accountz");
         var acc = query("acc");
-        var a = new Accountz { ServerId = server.ServerId, Now = DateTime.UtcNow };
+        var a = new Accountz { ServerId = server.ServerId, Now = DateTime.UtcNow, SystemAccount = server.Accounts.System?.Name };
         if (string.IsNullOrEmpty(acc))
         {
             a.Accounts = [.. server.Accounts.All.Select(x => x.Name)];

@@ -37,6 +37,9 @@ public sealed partial class ClientConnection
         return true;
     }
 
+    /// <summary>A request through a service import nobody serves gets the 503 status (ServiceImportForwarder).</summary>
+    bool IRequester.WantsNoResponders => _noResponders && _headers;
+
     /// <summary>The server's max_payload, lowered by the account's when it has one.</summary>
     private int EffectiveMaxPayload(ServerOptions options)
     {

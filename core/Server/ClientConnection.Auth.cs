@@ -101,6 +101,7 @@ public sealed partial class ClientConnection
         {
             _server.Log.AuthFailed(Id, RemoteIp, opts.User ?? "");
             SendErrorAndClose(ErrorMessages.AuthorizationViolation, CloseReason.AuthenticationViolation);
+            _server.SystemServices?.AuthenticationFailed(this);
             return false;
         }
         return ApplyAuth(result);

@@ -35,6 +35,8 @@ public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IStall
             return;
         }
         if (_verbose) EnqueueProto(ProtocolWriter.Ok);
+        // Subject mappings (server/client.go selectMappedSubject): after the permission check, on the original subject.
+        if (_account.Mappings is { } mappings && mappings.Map(subject) is { } mapped) subject = mapped;
 
         if (!_account.Router.Publish(this, subject, reply, headerSize, payload, _l1, _batch) && _noResponders && !reply.IsEmpty)
         {

@@ -118,6 +118,7 @@ public sealed partial class ClientConnection
         _rttMeasured = true;
         ScheduleFirstPing(now);
         if (_verbose) EnqueueProto(ProtocolWriter.Ok);
+        if (!IsInternal) _server.SystemServices?.ClientConnected(this);
     }
 
     private ClientAuthContext AuthContext() => new()
@@ -133,6 +134,7 @@ public sealed partial class ClientConnection
         if (!BindAccount(result.Account)) return false;
         AuthorizedUser = result.User;
         _permissions = result.Permissions;
+        ScheduleExpiry(result.Expires);
         return true;
     }
 

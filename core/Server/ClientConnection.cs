@@ -17,7 +17,7 @@ public enum CloseReason
     ClientClosed, ServerShutdown, ProtocolViolation, ParseError, AuthenticationViolation, AuthenticationTimeout,
     SlowConsumerPendingBytes, SlowConsumerWriteDeadline, StaleConnection, MaxPayloadExceeded,
     MaxControlLineExceeded, MaxConnectionsExceeded, BadClientProtocolVersion, NoRespondersRequiresHeaders,
-    ReadError, WriteError, LameDuck, ProxyNotTrusted, ProxyRequired,
+    ReadError, WriteError, LameDuck, ProxyNotTrusted, ProxyRequired, AuthenticationExpired, Revocation,
 }
 
 /// <summary>
@@ -222,6 +222,7 @@ public sealed partial class ClientConnection
         FinalSubscriptions = subs;
         if (subs.Count > 0) _account.Router.SubList.RemoveBatch(subs);
         if (_accountCounted) _account.RemoveConnection();
+        _expiry?.Dispose();
         ShutdownTransport();
         lock (_out.Lock)
         {

@@ -14,6 +14,8 @@ public sealed partial class NatsServer
         if (Interlocked.Exchange(ref _shutdownStarted, 1) != 0) return;
         Log.ShuttingDown();
         CloseListeners();
+        // The SHUTDOWN advisory goes out while clients can still receive it (server/events.go shutdownEventing).
+        if (SystemServices is not null) await SystemServices.DisposeAsync().ConfigureAwait(false);
         if (_heartbeat is not null) await _heartbeat.DisposeAsync().ConfigureAwait(false);
         foreach (var c in _clients.Values) c.CloseAfterFlush(CloseReason.ServerShutdown);
         // Connections parked on a password check wake up (abandoned) and close.
@@ -76,7 +78,7 @@ public sealed partial class NatsServer
         next.UnixSocketPath = current.UnixSocketPath;
         _options = next;
         Accounts.Apply(next);
-        _auth = new OptionsAuthenticator(next);
+        _auth = CreateAuthenticator(next);
         // Existing connections stay, but are re-checked against the new users and limits, as nats-server's
         // reloadAuthorization does: invalid credentials are closed, permissions and limits replaced.
         foreach (var c in _clients.Values) c.OnReload(next, _auth);

@@ -27,6 +27,8 @@ public sealed partial class NatsServer
     {
         var o = _options;
         Log.Starting(ImplementationName, ImplementationVersion, CompatibleVersion, ServerName, ServerId);
+        // Only a server that serves clients runs the $SYS services (not the warm-up's throwaway server).
+        StartSystemServices();
         var address = o.Host is "0.0.0.0" or "" or "*" ? IPAddress.Any
             : o.Host is "::" ? IPAddress.IPv6Any
             : IPAddress.TryParse(o.Host, out var ip) ? ip

@@ -110,6 +110,8 @@ public static class CloseReasonText
         // nats-server 2.12 (ADR-55).
         CloseReason.ProxyNotTrusted => "Proxy Not Trusted",
         CloseReason.ProxyRequired => "Proxy Required",
+        CloseReason.AuthenticationExpired => "Authentication Expired",
+        CloseReason.Revocation => "Credentials Revoked",
         _ => "Unknown State",
     };
 }

@@ -33,12 +33,12 @@ public sealed partial class NatsServer : IAsyncDisposable
     {
         _options = options;
         Log = new ServerLog(logger);
-        _auth = new OptionsAuthenticator(options);
         ServerId = NewServerId();
         ServerName = options.ServerName ?? ServerId;
         StartTime = DateTime.UtcNow;
         Accounts = new AccountRegistry(NewRouter);
         Accounts.Apply(options);
+        _auth = CreateAuthenticator(options);
     }
 
     private Routing.Router NewRouter() => new(new SubList(), ex => Log.InternalCallbackFault(ex));
@@ -161,6 +161,7 @@ public sealed partial class NatsServer : IAsyncDisposable
     {
         if (client.IsInternal) return;
         _clients.TryRemove(client.Id, out _);
+        if (client.ConnectAccepted) SystemServices?.ClientDisconnected(client);
         RecordClosed(client);
         Log.ClientClosed(client.Id, client.RemoteIp, client.RemotePort, client.ClosedReason?.ToString() ?? "Client Closed");
     }

@@ -71,4 +71,7 @@ internal sealed partial class ServerLog(ILogger logger)
 
     [LoggerMessage(Level = LogLevel.Error, Message = "internal subscription callback failed")]
     public partial void InternalCallbackFault(Exception ex);
+
+    [LoggerMessage(Level = LogLevel.Error, Message = "account JWT for {Account} rejected: {Error}")]
+    public partial void AccountJwtRejected(string account, string error);
 }

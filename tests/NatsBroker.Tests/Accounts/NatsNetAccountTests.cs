@@ -63,4 +63,18 @@ public sealed class NatsNetAccountTests(ITestOutputHelper output, ServerPool poo
         });
         await Assert.ThrowsAnyAsync<NatsException>(async () => await c.ConnectAsync());
     }
+
+    /// <summary>
+    /// A request through a service import nobody serves fails fast with no responders (nats-server 2.10's 503 across
+    /// an import; 2.9.10 sends nothing and the request times out, so this runs against ours only).
+    /// </summary>
+    [SkippableFact]
+    public async Task A_service_import_without_a_responder_answers_no_responders()
+    {
+        var s = await SharedAsync(ServerKind.Ours, Config);
+        await using var client = Open(s, Client);
+        using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(30));
+        await Assert.ThrowsAsync<NatsNoRespondersException>(async () =>
+            await client.RequestAsync<string, string>("app.echo", "hi", replyOpts: new NatsSubOpts { Timeout = TimeSpan.FromSeconds(20) }, cancellationToken: cts.Token));
+    }
 }

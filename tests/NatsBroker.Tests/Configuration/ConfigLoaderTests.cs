@@ -244,7 +244,7 @@ public class ConfigLoaderTests
     [InlineData("mqtt { port: 1883 }")]
     [InlineData("gateway { name: x }")]
     [InlineData("allow_non_tls: true")]
-    [InlineData("system_account: SYS")]
+    [InlineData("trusted_keys: x")]
     public void Known_but_unsupported_keys_fail_clearly(string text)
     {
         string key = text.Split(' ', ':')[0];

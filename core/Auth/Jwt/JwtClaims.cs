@@ -1,0 +1,252 @@
+using System.Text.Json;
+using NatsBroker.Configuration;
+
+namespace NatsBroker.Auth.Jwt;
+
+/// <summary>
+/// The claims common to every NATS JWT (nats-io/jwt v2 ClaimsData): <c>sub</c>, <c>iss</c>, <c>name</c>, <c>iat</c>,
+/// <c>exp</c>, <c>nbf</c> (Unix seconds), and the type in <c>nats.type</c> ("operator", "account", "user").
+/// Parsed from an already verified payload (<see cref="Jwt.TryDecode"/>).
+/// </summary>
+public abstract class JwtClaims
+{
+    protected JwtClaims(JsonElement payload, string token)
+    {
+        Token = token;
+        Subject = Str(payload, "sub") ?? "";
+        Issuer = Str(payload, "iss") ?? "";
+        Name = Str(payload, "name") ?? "";
+        IssuedAt = Long(payload, "iat");
+        Expires = Long(payload, "exp");
+        NotBefore = Long(payload, "nbf");
+        Nats = payload.TryGetProperty("nats", out var n) && n.ValueKind == JsonValueKind.Object ? n : default;
+        Type = Str(Nats, "type") ?? "";
+    }
+
+    /// <summary>The encoded JWT these claims came from.</summary>
+    public string Token { get; }
+    public string Subject { get; }
+    public string Issuer { get; }
+    public string Name { get; }
+    public long IssuedAt { get; }
+    /// <summary>Unix seconds; 0 = never.</summary>
+    public long Expires { get; }
+    public long NotBefore { get; }
+    public string Type { get; }
+    protected JsonElement Nats { get; }
+
+    /// <summary>jwt ClaimsData.Validate's blocking time checks: expired, or not valid yet.</summary>
+    public bool IsExpired(DateTimeOffset now) => Expires > 0 && now.ToUnixTimeSeconds() > Expires;
+    public bool IsNotYetValid(DateTimeOffset now) => NotBefore > 0 && now.ToUnixTimeSeconds() < NotBefore;
+
+    internal static string? Str(JsonElement e, string name) =>
+        e.ValueKind == JsonValueKind.Object && e.TryGetProperty(name, out var v) && v.ValueKind == JsonValueKind.String ? v.GetString() : null;
+
+    internal static long Long(JsonElement e, string name, long missing = 0) =>
+        e.ValueKind == JsonValueKind.Object && e.TryGetProperty(name, out var v) && v.ValueKind == JsonValueKind.Number && v.TryGetInt64(out long n) ? n : missing;
+
+    internal static bool Bool(JsonElement e, string name) =>
+        e.ValueKind == JsonValueKind.Object && e.TryGetProperty(name, out var v) && v.ValueKind == JsonValueKind.True;
+
+    internal static List<string> Strings(JsonElement e, string name)
+    {
+        List<string> list = [];
+        if (e.ValueKind != JsonValueKind.Object || !e.TryGetProperty(name, out var v)) return list;
+        if (v.ValueKind == JsonValueKind.Array)
+        {
+            foreach (var item in v.EnumerateArray())
+                if (item.ValueKind == JsonValueKind.String && item.GetString() is { Length: > 0 } s) list.Add(s);
+        }
+        else if (v.ValueKind == JsonValueKind.String && v.GetString() is { Length: > 0 } csv)
+        {
+            // CIDRList also accepts a comma separated string (jwt types.go CIDRList.UnmarshalJSON).
+            foreach (var s in csv.Split(',')) if (s.Trim() is { Length: > 0 } t) list.Add(t.ToLowerInvariant());
+        }
+        return list;
+    }
+
+    /// <summary>jwt Permissions {pub:{allow,deny}, sub:{allow,deny}, resp:{max,ttl}} as the config's permissions; null when empty.</summary>
+    internal static Permissions? ParsePermissions(JsonElement e)
+    {
+        if (e.ValueKind != JsonValueKind.Object) return null;
+        var pub = ParsePermission(e, "pub");
+        var sub = ParsePermission(e, "sub");
+        ResponsePermission? resp = null;
+        if (e.TryGetProperty("resp", out var r) && r.ValueKind == JsonValueKind.Object)
+        {
+            resp = new ResponsePermission
+            {
+                MaxMsgs = (int)Math.Clamp(Long(r, "max"), int.MinValue, int.MaxValue),
+                // jwt's ttl is a Go time.Duration in nanoseconds.
+                Expires = TimeSpan.FromTicks(Long(r, "ttl") / 100),
+            };
+        }
+        if (pub is null && sub is null && resp is null) return null;
+        return new Permissions { Publish = pub, Subscribe = sub, Response = resp };
+    }
+
+    private static SubjectPermission? ParsePermission(JsonElement e, string name)
+    {
+        if (!e.TryGetProperty(name, out var p) || p.ValueKind != JsonValueKind.Object) return null;
+        var allow = Strings(p, "allow");
+        var deny = Strings(p, "deny");
+        if (allow.Count == 0 && deny.Count == 0) return null;
+        return new SubjectPermission { Allow = allow.Count == 0 ? null : allow, Deny = deny.Count == 0 ? null : deny };
+    }
+}
+
+/// <summary>An operator JWT (jwt v2 Operator): self-signed or signed by one of its signing keys; names the system account.</summary>
+public sealed class OperatorClaims : JwtClaims
+{
+    public OperatorClaims(JsonElement payload, string token) : base(payload, token)
+    {
+        SigningKeys = Strings(Nats, "signing_keys");
+        SystemAccount = Str(Nats, "system_account");
+    }
+
+    public List<string> SigningKeys { get; }
+    public string? SystemAccount { get; }
+
+    /// <summary>Keys whose signatures on account JWTs this operator vouches for: its identity and its signing keys.</summary>
+    public bool Vouches(string issuer) => issuer == Subject || SigningKeys.Contains(issuer);
+}
+
+/// <summary>An account JWT (jwt v2 Account): limits, exports, imports, signing keys, revocations, default permissions.</summary>
+public sealed class AccountClaims : JwtClaims
+{
+    public AccountClaims(JsonElement payload, string token) : base(payload, token)
+    {
+        if (Nats.ValueKind == JsonValueKind.Object && Nats.TryGetProperty("signing_keys", out var keys) && keys.ValueKind == JsonValueKind.Array)
+        {
+            foreach (var k in keys.EnumerateArray())
+            {
+                // A plain key, or a scoped key {kind:"user_scope", key, role, template} whose template replaces the user's permissions.
+                if (k.ValueKind == JsonValueKind.String && k.GetString() is { } plain) SigningKeys[plain] = null;
+                else if (k.ValueKind == JsonValueKind.Object && Str(k, "key") is { } scoped)
+                    SigningKeys[scoped] = new ScopedSigningKey(ParsePermissions(k.TryGetProperty("template", out var t) ? t : default));
+            }
+        }
+        if (Nats.ValueKind == JsonValueKind.Object && Nats.TryGetProperty("revocations", out var rev) && rev.ValueKind == JsonValueKind.Object)
+        {
+            foreach (var r in rev.EnumerateObject())
+                if (r.Value.TryGetInt64(out long at)) Revocations[r.Name] = at;
+        }
+        var limits = Nats.ValueKind == JsonValueKind.Object && Nats.TryGetProperty("limits", out var l) ? l : default;
+        MaxConnections = (int)Math.Clamp(Long(limits, "conn", -1), -1, int.MaxValue);
+        MaxSubscriptions = (int)Math.Clamp(Long(limits, "subs", -1), -1, int.MaxValue);
+        MaxPayload = (int)Math.Clamp(Long(limits, "payload", -1), -1, int.MaxValue);
+        DisallowBearer = Bool(limits, "disallow_bearer");
+        DefaultPermissions = ParsePermissions(Nats.ValueKind == JsonValueKind.Object && Nats.TryGetProperty("default_permissions", out var dp) ? dp : default);
+        ParseExportsAndImports();
+    }
+
+    /// <summary>Signing keys → the scope they impose (null for a plain key).</summary>
+    public Dictionary<string, ScopedSigningKey?> SigningKeys { get; } = new(StringComparer.Ordinal);
+    /// <summary>Revoked user keys (or "*" for all) → users issued at or before this Unix time are revoked.</summary>
+    public Dictionary<string, long> Revocations { get; } = new(StringComparer.Ordinal);
+    public int MaxConnections { get; }
+    public int MaxSubscriptions { get; }
+    public int MaxPayload { get; }
+    public bool DisallowBearer { get; }
+    public Permissions? DefaultPermissions { get; }
+    public List<ExportConfig> Exports { get; } = [];
+    public List<ImportConfig> Imports { get; } = [];
+
+    /// <summary>Whether <paramref name="issuer"/> may sign this account's user JWTs: the account itself or one of its signing keys.</summary>
+    public bool Vouches(string issuer) => issuer == Subject || SigningKeys.ContainsKey(issuer);
+
+    /// <summary>server/accounts.go checkUserRevoked: revoked when the user's (or "*") revocation time is at or after the JWT's iat.</summary>
+    public bool IsRevoked(string userKey, long issuedAt) =>
+        (Revocations.TryGetValue(userKey, out long at) && issuedAt <= at) || (Revocations.TryGetValue("*", out at) && issuedAt <= at);
+
+    private void ParseExportsAndImports()
+    {
+        if (Nats.ValueKind != JsonValueKind.Object) return;
+        if (Nats.TryGetProperty("exports", out var exports) && exports.ValueKind == JsonValueKind.Array)
+        {
+            foreach (var x in exports.EnumerateArray())
+            {
+                if (Str(x, "subject") is not { Length: > 0 } subject) continue;
+                var export = new ExportConfig { Subject = subject, IsService = Str(x, "type") == "service" };
+                export.ResponseType = Str(x, "response_type") switch
+                {
+                    "Stream" => ServiceResponseType.Streamed,
+                    "Chunked" => ServiceResponseType.Chunked,
+                    _ => ServiceResponseType.Singleton,
+                };
+                // A token-required (private) export is importable only with an activation token: none are honoured here, so nobody may import it.
+                if (Bool(x, "token_req")) export.Accounts = [];
+                Exports.Add(export);
+            }
+        }
+        if (Nats.TryGetProperty("imports", out var imports) && imports.ValueKind == JsonValueKind.Array)
+        {
+            foreach (var i in imports.EnumerateArray())
+            {
+                if (Str(i, "subject") is not { Length: > 0 } subject || Str(i, "account") is not { Length: > 0 } account) continue;
+                bool service = Str(i, "type") == "service";
+                // v2: local_subject is where the import lands; the older "to" is a prefix for streams and the local subject for services.
+                string? local = Str(i, "local_subject");
+                string? to = Str(i, "to");
+                var import = new ImportConfig { IsService = service, Account = account, Subject = subject };
+                if (!string.IsNullOrEmpty(local)) import.To = local;
+                else if (!string.IsNullOrEmpty(to))
+                {
+                    if (service) import.To = to;
+                    else import.Prefix = to;
+                }
+                Imports.Add(import);
+            }
+        }
+    }
+
+    /// <summary>This account as the registry configures accounts (name = public key).</summary>
+    public AccountConfig ToAccountConfig() => new()
+    {
+        Name = Subject,
+        MaxConnections = MaxConnections,
+        MaxSubscriptions = MaxSubscriptions,
+        MaxPayload = MaxPayload,
+        Exports = Exports,
+        Imports = Imports,
+    };
+}
+
+/// <summary>A scoped signing key's template: users it signs get these permissions, not their own.</summary>
+public sealed record ScopedSigningKey(Permissions? Permissions);
+
+/// <summary>A user JWT (jwt v2 User): permissions, limits, bearer token, issuer account, connection types, source CIDRs, times.</summary>
+public sealed class UserClaims : JwtClaims
+{
+    public UserClaims(JsonElement payload, string token) : base(payload, token)
+    {
+        Permissions = ParsePermissions(Nats);
+        BearerToken = Bool(Nats, "bearer_token");
+        IssuerAccount = Str(Nats, "issuer_account");
+        AllowedConnectionTypes = Strings(Nats, "allowed_connection_types");
+        Src = Strings(Nats, "src");
+        TimesLocation = Str(Nats, "times_location");
+        if (Nats.ValueKind == JsonValueKind.Object && Nats.TryGetProperty("times", out var times) && times.ValueKind == JsonValueKind.Array)
+        {
+            foreach (var t in times.EnumerateArray())
+                if (Str(t, "start") is { } s && Str(t, "end") is { } e) Times.Add((s, e));
+        }
+        MaxSubscriptions = Long(Nats, "subs", -1);
+        MaxPayload = Long(Nats, "payload", -1);
+    }
+
+    public Permissions? Permissions { get; }
+    public bool BearerToken { get; }
+    /// <summary>Set when a signing key issued the JWT: the account the key belongs to.</summary>
+    public string? IssuerAccount { get; }
+    public List<string> AllowedConnectionTypes { get; }
+    public List<string> Src { get; }
+    public List<(string Start, string End)> Times { get; } = [];
+    public string? TimesLocation { get; }
+    /// <summary>-1 = unlimited (jwt NoLimit).</summary>
+    public long MaxSubscriptions { get; }
+    public long MaxPayload { get; }
+
+    /// <summary>The account the user belongs to: issuer_account when a signing key issued it, else the issuer.</summary>
+    public string AccountKey => string.IsNullOrEmpty(IssuerAccount) ? Issuer : IssuerAccount;
+}
