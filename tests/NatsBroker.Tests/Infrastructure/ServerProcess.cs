@@ -273,12 +273,16 @@ public sealed partial class ServerProcess : IAsyncDisposable
 
             // The ports file is written once every listener (monitoring included) accepts; the log line comes
             // before the monitoring listener starts, so a test that asked for monitoring waits for the file.
-            var listening = TryReadPorts(out var clientPort, out var monitorPort)
+            var fromPortsFile = TryReadPorts(out var clientPort, out var monitorPort);
+            var listening = fromPortsFile
                 ? !Options.Monitoring || monitorPort is not null
                 : !Options.Monitoring && TryParseListenLine(out clientPort);
             if (listening)
             {
-                if (await CanConnectAsync(clientPort).ConfigureAwait(false))
+                // Both servers write the ports file only once they accept, so no probe connection is made then: a
+                // probe's close can still be in flight when the test connects, and with max_connections it would
+                // take a slot.
+                if (fromPortsFile || await CanConnectAsync(clientPort).ConfigureAwait(false))
                 {
                     Port = clientPort;
                     MonitorPort = monitorPort;
