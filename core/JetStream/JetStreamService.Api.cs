@@ -121,6 +121,7 @@ public sealed partial class JetStreamService
             return Fail(req, type, err);
         }
         Logger.LogDebug("JetStream: created stream {Stream}", name);
+        Advisories.StreamAction(name, "create");
         return Respond(req, StreamInfoJson(type, stream!.Info(), didCreate: true));
     }
 
@@ -137,6 +138,7 @@ public sealed partial class JetStreamService
         if (Account.OverlapsOthers(name, cfg.Subjects)) return Fail(req, type, JsErrors.StreamSubjectOverlap);
         err = stream.Update(cfg);
         if (err is not null) return Fail(req, type, err);
+        Advisories.StreamAction(name, "modify");
         return Respond(req, StreamInfoJson(type, stream.Info()));
     }
 
@@ -173,7 +175,10 @@ public sealed partial class JetStreamService
         const string type = "stream_delete_response";
         if (!Account.TryGet(name, out _)) return Fail(req, type, JsErrors.StreamNotFound);
         if (!await Account.DeleteAsync(name).ConfigureAwait(false)) return Fail(req, type, JsErrors.StreamNotFound);
-        return Respond(req, JsJson.Serialize(new StreamDeleteResponse { Type = P + type, Success = true }, JsJsonContext.Default.StreamDeleteResponse));
+        Respond(req, JsJson.Serialize(new StreamDeleteResponse { Type = P + type, Success = true }, JsJsonContext.Default.StreamDeleteResponse));
+        // nats-server's delete advisory goes through the stream's send queue and arrives after the API audit.
+        Advisories.StreamAction(name, "delete");
+        return true;
     }
 
     private bool StreamPurge(ApiRequest req, string name)
@@ -395,6 +400,7 @@ public sealed partial class JetStreamService
             stream.AddConsumerLocked(consumer!);
         }
         consumer!.Start();
+        Advisories.ConsumerAction(streamName, name, "create");
         return Respond(req, ConsumerInfoJson(type, consumer.Info()));
     }
 
@@ -439,21 +445,30 @@ public sealed partial class JetStreamService
         if (!Account.TryGet(streamName, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
         if (!stream.TryGetConsumer(name, out var c)) return Fail(req, type, JsErrors.ConsumerNotFound);
         c.MarkDeleted();
-        await DeleteConsumerAsync(stream, c).ConfigureAwait(false);
-        return Respond(req, JsJson.Serialize(new ConsumerDeleteResponse { Type = P + type, Success = true }, JsJsonContext.Default.ConsumerDeleteResponse));
+        bool deleted = await DeleteConsumerAsync(stream, c, advise: false).ConfigureAwait(false);
+        Respond(req, JsJson.Serialize(new ConsumerDeleteResponse { Type = P + type, Success = true }, JsJsonContext.Default.ConsumerDeleteResponse));
+        // As for streams, nats-server's consumer delete advisory arrives after the API audit.
+        if (deleted) Advisories.ConsumerAction(stream.Name, c.Name, "delete");
+        return true;
     }
 
-    /// <summary>Removes a consumer and its durable state (API delete, or an ephemeral past inactive_threshold).</summary>
-    internal async Task DeleteConsumerAsync(JsStream stream, JsConsumer consumer)
+    /// <summary>
+    /// Removes a consumer and its durable state (API delete, or an ephemeral past inactive_threshold), with the
+    /// consumer delete advisory when <paramref name="advise"/>. False when it was already gone.
+    /// </summary>
+    internal async Task<bool> DeleteConsumerAsync(JsStream stream, JsConsumer consumer, bool advise = true)
     {
         try
         {
-            if (!stream.RemoveConsumer(consumer)) return;
+            if (!stream.RemoveConsumer(consumer)) return false;
             await consumer.StopAsync(delete: true).ConfigureAwait(false);
+            if (advise) Advisories.ConsumerAction(stream.Name, consumer.Name, "delete");
+            return true;
         }
         catch (Exception ex)
         {
             Logger.LogError(ex, "JetStream: deleting consumer {Consumer} of {Stream} failed", consumer.Name, stream.Name);
+            return false;
         }
     }
 

@@ -47,6 +47,7 @@ public sealed partial class JetStreamService : IAsyncDisposable
             SingleWriter = false,
         });
         _workers = new Task[2];
+        Advisories = new JsAdvisories(this);
     }
 
     internal Router Router { get; }
@@ -59,6 +60,8 @@ public sealed partial class JetStreamService : IAsyncDisposable
     /// <summary>The global account's JetStream (the only account until accounts exist).</summary>
     internal JsAccount Account { get; }
     internal string? Domain => Options.JetStreamDomain;
+    /// <summary>$JS.EVENT.ADVISORY.&gt; and $JS.EVENT.METRIC.&gt; (sent only when someone listens).</summary>
+    internal JsAdvisories Advisories { get; }
 
     public long ApiTotal => Interlocked.Read(ref _apiTotal);
     public long ApiErrors => Interlocked.Read(ref _apiErrors);
@@ -107,7 +110,7 @@ public sealed partial class JetStreamService : IAsyncDisposable
     /// <summary>Runs on the publisher's thread: copy and queue, never block.</summary>
     private void OnApiRequest(Subscription sub, in InternalMessage msg)
     {
-        var req = ApiRequest.Copy(msg.Subject, msg.Reply, msg.HeaderSize, msg.Payload);
+        var req = ApiRequest.Copy(msg.Subject, msg.Reply, msg.HeaderSize, msg.Payload, msg.Origin);
         if (!_api.Writer.TryWrite(req))
         {
             req.Return();
@@ -149,11 +152,14 @@ public sealed partial class JetStreamService : IAsyncDisposable
         }
     }
 
-    /// <summary>Sends an API response to the request's reply subject (no reply: nothing to send).</summary>
+    /// <summary>
+    /// Sends an API response to the request's reply subject (if any), then the API audit advisory
+    /// (nats-server sendAPIResponse: the audit follows every answered request, with or without a reply).
+    /// </summary>
     internal void Reply(ApiRequest req, byte[] json)
     {
-        if (req.Reply.Length == 0) return;
-        Router.PublishInternal(req.Reply, default, default, json);
+        if (req.Reply.Length > 0) Router.PublishInternal(req.Reply, default, default, json);
+        Advisories.Audit(req, json);
     }
 
     internal void Publish(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload) =>
@@ -192,8 +198,10 @@ internal sealed class ApiRequest
     public ReadOnlySpan<byte> Body => _buffer.AsSpan(_subjectLength + _replyLength + _headerLength, _bodyLength);
     public string SubjectString => Encoding.UTF8.GetString(Subject);
     public string ReplyString => Encoding.UTF8.GetString(Reply);
+    /// <summary>The requesting client (for the API audit advisory); null when the server published the request.</summary>
+    public IPublisher? Origin { get; private set; }
 
-    public static ApiRequest Copy(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, int headerSize, in ReadOnlySequence<byte> payload)
+    public static ApiRequest Copy(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, int headerSize, in ReadOnlySequence<byte> payload, IPublisher? origin = null)
     {
         int hdr = headerSize > 0 ? headerSize : 0;
         int total = subject.Length + reply.Length + (int)payload.Length;
@@ -204,6 +212,7 @@ internal sealed class ApiRequest
             _replyLength = reply.Length,
             _headerLength = hdr,
             _bodyLength = (int)payload.Length - hdr,
+            Origin = origin,
         };
         subject.CopyTo(r._buffer);
         reply.CopyTo(r._buffer.AsSpan(subject.Length));
@@ -215,6 +224,7 @@ internal sealed class ApiRequest
     {
         var b = _buffer;
         _buffer = [];
+        Origin = null;
         if (b.Length > 0) ArrayPool<byte>.Shared.Return(b);
     }
 }

@@ -101,6 +101,7 @@ internal static class JsConfigCheck
         if (c.ReplayPolicy is not ("instant" or "original")) return JsErrors.InvalidJson("can not unmarshal replay policy");
         if (c.AckWait is null or 0) c.AckWait = 30_000_000_000;
         if (c.MaxDeliver is null or 0) c.MaxDeliver = -1;
+        if (!JsConsumer.ParseSampleFrequency(c.SampleFreq, out _)) return JsErrors.ConsumerInvalidSampling(c.SampleFreq!);
         if (c.Backoff is { Length: > 0 } && c.MaxDeliver > 0 && c.MaxDeliver <= c.Backoff.Length) return JsErrors.ConsumerMaxDeliverBackoff;
         if (!string.IsNullOrEmpty(c.FilterSubject) && c.FilterSubjects is { Length: > 0 }) return JsErrors.ConsumerDuplicateFilterSubjects;
         if (c.FilterSubjects is { Length: > 0 } fs)

@@ -142,10 +142,25 @@ internal sealed partial class JsConsumer
     private void ScheduleRedeliveries(long now)
     {
         if (AckNone) return;
+        int maxDeliver = Config.MaxDeliver ?? -1;
+        List<ulong>? exhausted = null;
         foreach (var (sseq, p) in _pending)
         {
-            if (p.DeadlineTick <= now) _redeliver.Add(sseq);
+            if (p.DeadlineTick > now) continue;
+            // Out of attempts: advisory once, then no longer pending (nats-server checkPending / hasMaxDeliveries).
+            if (maxDeliver > 0 && p.Deliveries >= (ulong)maxDeliver) (exhausted ??= []).Add(sseq);
+            else _redeliver.Add(sseq);
         }
+        foreach (var sseq in exhausted ?? []) GiveUp(sseq);
+    }
+
+    /// <summary>A message reached max_deliver: the max_deliver advisory, and it leaves the pending set.</summary>
+    private void GiveUp(ulong sseq)
+    {
+        if (!_pending.Remove(sseq, out var p)) return;
+        _redeliver.Remove(sseq);
+        AdviseMaxDeliveries(sseq, p.Deliveries);
+        _store?.UpdateAcked(p.ConsumerSeq, sseq);
     }
 
     private void Deliver(long now)
@@ -179,8 +194,7 @@ internal sealed partial class JsConsumer
                 int maxDeliver = Config.MaxDeliver ?? -1;
                 if (maxDeliver > 0 && pending.Deliveries >= (ulong)maxDeliver)
                 {
-                    // Reached max_deliver: no more attempts (nats-server sends a max-deliveries advisory).
-                    _pending.Remove(sseq);
+                    GiveUp(sseq);
                     continue;
                 }
                 if (_stream.Store.Load(sseq, _msg) != StoreStatus.Ok)
@@ -227,6 +241,7 @@ internal sealed partial class JsConsumer
                 deliveries = ++pending!.Deliveries;
                 pending.ConsumerSeq = dseq;
                 pending.DeadlineTick = now + RedeliveryDelayMs(deliveries);
+                pending.Timestamp = GoTime.NowNanos();
                 _numRedelivered++;
             }
             else
@@ -236,7 +251,7 @@ internal sealed partial class JsConsumer
                 else _nextStreamSeq = sseq + 1;
                 Interlocked.Decrement(ref _numPending);
                 if (sseq > _deliveredStreamSeq) _deliveredStreamSeq = sseq;
-                if (!AckNone) _pending[sseq] = new PendingMsg { ConsumerSeq = dseq, Timestamp = _msg.Timestamp, Deliveries = 1, DeadlineTick = now + RedeliveryDelayMs(1) };
+                if (!AckNone) _pending[sseq] = new PendingMsg { ConsumerSeq = dseq, Timestamp = GoTime.NowNanos(), Deliveries = 1, DeadlineTick = now + RedeliveryDelayMs(1) };
             }
             _store?.UpdateDelivered(dseq, sseq, deliveries, GoTime.NowNanos());
             _deliveredLastActive = DateTime.UtcNow;

@@ -50,6 +50,7 @@ internal sealed partial class JsConsumer
     private sealed class PendingMsg
     {
         public ulong ConsumerSeq;
+        /// <summary>When it was last delivered (Unix nanoseconds), as nats-server's pending Timestamp.</summary>
         public long Timestamp;
         public ulong Deliveries;
         public long DeadlineTick;

@@ -76,5 +76,6 @@ internal static class JsErrors
     public static ApiError ConsumerStoreFailed(string err) => E(500, 10104, $"error creating store for consumer: {err}");
     public static ApiError ConsumerExistingActive { get; } = E(400, 10105, "consumer already exists and is still active");
     public static ApiError ConsumerNameTooLong(int max) => E(400, 10102, $"consumer name is too long, maximum allowed is {max}");
+    public static ApiError ConsumerInvalidSampling(string value) => E(400, 10095, $"failed to parse consumer sampling configuration: strconv.Atoi: parsing \"{value.TrimEnd('%')}\": invalid syntax");
     public static ApiError ConsumerMaxRequestBatchNegative { get; } = E(400, 10114, "consumer max request batch needs to be > 0");
 }
