@@ -167,6 +167,8 @@ public sealed partial class JetStreamService
             Created = info.Created,
             State = info.State,
             Cluster = info.Cluster,
+            Mirror = info.Mirror,
+            Sources = info.Sources,
             Ts = info.Ts,
         }, JsJsonContext.Default.StreamInfoResponse);
 
@@ -253,7 +255,7 @@ public sealed partial class JetStreamService
     {
         if (req.Reply.Length == 0) return;
         string name = t[4];
-        if (!Account.TryGet(name, out var stream) || !stream.Config.AllowDirect)
+        if (!TryDirectStream(name, out var stream))
         {
             Publish(req.Reply, default, NoResponders, default);
             return;
@@ -287,7 +289,7 @@ public sealed partial class JetStreamService
             }
             var hdr = new ArrayBufferWriter<byte>(256);
             NatsHeaders.AppendHeaders(_apiMsg.Headers, [
-                ("Nats-Stream", name),
+                ("Nats-Stream", stream.Name),
                 ("Nats-Subject", Encoding.UTF8.GetString(_apiMsg.Subject)),
                 ("Nats-Sequence", _apiMsg.Sequence.ToString(System.Globalization.CultureInfo.InvariantCulture)),
                 ("Nats-Time-Stamp", GoTime.Rfc3339Nano(_apiMsg.Timestamp)),

@@ -6,7 +6,7 @@ namespace NatsBroker.JetStream;
 /// Defaults and validation of stream and consumer configs as nats-server applies them (stream.go checkStreamCfg,
 /// consumer.go setConsumerConfigDefaults / checkConsumerCfg): a subset, with nats-server's error codes.
 /// </summary>
-internal static class JsConfigCheck
+internal static partial class JsConfigCheck
 {
     public const int MaxNameLength = 255;
 
@@ -46,7 +46,12 @@ internal static class JsConfigCheck
         if (c.MaxMsgSize == 0) c.MaxMsgSize = -1;
         if (c.MaxConsumers == 0) c.MaxConsumers = -1;
         if (c.MaxAge < 0) return JsErrors.StreamInvalidConfig("max age needs to be >= 0");
-        if (c.DuplicateWindow is null or 0)
+        if (c.Mirror is not null)
+        {
+            // Mirrors keep no duplicate window of their own (nats-server sets it only without a mirror).
+            c.DuplicateWindow = null;
+        }
+        else if (c.DuplicateWindow is null or 0)
         {
             c.DuplicateWindow = c.MaxAge > 0 && c.MaxAge < JsStream.DefaultDuplicateWindowNanos ? c.MaxAge : JsStream.DefaultDuplicateWindowNanos;
         }
@@ -56,25 +61,27 @@ internal static class JsConfigCheck
         }
         if (c.DiscardNewPerSubject == true && (c.Discard != "new" || c.MaxMsgsPerSubject <= 0))
             return JsErrors.StreamInvalidConfig("discard new per subject requires discard new policy and max msgs per subject to be set");
-        if (c.Mirror is not null || c.Sources is { Length: > 0 })
-            return JsErrors.StreamInvalidConfig("mirrors and sources are not supported by this server yet");
-        if (c.Subjects is null || c.Subjects.Length == 0) c.Subjects = [c.Name];
+        var sourcing = CheckMirrorAndSources(c, js);
+        if (sourcing is not null) return sourcing;
+        // A stream without subjects listens on its name, unless it is a mirror or only sources (nats-server).
+        if ((c.Subjects is null || c.Subjects.Length == 0) && c.Mirror is null && c.Sources is not { Length: > 0 }) c.Subjects = [c.Name];
         var seen = new HashSet<string>(StringComparer.Ordinal);
-        foreach (var s in c.Subjects)
+        foreach (var s in c.Subjects ?? [])
         {
             if (!JsSubjects.IsValid(s)) return JsErrors.StreamInvalidConfig("invalid subject");
             if (!seen.Add(s)) return JsErrors.StreamInvalidConfig("duplicate subjects detected");
             if (JsSubjects.Collide(s, "$JS.API.>") && c.NoAck != true) return JsErrors.StreamInvalidConfig("subjects that overlap with jetstream api require no-ack to be true");
         }
-        foreach (var a in c.Subjects)
+        foreach (var a in c.Subjects ?? [])
         {
-            foreach (var b in c.Subjects)
+            foreach (var b in c.Subjects ?? [])
             {
                 if (!ReferenceEquals(a, b) && a != b && JsSubjects.IsSubsetOf(a, b)) return JsErrors.StreamInvalidConfig("subjects overlap");
             }
         }
+        var transform = CheckTransformAndRepublish(c);
+        if (transform is not null) return transform;
         c.ConsumerLimits ??= new StreamConsumerLimits();
-        _ = js;
         return null;
     }
 
@@ -87,6 +94,7 @@ internal static class JsConfigCheck
         if (old.Sealed && !next.Sealed) return JsErrors.StreamInvalidConfig("stream configuration update can not unseal a sealed stream");
         if (old.DenyDelete && !next.DenyDelete) return JsErrors.StreamInvalidConfig("stream configuration update can not cancel deny message deletes");
         if (old.DenyPurge && !next.DenyPurge) return JsErrors.StreamInvalidConfig("stream configuration update can not cancel deny purge");
+        if (!SameMirror(old.Mirror, next.Mirror)) return JsErrors.StreamMirrorNotUpdatable;
         return null;
     }
 
@@ -177,4 +185,11 @@ internal static class JsConfigCheck
         "last_per_subject" => "last per subject",
         _ => policy,
     };
+
+    private static bool SameMirror(StreamSourceConfig? a, StreamSourceConfig? b)
+    {
+        if (a is null || b is null) return a is null && b is null;
+        return a.Name == b.Name && a.OptStartSeq == b.OptStartSeq && a.OptStartTime == b.OptStartTime && a.FilterSubject == b.FilterSubject
+            && (a.SubjectTransforms ?? []).Select(t => (t.Src, t.Dest)).SequenceEqual((b.SubjectTransforms ?? []).Select(t => (t.Src, t.Dest)));
+    }
 }

@@ -83,8 +83,10 @@ internal sealed partial class JsStream
     private bool Process(in Inbound m)
     {
         var cfg = _config;
+        if (m.OriginSeq > 0) return StoreMirrored(m);
         var hdr = m.Headers;
         var reply = m.Reply;
+        var subject = IngestSubject(m.Subject, cfg);
         if (cfg.Sealed) return Fail(reply, JsErrors.StreamSealed);
         if (hdr.Length > MaxHeaderSize) return Fail(reply, JsErrors.StreamHeaderExceedsMaximum);
         if (cfg.MaxMsgSize > 0 && hdr.Length + m.Payload.Length > cfg.MaxMsgSize) return Fail(reply, JsErrors.StreamMessageExceedsMaximum);
@@ -112,7 +114,7 @@ internal sealed partial class JsStream
             }
             if (NatsHeaders.TryGetUInt64(hdr, NatsHeaders.ExpectedLastSubjSeq, out ulong expSubj, out bool hasSubj) || hasSubj)
             {
-                ulong lastForSubject = LastSequenceOf(m.Subject);
+                ulong lastForSubject = LastSequenceOf(subject);
                 if (expSubj != lastForSubject) return Fail(reply, JsErrors.StreamWrongLastSequence(lastForSubject));
             }
             var expId = NatsHeaders.GetString(hdr, NatsHeaders.ExpectedLastMsgId);
@@ -126,7 +128,8 @@ internal sealed partial class JsStream
             }
         }
 
-        var result = Store.Append(m.Subject, hdr, m.Payload, now);
+        ulong republishLast = RepublishLastSequence(subject, cfg);
+        var result = Store.Append(subject, hdr, m.Payload, now);
         if (!result.IsOk) return Fail(reply, AppendFailed(result.Status));
 
         if (msgId.Length > 0)
@@ -138,11 +141,12 @@ internal sealed partial class JsStream
         if (!hdr.IsEmpty)
         {
             var rollup = NatsHeaders.Get(hdr, NatsHeaders.Rollup);
-            if (rollup.SequenceEqual("sub"u8)) Store.Purge(m.Subject, result.Sequence, 0);
+            if (rollup.SequenceEqual("sub"u8)) Store.Purge(subject, result.Sequence, 0);
             else if (rollup.SequenceEqual("all"u8)) Store.Purge(default, result.Sequence, 0);
         }
         if (!reply.IsEmpty) Js.Router.PublishInternal(reply, reply, default, default, PubAck(result.Sequence, duplicate: false), _ackBatch);
-        foreach (var c in _consumerSnapshot) c.OnStored(m.Subject);
+        Republish(subject, hdr, m.Payload, result.Sequence, now, republishLast, cfg);
+        foreach (var c in _consumerSnapshot) c.OnStored(subject);
         if (cfg.Retention == "interest" && _consumerSnapshot.Length == 0) Store.Remove(result.Sequence);
         return true;
     }

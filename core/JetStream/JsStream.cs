@@ -48,7 +48,10 @@ internal sealed partial class JsStream : IAsyncDisposable
         NameBytes = Encoding.UTF8.GetBytes(Name);
         _inbound = Channel.CreateBounded<Inbound>(new BoundedChannelOptions(InboundLimit)
         {
-            FullMode = BoundedChannelFullMode.DropWrite,
+            // Wait, not DropWrite: with DropWrite TryWrite reports success while dropping, so a full queue would
+            // lose publishes silently instead of answering 429; Wait makes TryWrite fail (publishers) and lets
+            // mirror/source copies wait for room (WaitToWriteAsync).
+            FullMode = BoundedChannelFullMode.Wait,
             SingleReader = true,
         });
         // nats-server formats PubAcks with Sprintf, spaces included: {"stream":"S", ["domain":"D", ]"seq":N[,"duplicate": true]}
@@ -136,6 +139,7 @@ internal sealed partial class JsStream : IAsyncDisposable
     {
         _worker = Task.Run(IngestLoopAsync);
         Subscribe(_config.Subjects);
+        StartSourcing();
         _ackSub = Js.Router.SubscribeInternal($"$JS.ACK.{Name}.>", null, OnAck);
     }
 
@@ -156,7 +160,9 @@ internal sealed partial class JsStream : IAsyncDisposable
         var status = Store.UpdateLimits(LimitsFor(next));
         if (status != StoreStatus.Ok) return JsErrors.StreamUpdate(Store.LastError ?? status.ToString());
         bool subjectsChanged = !(next.Subjects ?? []).SequenceEqual(_config.Subjects ?? []);
+        var old = _config;
         _config = next;
+        RestartSourcingIfChanged(old, next);
         if (subjectsChanged)
         {
             Unsubscribe();
@@ -239,6 +245,7 @@ internal sealed partial class JsStream : IAsyncDisposable
     private void KickConsumers()
     {
         foreach (var c in _consumerSnapshot) c.Kick();
+        NotifyWatchers();
     }
 
     // ---- acks ($JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending>) ----
@@ -282,6 +289,7 @@ internal sealed partial class JsStream : IAsyncDisposable
 
     private async Task StopAsync(bool deleteConsumers)
     {
+        await StopSourcingAsync().ConfigureAwait(false);
         Unsubscribe();
         if (_ackSub is not null) Js.Router.Unsubscribe(_ackSub);
         _inbound.Writer.TryComplete();
@@ -297,10 +305,15 @@ internal sealed partial class JsStream : IAsyncDisposable
         await Store.DisposeAsync().ConfigureAwait(false);
     }
 
-    /// <summary>One queued inbound message in a pooled buffer: [subject][reply][headers][payload].</summary>
-    private readonly struct Inbound(byte[] buffer, int subject, int reply, int headers, int payload)
+    /// <summary>
+    /// One queued inbound message in a pooled buffer: [subject][reply][headers][payload]. A mirrored copy carries
+    /// its origin sequence and timestamp (<see cref="OriginSeq"/> &gt; 0).
+    /// </summary>
+    private readonly struct Inbound(byte[] buffer, int subject, int reply, int headers, int payload, ulong originSeq = 0, long timestamp = 0)
     {
         public readonly byte[] Buffer = buffer;
+        public readonly ulong OriginSeq = originSeq;
+        public readonly long Timestamp = timestamp;
         public ReadOnlySpan<byte> Subject => Buffer.AsSpan(0, subject);
         public ReadOnlySpan<byte> Reply => Buffer.AsSpan(subject, reply);
         public ReadOnlySpan<byte> Headers => Buffer.AsSpan(subject + reply, headers);

@@ -48,11 +48,32 @@ public sealed class Placement
     public string[]? Tags { get; set; }
 }
 
+/// <summary>nats-server ExternalStream: a source or mirror in another account or domain (api / deliver prefixes).</summary>
+public sealed class ExternalStream
+{
+    public string Api { get; set; } = "";
+    public string Deliver { get; set; } = "";
+}
+
 public sealed class StreamSourceConfig
 {
     public string Name { get; set; } = "";
     public ulong? OptStartSeq { get; set; }
     public DateTime? OptStartTime { get; set; }
+    public string? FilterSubject { get; set; }
+    public SubjectTransformConfig[]? SubjectTransforms { get; set; }
+    public ExternalStream? External { get; set; }
+}
+
+/// <summary>nats-server StreamSourceInfo: a mirror's or source's progress in STREAM.INFO.</summary>
+public sealed class StreamSourceInfo
+{
+    public string Name { get; set; } = "";
+    public ExternalStream? External { get; set; }
+    public ulong Lag { get; set; }
+    /// <summary>Nanoseconds since the source was last active; -1 when it never was.</summary>
+    public long Active { get; set; }
+    public ApiError? Error { get; set; }
     public string? FilterSubject { get; set; }
     public SubjectTransformConfig[]? SubjectTransforms { get; set; }
 }
@@ -92,6 +113,10 @@ public sealed class StreamConfig
     public bool MirrorDirect { get; set; }
     public RePublishConfig? Republish { get; set; }
     public bool? DiscardNewPerSubject { get; set; }
+    /// <summary>ADR-43 (2.11): per-message TTL through the Nats-TTL header.</summary>
+    public bool AllowMsgTtl { get; set; }
+    /// <summary>ADR-43 (2.11): nanoseconds a delete marker left by max-age expiry lives (0 = no markers).</summary>
+    public long? SubjectDeleteMarkerTtl { get; set; }
     public Dictionary<string, string>? Metadata { get; set; }
     public StreamConsumerLimits ConsumerLimits { get; set; } = new();
 }
@@ -124,6 +149,8 @@ public sealed class StreamInfoResponse : ApiResponse
     public DateTime? Created { get; set; }
     public StreamStateInfo? State { get; set; }
     public ClusterInfo? Cluster { get; set; }
+    public StreamSourceInfo? Mirror { get; set; }
+    public List<StreamSourceInfo>? Sources { get; set; }
     public DateTime? Ts { get; set; }
     public int? Total { get; set; }
     public int? Offset { get; set; }
@@ -138,6 +165,8 @@ public sealed class StreamInfo
     public DateTime Created { get; set; }
     public StreamStateInfo State { get; set; } = new();
     public ClusterInfo? Cluster { get; set; }
+    public StreamSourceInfo? Mirror { get; set; }
+    public List<StreamSourceInfo>? Sources { get; set; }
     public DateTime? Ts { get; set; }
 }
 
