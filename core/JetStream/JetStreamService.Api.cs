@@ -12,8 +12,6 @@ namespace NatsBroker.JetStream;
 public sealed partial class JetStreamService
 {
     private const string P = JsJson.Prefix;
-    private static readonly byte[] DirectNotFound = NatsHeaders.Status(404, "Message Not Found");
-    private static readonly byte[] DirectBadRequest = NatsHeaders.Status(408, "Bad Request");
     private static readonly byte[] NoResponders = Encoding.ASCII.GetBytes("NATS/1.0 503\r\n\r\n");
     private readonly StoredMessage _apiMsg = new(1024);
     private readonly Lock _apiMsgLock = new();
@@ -250,54 +248,6 @@ public sealed partial class JetStreamService
         return Respond(req, JsJson.Serialize(new MsgDeleteResponse { Type = P + type, Success = true }, JsJsonContext.Default.MsgDeleteResponse));
     }
 
-    /// <summary>$JS.API.DIRECT.GET.&lt;stream&gt;[.&lt;subject&gt;]: the stored message itself with Nats-* headers.</summary>
-    private void DirectGet(ApiRequest req, string[] t)
-    {
-        if (req.Reply.Length == 0) return;
-        string name = t[4];
-        if (!TryDirectStream(name, out var stream))
-        {
-            Publish(req.Reply, default, NoResponders, default);
-            return;
-        }
-        MsgGetRequest r;
-        if (t.Length > 5)
-        {
-            if (!req.Body.IsEmpty)
-            {
-                Publish(req.Reply, default, DirectBadRequest, default);
-                return;
-            }
-            r = new MsgGetRequest { LastBySubj = string.Join('.', t, 5, t.Length - 5) };
-        }
-        else if (!JsJson.TryParse(req.Body, JsJsonContext.Default.MsgGetRequest, out var parsed, out _) || parsed is null)
-        {
-            Publish(req.Reply, default, DirectBadRequest, default);
-            return;
-        }
-        else
-        {
-            r = parsed;
-        }
-        lock (_apiMsgLock)
-        {
-            var err = stream.GetMessage(r, _apiMsg);
-            if (err is not null)
-            {
-                Publish(req.Reply, default, err == JsErrors.BadRequest ? DirectBadRequest : DirectNotFound, default);
-                return;
-            }
-            var hdr = new ArrayBufferWriter<byte>(256);
-            NatsHeaders.AppendHeaders(_apiMsg.Headers, [
-                ("Nats-Stream", stream.Name),
-                ("Nats-Subject", Encoding.UTF8.GetString(_apiMsg.Subject)),
-                ("Nats-Sequence", _apiMsg.Sequence.ToString(System.Globalization.CultureInfo.InvariantCulture)),
-                ("Nats-Time-Stamp", GoTime.Rfc3339Nano(_apiMsg.Timestamp)),
-            ], hdr);
-            Publish(req.Reply, default, hdr.WrittenSpan, _apiMsg.Payload);
-        }
-    }
-
     private static bool SameJson(StreamConfig a, StreamConfig b) =>
         JsonSerializer.SerializeToUtf8Bytes(a, JsJsonContext.Default.StreamConfig).AsSpan()
             .SequenceEqual(JsonSerializer.SerializeToUtf8Bytes(b, JsJsonContext.Default.StreamConfig));
@@ -326,6 +276,8 @@ public sealed partial class JetStreamService
             case "MSG" when t.Length == 7 && t[4] == "NEXT":
                 PullNext(req, t[5], t[6]);
                 return true;
+            case "PAUSE" when t.Length == 6:
+                return ConsumerPause(req, t[4], t[5]);
         }
         return true;
     }

@@ -79,6 +79,22 @@ internal static partial class JsConfigCheck
                 if (!ReferenceEquals(a, b) && a != b && JsSubjects.IsSubsetOf(a, b)) return JsErrors.StreamInvalidConfig("subjects overlap");
             }
         }
+        // ADR-43 subject delete markers need TTLs and subject rollups (nats-server turns both on).
+        if (c.SubjectDeleteMarkerTtl is > 0)
+        {
+            if (c.SubjectDeleteMarkerTtl < 1_000_000_000) return JsErrors.StreamInvalidConfig("subject delete marker TTL must be at least 1 second");
+            c.AllowMsgTtl = true;
+            c.AllowRollupHdrs = true;
+            c.DenyPurge = false;
+        }
+        else if (c.SubjectDeleteMarkerTtl < 0)
+        {
+            return JsErrors.StreamInvalidConfig("subject delete marker TTL must not be negative");
+        }
+        else
+        {
+            c.SubjectDeleteMarkerTtl = null;
+        }
         var transform = CheckTransformAndRepublish(c);
         if (transform is not null) return transform;
         c.ConsumerLimits ??= new StreamConsumerLimits();
@@ -95,6 +111,7 @@ internal static partial class JsConfigCheck
         if (old.DenyDelete && !next.DenyDelete) return JsErrors.StreamInvalidConfig("stream configuration update can not cancel deny message deletes");
         if (old.DenyPurge && !next.DenyPurge) return JsErrors.StreamInvalidConfig("stream configuration update can not cancel deny purge");
         if (!SameMirror(old.Mirror, next.Mirror)) return JsErrors.StreamMirrorNotUpdatable;
+        if (old.AllowMsgTtl && !next.AllowMsgTtl) return JsErrors.StreamInvalidConfig("message TTL status can not be disabled");
         return null;
     }
 

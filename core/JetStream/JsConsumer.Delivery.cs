@@ -165,6 +165,7 @@ internal sealed partial class JsConsumer
 
     private void Deliver(long now)
     {
+        if (PauseRemainingNanos() > 0) return; // paused (2.11): requests wait, heartbeats go on
         bool pushReady = !IsPull && _stream.Js.HasInterest(DeliverSubject!);
         if (!IsPull && pushReady) _lastActiveTick = now;
         int maxAckPending = AckNone ? 0 : Config.MaxAckPending ?? 1000;

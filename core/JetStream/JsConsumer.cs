@@ -138,7 +138,13 @@ internal sealed partial class JsConsumer
     /// <summary>Applies an update of the mutable fields (nats-server allows description, ack_wait, max_deliver, ...).</summary>
     public void Update(ConsumerConfig next)
     {
-        lock (_lock) Config = next;
+        DateTime? oldPause;
+        lock (_lock)
+        {
+            oldPause = Config.PauseUntil;
+            Config = next;
+        }
+        OnPauseChanged(oldPause, next.PauseUntil);
         if (_store is not null) WriteMeta();
         Kick();
     }
@@ -291,11 +297,16 @@ internal sealed partial class JsConsumer
         }
     }
 
-    public void Start() => _loop = Task.Run(LoopAsync);
+    public void Start()
+    {
+        _loop = Task.Run(LoopAsync);
+        SchedulePauseEnd();
+    }
 
     /// <summary>Stops the loop; with <paramref name="delete"/> also removes the durable state and config file.</summary>
     public async Task StopAsync(bool delete)
     {
+        StopPauseTimer();
         await _stop.CancelAsync().ConfigureAwait(false);
         Kick();
         if (_loop is not null)
@@ -348,6 +359,8 @@ internal sealed partial class JsConsumer
                 NumPending = (ulong)Math.Max(0, Interlocked.Read(ref _numPending)),
                 Cluster = new ClusterInfo { Leader = _stream.Js.ServerName },
                 PushBound = DeliverSubject is not null && _stream.Js.HasInterest(DeliverSubject) ? true : null,
+                Paused = PauseRemainingNanos() > 0 ? true : null,
+                PauseRemaining = PauseRemainingNanos() is > 0 and var left ? left : null,
                 Ts = DateTime.UtcNow,
             };
         }

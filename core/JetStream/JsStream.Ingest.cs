@@ -128,8 +128,9 @@ internal sealed partial class JsStream
             }
         }
 
+        if (!TryMessageTtl(hdr, cfg, out long ttl, out var ttlError)) return Fail(reply, ttlError!);
         ulong republishLast = RepublishLastSequence(subject, cfg);
-        var result = Store.Append(subject, hdr, m.Payload, now);
+        var result = Store.Append(subject, hdr, m.Payload, now, ttl > 0 ? ttl : 0);
         if (!result.IsOk) return Fail(reply, AppendFailed(result.Status));
 
         if (msgId.Length > 0)

@@ -114,7 +114,8 @@ internal sealed partial class JsStream : IAsyncDisposable
     {
         MaxMessages = c.MaxMsgs,
         MaxBytes = c.MaxBytes,
-        MaxAge = c.MaxAge > 0 ? TimeSpan.FromTicks(c.MaxAge / 100) : TimeSpan.Zero,
+        // TTL streams age out in JetStream (JsStream.Ttl.cs: "never" messages and subject delete markers).
+        MaxAge = c.MaxAge > 0 && !AgesInJetStream(c) ? TimeSpan.FromTicks(c.MaxAge / 100) : TimeSpan.Zero,
         MaxMessagesPerSubject = c.MaxMsgsPerSubject,
         MaxMessageSize = c.MaxMsgSize,
         Discard = c.Discard == "new" ? DiscardPolicy.New : DiscardPolicy.Old,
@@ -140,6 +141,7 @@ internal sealed partial class JsStream : IAsyncDisposable
         _worker = Task.Run(IngestLoopAsync);
         Subscribe(_config.Subjects);
         StartSourcing();
+        ScheduleAgeSweep();
         _ackSub = Js.Router.SubscribeInternal($"$JS.ACK.{Name}.>", null, OnAck);
     }
 
@@ -163,6 +165,7 @@ internal sealed partial class JsStream : IAsyncDisposable
         var old = _config;
         _config = next;
         RestartSourcingIfChanged(old, next);
+        ScheduleAgeSweep();
         if (subjectsChanged)
         {
             Unsubscribe();
@@ -290,6 +293,7 @@ internal sealed partial class JsStream : IAsyncDisposable
     private async Task StopAsync(bool deleteConsumers)
     {
         await StopSourcingAsync().ConfigureAwait(false);
+        StopAgeSweep();
         Unsubscribe();
         if (_ackSub is not null) Js.Router.Unsubscribe(_ackSub);
         _inbound.Writer.TryComplete();

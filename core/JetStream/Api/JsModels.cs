@@ -281,6 +281,8 @@ public sealed class ConsumerConfig
     public long? InactiveThreshold { get; set; }
     public int NumReplicas { get; set; }
     public bool? MemStorage { get; set; }
+    /// <summary>2.11: no deliveries until this time (CONSUMER.PAUSE or the config).</summary>
+    public DateTime? PauseUntil { get; set; }
     public Dictionary<string, string>? Metadata { get; set; }
 }
 
@@ -312,6 +314,9 @@ public sealed class ConsumerInfo
     public ulong NumPending { get; set; }
     public ClusterInfo? Cluster { get; set; }
     public bool? PushBound { get; set; }
+    public bool? Paused { get; set; }
+    /// <summary>Nanoseconds until the pause ends (while paused).</summary>
+    public long? PauseRemaining { get; set; }
     public DateTime? Ts { get; set; }
 }
 
@@ -329,6 +334,8 @@ public sealed class ConsumerInfoResponse : ApiResponse
     public ulong? NumPending { get; set; }
     public ClusterInfo? Cluster { get; set; }
     public bool? PushBound { get; set; }
+    public bool? Paused { get; set; }
+    public long? PauseRemaining { get; set; }
     public DateTime? Ts { get; set; }
 
     public static ConsumerInfoResponse From(string type, ConsumerInfo i) => new()
@@ -346,6 +353,8 @@ public sealed class ConsumerInfoResponse : ApiResponse
         NumPending = i.NumPending,
         Cluster = i.Cluster,
         PushBound = i.PushBound,
+        Paused = i.Paused,
+        PauseRemaining = i.PauseRemaining,
         Ts = i.Ts,
     };
 }
