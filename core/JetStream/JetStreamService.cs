@@ -153,13 +153,15 @@ public sealed partial class JetStreamService : IAsyncDisposable
     }
 
     /// <summary>
-    /// Sends an API response to the request's reply subject (if any), then the API audit advisory
-    /// (nats-server sendAPIResponse: the audit follows every answered request, with or without a reply).
+    /// Sends the API audit advisory and the API response to the request's reply subject (if any); nats-server
+    /// sendAPIResponse audits every answered request, with or without a reply. The audit goes first: with two
+    /// API workers, a client's next request may be handled before this worker gets to an audit sent after the
+    /// reply, and audits would then arrive out of the order of the requests.
     /// </summary>
     internal void Reply(ApiRequest req, byte[] json)
     {
-        if (req.Reply.Length > 0) Router.PublishInternal(req.Reply, default, default, json);
         Advisories.Audit(req, json);
+        if (req.Reply.Length > 0) Router.PublishInternal(req.Reply, default, default, json);
     }
 
     internal void Publish(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload) =>

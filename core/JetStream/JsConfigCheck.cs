@@ -169,6 +169,7 @@ internal static partial class JsConfigCheck
         else
         {
             if (c.FlowControl == true) return JsErrors.ConsumerFcRequiresPush;
+            if (c.RateLimitBps is > 0) return JsErrors.ConsumerPullWithRateLimit;
             if (c.MaxWaiting is null or 0) c.MaxWaiting = 512;
             if (c.MaxWaiting < 0) return JsErrors.ConsumerMaxWaitingNegative;
             if (c.MaxBatch is < 0) return JsErrors.ConsumerMaxRequestBatchNegative;

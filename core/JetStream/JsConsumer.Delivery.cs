@@ -36,6 +36,7 @@ internal sealed partial class JsConsumer
                 List<ulong>? retained = null;
                 DrainAcks(now, ref retained);
                 DrainPulls(now);
+                DrainFlowControl();
                 ExpireRequests(now);
                 ScheduleRedeliveries(now);
                 Deliver(now);
@@ -234,6 +235,12 @@ internal sealed partial class JsConsumer
                 continue;
             }
 
+            if (!ReadyToSend(now, isRedelivery, _msg.Timestamp, size))
+            {
+                if (isRedelivery) _redeliver.Add(sseq);
+                return;
+            }
+
             // Commit the delivery.
             ulong dseq = ++_deliveredConsumerSeq;
             ulong deliveries;
@@ -257,6 +264,7 @@ internal sealed partial class JsConsumer
             _store?.UpdateDelivered(dseq, sseq, deliveries, GoTime.NowNanos());
             _deliveredLastActive = DateTime.UtcNow;
             Send(target?.Reply ?? DeliverSubject!, sseq, dseq, deliveries);
+            OnSent(now, sseq, _msg.Timestamp, size);
             if (target is not null)
             {
                 target.Delivered++;
@@ -324,9 +332,12 @@ internal sealed partial class JsConsumer
         }
         if (!IsPull && Config.IdleHeartbeat is > 0 && now >= _nextHeartbeatTick)
         {
-            var hdr = NatsHeaders.Status(100, "Idle Heartbeat",
-                ("Nats-Last-Consumer", _deliveredConsumerSeq.ToString(System.Globalization.CultureInfo.InvariantCulture)),
+            var last = (("Nats-Last-Consumer", _deliveredConsumerSeq.ToString(System.Globalization.CultureInfo.InvariantCulture)),
                 ("Nats-Last-Stream", _deliveredStreamSeq.ToString(System.Globalization.CultureInfo.InvariantCulture)));
+            // Stalled on flow control: the heartbeat names the unanswered request (nats-server sendIdleHeartbeat).
+            var hdr = StalledOn is { } fc
+                ? NatsHeaders.Status(100, "Idle Heartbeat", last.Item1, last.Item2, ("Nats-Consumer-Stalled", fc))
+                : NatsHeaders.Status(100, "Idle Heartbeat", last.Item1, last.Item2);
             if (_stream.Js.HasInterest(DeliverSubject!)) _stream.Js.Publish(DeliverSubject!, default, hdr, default);
             _nextHeartbeatTick = now + Config.IdleHeartbeat.Value / 1_000_000;
         }
@@ -347,6 +358,7 @@ internal sealed partial class JsConsumer
     private int NextWakeMs(long now)
     {
         long next = now + 1000;
+        if (_pacingWakeTick > now && _pacingWakeTick < next) next = _pacingWakeTick;
         foreach (var r in _waiting)
         {
             if (r.ExpiresAt < next) next = r.ExpiresAt;

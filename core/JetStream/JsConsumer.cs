@@ -299,6 +299,7 @@ internal sealed partial class JsConsumer
 
     public void Start()
     {
+        StartPacing();
         _loop = Task.Run(LoopAsync);
         SchedulePauseEnd();
     }
@@ -307,6 +308,7 @@ internal sealed partial class JsConsumer
     public async Task StopAsync(bool delete)
     {
         StopPauseTimer();
+        StopPacing();
         await _stop.CancelAsync().ConfigureAwait(false);
         Kick();
         if (_loop is not null)

@@ -86,6 +86,7 @@ internal static class JsErrors
     public static ApiError ConsumerSmallHeartbeat { get; } = E(400, 10083, "consumer idle heartbeat needs to be >= 100ms");
     public static ApiError ConsumerPullRequiresAck { get; } = E(400, 10084, "consumer in pull mode requires explicit ack policy on workqueue stream");
     public static ApiError ConsumerMaxWaitingNegative { get; } = E(400, 10087, "consumer max waiting needs to be positive");
+    public static ApiError ConsumerPullWithRateLimit { get; } = E(400, 10086, "consumer in pull mode can not have rate limit set");
     public static ApiError ConsumerFcRequiresPush { get; } = E(400, 10089, "consumer flow control requires a push based consumer");
     public static ApiError ConsumerWithFlowControlNeedsHeartbeats { get; } = E(400, 10108, "consumer with flow control also needs heartbeats");
     public static ApiError ConsumerInvalidPolicy(string err) => E(400, 10094, err);
