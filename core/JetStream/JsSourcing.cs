@@ -112,6 +112,11 @@ internal sealed class JsSourcing : IAsyncDisposable
                 {
                     return;
                 }
+                catch (Exception ex) when (r.Origin?.IsDeleted == true || _target.IsDeleted)
+                {
+                    // The origin (or this stream) went away while being read: re-resolved on the next pass.
+                    _target.Js.Logger.LogDebug("JetStream stream {Stream}: origin {Origin} went away: {Error}", _target.Name, r.Config.Name, ex.Message);
+                }
                 catch (Exception ex)
                 {
                     r.Error = JsErrors.StreamGeneral(ex.Message);

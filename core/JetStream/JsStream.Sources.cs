@@ -61,25 +61,40 @@ internal sealed partial class JsStream
 
     private async Task StopSourcingAsync()
     {
+        Task pending;
+        lock (_watchersLock) pending = _sourcingChange;
+        await pending.ConfigureAwait(false);
         var s = _sourcing;
         _sourcing = null;
         if (s is not null) await s.DisposeAsync().ConfigureAwait(false);
     }
 
-    /// <summary>After an update: sources may have changed (a mirror may not).</summary>
+    /// <summary>After an update: sources may have changed (a mirror may not). Restarts run one after another.</summary>
     private void RestartSourcingIfChanged(StreamConfig old, StreamConfig next)
     {
         var a = (old.Sources ?? []).Select(SourceIndexName).ToArray();
         var b = (next.Sources ?? []).Select(SourceIndexName).ToArray();
         if (a.SequenceEqual(b)) return;
-        var previous = _sourcing;
-        _sourcing = null;
-        _ = Task.Run(async () =>
+        lock (_watchersLock)
         {
-            if (previous is not null) await previous.DisposeAsync().ConfigureAwait(false);
-            if (!IsDeleted) StartSourcing();
-        });
+            _sourcingChange = _sourcingChange.ContinueWith(async _ =>
+            {
+                try
+                {
+                    var previous = _sourcing;
+                    _sourcing = null;
+                    if (previous is not null) await previous.DisposeAsync().ConfigureAwait(false);
+                    if (!IsDeleted) StartSourcing();
+                }
+                catch (Exception ex)
+                {
+                    Microsoft.Extensions.Logging.LoggerExtensions.LogError(Js.Logger, ex, "JetStream stream {Stream}: restarting its sources failed", Name);
+                }
+            }, CancellationToken.None, TaskContinuationOptions.None, TaskScheduler.Default).Unwrap();
+        }
     }
+
+    private Task _sourcingChange = Task.CompletedTask;
 
     /// <summary>
     /// Queues a copied message into the ingest channel, waiting while it is full (sourcing is flow-controlled by
