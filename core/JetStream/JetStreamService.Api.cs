@@ -353,9 +353,12 @@ public sealed partial class JetStreamService
             if (err is not null) return Fail(req, type, err);
             stream.AddConsumerLocked(consumer!);
         }
-        consumer!.Start();
+        // The info is taken before the consumer starts delivering (nats-server initialInfo): a client that reads
+        // num_pending from the create response (ordered consumers, KV watchers) must see what is there to get.
+        var info = consumer!.Info();
+        consumer.Start();
         Advisories.ConsumerAction(streamName, name, "create");
-        return Respond(req, ConsumerInfoJson(type, consumer.Info()));
+        return Respond(req, ConsumerInfoJson(type, info));
     }
 
     /// <summary>What a consumer update may not change (nats-server consumer.go checkNewConsumerConfig).</summary>
