@@ -35,5 +35,5 @@ internal enum AckKind
     Next,
 }
 
-/// <summary>A queued ack: which message, what kind, NAK delay, and the reply (double-ack / +NXT) if any.</summary>
-internal readonly record struct AckItem(AckTokens Tokens, AckKind Kind, long DelayNanos, string? Reply, int NextBatch);
+/// <summary>A queued ack: which message, what kind, NAK delay, the reply (double-ack / +NXT) if any, and a +TERM reason.</summary>
+internal readonly record struct AckItem(AckTokens Tokens, AckKind Kind, long DelayNanos, string? Reply, int NextBatch, string? Reason = null);

@@ -12,8 +12,6 @@ namespace NatsBroker.JetStream;
 public sealed partial class JetStreamService
 {
     private const string P = JsJson.Prefix;
-    private static readonly byte[] DirectNotFound = NatsHeaders.Status(404, "Message Not Found");
-    private static readonly byte[] DirectBadRequest = NatsHeaders.Status(408, "Bad Request");
     private static readonly byte[] NoResponders = Encoding.ASCII.GetBytes("NATS/1.0 503\r\n\r\n");
     private readonly StoredMessage _apiMsg = new(1024);
     private readonly Lock _apiMsgLock = new();
@@ -121,6 +119,7 @@ public sealed partial class JetStreamService
             return Fail(req, type, err);
         }
         Logger.LogDebug("JetStream: created stream {Stream}", name);
+        Advisories.StreamAction(name, "create");
         return Respond(req, StreamInfoJson(type, stream!.Info(), didCreate: true));
     }
 
@@ -137,6 +136,7 @@ public sealed partial class JetStreamService
         if (Account.OverlapsOthers(name, cfg.Subjects)) return Fail(req, type, JsErrors.StreamSubjectOverlap);
         err = stream.Update(cfg);
         if (err is not null) return Fail(req, type, err);
+        Advisories.StreamAction(name, "modify");
         return Respond(req, StreamInfoJson(type, stream.Info()));
     }
 
@@ -165,6 +165,8 @@ public sealed partial class JetStreamService
             Created = info.Created,
             State = info.State,
             Cluster = info.Cluster,
+            Mirror = info.Mirror,
+            Sources = info.Sources,
             Ts = info.Ts,
         }, JsJsonContext.Default.StreamInfoResponse);
 
@@ -173,7 +175,10 @@ public sealed partial class JetStreamService
         const string type = "stream_delete_response";
         if (!Account.TryGet(name, out _)) return Fail(req, type, JsErrors.StreamNotFound);
         if (!await Account.DeleteAsync(name).ConfigureAwait(false)) return Fail(req, type, JsErrors.StreamNotFound);
-        return Respond(req, JsJson.Serialize(new StreamDeleteResponse { Type = P + type, Success = true }, JsJsonContext.Default.StreamDeleteResponse));
+        Respond(req, JsJson.Serialize(new StreamDeleteResponse { Type = P + type, Success = true }, JsJsonContext.Default.StreamDeleteResponse));
+        // nats-server's delete advisory goes through the stream's send queue and arrives after the API audit.
+        Advisories.StreamAction(name, "delete");
+        return true;
     }
 
     private bool StreamPurge(ApiRequest req, string name)
@@ -243,54 +248,6 @@ public sealed partial class JetStreamService
         return Respond(req, JsJson.Serialize(new MsgDeleteResponse { Type = P + type, Success = true }, JsJsonContext.Default.MsgDeleteResponse));
     }
 
-    /// <summary>$JS.API.DIRECT.GET.&lt;stream&gt;[.&lt;subject&gt;]: the stored message itself with Nats-* headers.</summary>
-    private void DirectGet(ApiRequest req, string[] t)
-    {
-        if (req.Reply.Length == 0) return;
-        string name = t[4];
-        if (!Account.TryGet(name, out var stream) || !stream.Config.AllowDirect)
-        {
-            Publish(req.Reply, default, NoResponders, default);
-            return;
-        }
-        MsgGetRequest r;
-        if (t.Length > 5)
-        {
-            if (!req.Body.IsEmpty)
-            {
-                Publish(req.Reply, default, DirectBadRequest, default);
-                return;
-            }
-            r = new MsgGetRequest { LastBySubj = string.Join('.', t, 5, t.Length - 5) };
-        }
-        else if (!JsJson.TryParse(req.Body, JsJsonContext.Default.MsgGetRequest, out var parsed, out _) || parsed is null)
-        {
-            Publish(req.Reply, default, DirectBadRequest, default);
-            return;
-        }
-        else
-        {
-            r = parsed;
-        }
-        lock (_apiMsgLock)
-        {
-            var err = stream.GetMessage(r, _apiMsg);
-            if (err is not null)
-            {
-                Publish(req.Reply, default, err == JsErrors.BadRequest ? DirectBadRequest : DirectNotFound, default);
-                return;
-            }
-            var hdr = new ArrayBufferWriter<byte>(256);
-            NatsHeaders.AppendHeaders(_apiMsg.Headers, [
-                ("Nats-Stream", name),
-                ("Nats-Subject", Encoding.UTF8.GetString(_apiMsg.Subject)),
-                ("Nats-Sequence", _apiMsg.Sequence.ToString(System.Globalization.CultureInfo.InvariantCulture)),
-                ("Nats-Time-Stamp", GoTime.Rfc3339Nano(_apiMsg.Timestamp)),
-            ], hdr);
-            Publish(req.Reply, default, hdr.WrittenSpan, _apiMsg.Payload);
-        }
-    }
-
     private static bool SameJson(StreamConfig a, StreamConfig b) =>
         JsonSerializer.SerializeToUtf8Bytes(a, JsJsonContext.Default.StreamConfig).AsSpan()
             .SequenceEqual(JsonSerializer.SerializeToUtf8Bytes(b, JsJsonContext.Default.StreamConfig));
@@ -319,6 +276,8 @@ public sealed partial class JetStreamService
             case "MSG" when t.Length == 7 && t[4] == "NEXT":
                 PullNext(req, t[5], t[6]);
                 return true;
+            case "PAUSE" when t.Length == 6:
+                return ConsumerPause(req, t[4], t[5]);
         }
         return true;
     }
@@ -394,8 +353,12 @@ public sealed partial class JetStreamService
             if (err is not null) return Fail(req, type, err);
             stream.AddConsumerLocked(consumer!);
         }
-        consumer!.Start();
-        return Respond(req, ConsumerInfoJson(type, consumer.Info()));
+        // The info is taken before the consumer starts delivering (nats-server initialInfo): a client that reads
+        // num_pending from the create response (ordered consumers, KV watchers) must see what is there to get.
+        var info = consumer!.Info();
+        consumer.Start();
+        Advisories.ConsumerAction(streamName, name, "create");
+        return Respond(req, ConsumerInfoJson(type, info));
     }
 
     /// <summary>What a consumer update may not change (nats-server consumer.go checkNewConsumerConfig).</summary>
@@ -439,21 +402,30 @@ public sealed partial class JetStreamService
         if (!Account.TryGet(streamName, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
         if (!stream.TryGetConsumer(name, out var c)) return Fail(req, type, JsErrors.ConsumerNotFound);
         c.MarkDeleted();
-        await DeleteConsumerAsync(stream, c).ConfigureAwait(false);
-        return Respond(req, JsJson.Serialize(new ConsumerDeleteResponse { Type = P + type, Success = true }, JsJsonContext.Default.ConsumerDeleteResponse));
+        bool deleted = await DeleteConsumerAsync(stream, c, advise: false).ConfigureAwait(false);
+        Respond(req, JsJson.Serialize(new ConsumerDeleteResponse { Type = P + type, Success = true }, JsJsonContext.Default.ConsumerDeleteResponse));
+        // As for streams, nats-server's consumer delete advisory arrives after the API audit.
+        if (deleted) Advisories.ConsumerAction(stream.Name, c.Name, "delete");
+        return true;
     }
 
-    /// <summary>Removes a consumer and its durable state (API delete, or an ephemeral past inactive_threshold).</summary>
-    internal async Task DeleteConsumerAsync(JsStream stream, JsConsumer consumer)
+    /// <summary>
+    /// Removes a consumer and its durable state (API delete, or an ephemeral past inactive_threshold), with the
+    /// consumer delete advisory when <paramref name="advise"/>. False when it was already gone.
+    /// </summary>
+    internal async Task<bool> DeleteConsumerAsync(JsStream stream, JsConsumer consumer, bool advise = true)
     {
         try
         {
-            if (!stream.RemoveConsumer(consumer)) return;
+            if (!stream.RemoveConsumer(consumer)) return false;
             await consumer.StopAsync(delete: true).ConfigureAwait(false);
+            if (advise) Advisories.ConsumerAction(stream.Name, consumer.Name, "delete");
+            return true;
         }
         catch (Exception ex)
         {
             Logger.LogError(ex, "JetStream: deleting consumer {Consumer} of {Stream} failed", consumer.Name, stream.Name);
+            return false;
         }
     }
 

@@ -47,6 +47,7 @@ public sealed partial class JetStreamService : IAsyncDisposable
             SingleWriter = false,
         });
         _workers = new Task[2];
+        Advisories = new JsAdvisories(this);
     }
 
     internal Router Router { get; }
@@ -61,6 +62,8 @@ public sealed partial class JetStreamService : IAsyncDisposable
     internal string? Domain => Options.JetStreamDomain;
     /// <summary>Atomic and fast-ingest batches in flight on this server (ADR-50 server-wide limits).</summary>
     internal Batching.BatchCounters BatchCounters { get; } = new();
+    /// <summary>$JS.EVENT.ADVISORY.&gt; and $JS.EVENT.METRIC.&gt; (sent only when someone listens).</summary>
+    internal JsAdvisories Advisories { get; }
 
     public long ApiTotal => Interlocked.Read(ref _apiTotal);
     public long ApiErrors => Interlocked.Read(ref _apiErrors);
@@ -109,7 +112,7 @@ public sealed partial class JetStreamService : IAsyncDisposable
     /// <summary>Runs on the publisher's thread: copy and queue, never block.</summary>
     private void OnApiRequest(Subscription sub, in InternalMessage msg)
     {
-        var req = ApiRequest.Copy(msg.Subject, msg.Reply, msg.HeaderSize, msg.Payload);
+        var req = ApiRequest.Copy(msg.Subject, msg.Reply, msg.HeaderSize, msg.Payload, msg.Origin);
         if (!_api.Writer.TryWrite(req))
         {
             req.Return();
@@ -151,11 +154,16 @@ public sealed partial class JetStreamService : IAsyncDisposable
         }
     }
 
-    /// <summary>Sends an API response to the request's reply subject (no reply: nothing to send).</summary>
+    /// <summary>
+    /// Sends the API audit advisory and the API response to the request's reply subject (if any); nats-server
+    /// sendAPIResponse audits every answered request, with or without a reply. The audit goes first: with two
+    /// API workers, a client's next request may be handled before this worker gets to an audit sent after the
+    /// reply, and audits would then arrive out of the order of the requests.
+    /// </summary>
     internal void Reply(ApiRequest req, byte[] json)
     {
-        if (req.Reply.Length == 0) return;
-        Router.PublishInternal(req.Reply, default, default, json);
+        Advisories.Audit(req, json);
+        if (req.Reply.Length > 0) Router.PublishInternal(req.Reply, default, default, json);
     }
 
     internal void Publish(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload) =>
@@ -194,8 +202,10 @@ internal sealed class ApiRequest
     public ReadOnlySpan<byte> Body => _buffer.AsSpan(_subjectLength + _replyLength + _headerLength, _bodyLength);
     public string SubjectString => Encoding.UTF8.GetString(Subject);
     public string ReplyString => Encoding.UTF8.GetString(Reply);
+    /// <summary>The requesting client (for the API audit advisory); null when the server published the request.</summary>
+    public IPublisher? Origin { get; private set; }
 
-    public static ApiRequest Copy(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, int headerSize, in ReadOnlySequence<byte> payload)
+    public static ApiRequest Copy(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, int headerSize, in ReadOnlySequence<byte> payload, IPublisher? origin = null)
     {
         int hdr = headerSize > 0 ? headerSize : 0;
         int total = subject.Length + reply.Length + (int)payload.Length;
@@ -206,6 +216,7 @@ internal sealed class ApiRequest
             _replyLength = reply.Length,
             _headerLength = hdr,
             _bodyLength = (int)payload.Length - hdr,
+            Origin = origin,
         };
         subject.CopyTo(r._buffer);
         reply.CopyTo(r._buffer.AsSpan(subject.Length));
@@ -217,6 +228,7 @@ internal sealed class ApiRequest
     {
         var b = _buffer;
         _buffer = [];
+        Origin = null;
         if (b.Length > 0) ArrayPool<byte>.Shared.Return(b);
     }
 }

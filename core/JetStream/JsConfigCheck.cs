@@ -6,7 +6,7 @@ namespace NatsBroker.JetStream;
 /// Defaults and validation of stream and consumer configs as nats-server applies them (stream.go checkStreamCfg,
 /// consumer.go setConsumerConfigDefaults / checkConsumerCfg): a subset, with nats-server's error codes.
 /// </summary>
-internal static class JsConfigCheck
+internal static partial class JsConfigCheck
 {
     public const int MaxNameLength = 255;
 
@@ -48,7 +48,12 @@ internal static class JsConfigCheck
         if (c.MaxMsgSize == 0) c.MaxMsgSize = -1;
         if (c.MaxConsumers == 0) c.MaxConsumers = -1;
         if (c.MaxAge < 0) return JsErrors.StreamInvalidConfig("max age needs to be >= 0");
-        if (c.DuplicateWindow is null or 0)
+        if (c.Mirror is not null)
+        {
+            // Mirrors keep no duplicate window of their own (nats-server sets it only without a mirror).
+            c.DuplicateWindow = null;
+        }
+        else if (c.DuplicateWindow is null or 0)
         {
             c.DuplicateWindow = c.MaxAge > 0 && c.MaxAge < JsStream.DefaultDuplicateWindowNanos ? c.MaxAge : JsStream.DefaultDuplicateWindowNanos;
         }
@@ -58,25 +63,43 @@ internal static class JsConfigCheck
         }
         if (c.DiscardNewPerSubject == true && (c.Discard != "new" || c.MaxMsgsPerSubject <= 0))
             return JsErrors.StreamInvalidConfig("discard new per subject requires discard new policy and max msgs per subject to be set");
-        if (c.Mirror is not null || c.Sources is { Length: > 0 })
-            return JsErrors.StreamInvalidConfig("mirrors and sources are not supported by this server yet");
-        if (c.Subjects is null || c.Subjects.Length == 0) c.Subjects = [c.Name];
+        var sourcing = CheckMirrorAndSources(c, js);
+        if (sourcing is not null) return sourcing;
+        // A stream without subjects listens on its name, unless it is a mirror or only sources (nats-server).
+        if ((c.Subjects is null || c.Subjects.Length == 0) && c.Mirror is null && c.Sources is not { Length: > 0 }) c.Subjects = [c.Name];
         var seen = new HashSet<string>(StringComparer.Ordinal);
-        foreach (var s in c.Subjects)
+        foreach (var s in c.Subjects ?? [])
         {
             if (!JsSubjects.IsValid(s)) return JsErrors.StreamInvalidConfig("invalid subject");
             if (!seen.Add(s)) return JsErrors.StreamInvalidConfig("duplicate subjects detected");
             if (JsSubjects.Collide(s, "$JS.API.>") && c.NoAck != true) return JsErrors.StreamInvalidConfig("subjects that overlap with jetstream api require no-ack to be true");
         }
-        foreach (var a in c.Subjects)
+        foreach (var a in c.Subjects ?? [])
         {
-            foreach (var b in c.Subjects)
+            foreach (var b in c.Subjects ?? [])
             {
                 if (!ReferenceEquals(a, b) && a != b && JsSubjects.IsSubsetOf(a, b)) return JsErrors.StreamInvalidConfig("subjects overlap");
             }
         }
+        // ADR-43 subject delete markers need TTLs and subject rollups (nats-server turns both on).
+        if (c.SubjectDeleteMarkerTtl is > 0)
+        {
+            if (c.SubjectDeleteMarkerTtl < 1_000_000_000) return JsErrors.StreamInvalidConfig("subject delete marker TTL must be at least 1 second");
+            c.AllowMsgTtl = true;
+            c.AllowRollupHdrs = true;
+            c.DenyPurge = false;
+        }
+        else if (c.SubjectDeleteMarkerTtl < 0)
+        {
+            return JsErrors.StreamInvalidConfig("subject delete marker TTL must not be negative");
+        }
+        else
+        {
+            c.SubjectDeleteMarkerTtl = null;
+        }
+        var transform = CheckTransformAndRepublish(c);
+        if (transform is not null) return transform;
         c.ConsumerLimits ??= new StreamConsumerLimits();
-        _ = js;
         return null;
     }
 
@@ -90,6 +113,8 @@ internal static class JsConfigCheck
         if (old.Sealed && !next.Sealed) return JsErrors.StreamInvalidConfig("stream configuration update can not unseal a sealed stream");
         if (old.DenyDelete && !next.DenyDelete) return JsErrors.StreamInvalidConfig("stream configuration update can not cancel deny message deletes");
         if (old.DenyPurge && !next.DenyPurge) return JsErrors.StreamInvalidConfig("stream configuration update can not cancel deny purge");
+        if (!SameMirror(old.Mirror, next.Mirror)) return JsErrors.StreamMirrorNotUpdatable;
+        if (old.AllowMsgTtl && !next.AllowMsgTtl) return JsErrors.StreamInvalidConfig("message TTL status can not be disabled");
         return null;
     }
 
@@ -104,6 +129,7 @@ internal static class JsConfigCheck
         if (c.ReplayPolicy is not ("instant" or "original")) return JsErrors.InvalidJson("can not unmarshal replay policy");
         if (c.AckWait is null or 0) c.AckWait = 30_000_000_000;
         if (c.MaxDeliver is null or 0) c.MaxDeliver = -1;
+        if (!JsConsumer.ParseSampleFrequency(c.SampleFreq, out _)) return JsErrors.ConsumerInvalidSampling(c.SampleFreq!);
         if (c.Backoff is { Length: > 0 } && c.MaxDeliver > 0 && c.MaxDeliver <= c.Backoff.Length) return JsErrors.ConsumerMaxDeliverBackoff;
         if (!string.IsNullOrEmpty(c.FilterSubject) && c.FilterSubjects is { Length: > 0 }) return JsErrors.ConsumerDuplicateFilterSubjects;
         if (c.FilterSubjects is { Length: > 0 } fs)
@@ -146,6 +172,7 @@ internal static class JsConfigCheck
         else
         {
             if (c.FlowControl == true) return JsErrors.ConsumerFcRequiresPush;
+            if (c.RateLimitBps is > 0) return JsErrors.ConsumerPullWithRateLimit;
             if (c.MaxWaiting is null or 0) c.MaxWaiting = 512;
             if (c.MaxWaiting < 0) return JsErrors.ConsumerMaxWaitingNegative;
             if (c.MaxBatch is < 0) return JsErrors.ConsumerMaxRequestBatchNegative;
@@ -179,4 +206,11 @@ internal static class JsConfigCheck
         "last_per_subject" => "last per subject",
         _ => policy,
     };
+
+    private static bool SameMirror(StreamSourceConfig? a, StreamSourceConfig? b)
+    {
+        if (a is null || b is null) return a is null && b is null;
+        return a.Name == b.Name && a.OptStartSeq == b.OptStartSeq && a.OptStartTime == b.OptStartTime && a.FilterSubject == b.FilterSubject
+            && (a.SubjectTransforms ?? []).Select(t => (t.Src, t.Dest)).SequenceEqual((b.SubjectTransforms ?? []).Select(t => (t.Src, t.Dest)));
+    }
 }

@@ -13,6 +13,7 @@ internal sealed partial class JsConsumer
     {
         var kind = AckKind.Ack;
         long delay = 0;
+        string? reason = null;
         int nextBatch = 1;
         var b = body.TrimStart((byte)' ');
         if (b.IsEmpty || b.StartsWith("+ACK"u8)) kind = AckKind.Ack;
@@ -22,7 +23,13 @@ internal sealed partial class JsConsumer
             delay = ParseNakDelay(b["-NAK"u8.Length..]);
         }
         else if (b.StartsWith("+WPI"u8)) kind = AckKind.Progress;
-        else if (b.StartsWith("+TERM"u8)) kind = AckKind.Term;
+        else if (b.StartsWith("+TERM"u8))
+        {
+            kind = AckKind.Term;
+            // "+TERM <reason>": the reason goes into the terminated advisory (nats-server 2.10+).
+            var r = b["+TERM"u8.Length..].Trim((byte)' ');
+            if (!r.IsEmpty) reason = Encoding.UTF8.GetString(r);
+        }
         else if (b.StartsWith("+NXT"u8))
         {
             kind = AckKind.Next;
@@ -35,7 +42,7 @@ internal sealed partial class JsConsumer
             Interlocked.Decrement(ref _inboxCount);
             return; // dropped: the message is redelivered after ack_wait
         }
-        _acks.Enqueue(new AckItem(tokens, kind, delay, reply.IsEmpty ? null : Encoding.UTF8.GetString(reply), nextBatch));
+        _acks.Enqueue(new AckItem(tokens, kind, delay, reply.IsEmpty ? null : Encoding.UTF8.GetString(reply), nextBatch, reason));
         Kick();
     }
 
@@ -85,11 +92,14 @@ internal sealed partial class JsConsumer
                     }
                     else if (_pending.Remove(sseq, out var p))
                     {
+                        // Sampled acks: explicit +ACK / +NXT of a pending message (nats-server processAckMsg doSample).
+                        if (a.Kind != AckKind.Term) SampleAck(p.ConsumerSeq, sseq, a.Tokens.Deliveries, p.Timestamp);
                         _redeliver.Remove(sseq);
                         _store?.UpdateAcked(p.ConsumerSeq, sseq);
                         if (dropOnAck) (retained ??= []).Add(sseq);
                     }
                     _ackLastActive = DateTime.UtcNow;
+                    if (a.Kind == AckKind.Term) AdviseTerminated(a.Tokens.ConsumerSeq, sseq, a.Tokens.Deliveries, a.Reason);
                     if (a.Kind == AckKind.Next && a.Reply is not null)
                     {
                         // +NXT: the ack's reply subject becomes a pull request for the next message(s).
@@ -100,6 +110,7 @@ internal sealed partial class JsConsumer
                 case AckKind.Nak:
                     if (_pending.TryGetValue(sseq, out var nak))
                     {
+                        AdviseNak(a.Tokens.ConsumerSeq, sseq, a.Tokens.Deliveries);
                         if (a.DelayNanos > 0) nak.DeadlineTick = now + a.DelayNanos / 1_000_000;
                         else _redeliver.Add(sseq);
                     }

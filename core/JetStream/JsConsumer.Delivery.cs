@@ -36,6 +36,7 @@ internal sealed partial class JsConsumer
                 List<ulong>? retained = null;
                 DrainAcks(now, ref retained);
                 DrainPulls(now);
+                DrainFlowControl();
                 ExpireRequests(now);
                 ScheduleRedeliveries(now);
                 Deliver(now);
@@ -142,14 +143,30 @@ internal sealed partial class JsConsumer
     private void ScheduleRedeliveries(long now)
     {
         if (AckNone) return;
+        int maxDeliver = Config.MaxDeliver ?? -1;
+        List<ulong>? exhausted = null;
         foreach (var (sseq, p) in _pending)
         {
-            if (p.DeadlineTick <= now) _redeliver.Add(sseq);
+            if (p.DeadlineTick > now) continue;
+            // Out of attempts: advisory once, then no longer pending (nats-server checkPending / hasMaxDeliveries).
+            if (maxDeliver > 0 && p.Deliveries >= (ulong)maxDeliver) (exhausted ??= []).Add(sseq);
+            else _redeliver.Add(sseq);
         }
+        foreach (var sseq in exhausted ?? []) GiveUp(sseq);
+    }
+
+    /// <summary>A message reached max_deliver: the max_deliver advisory, and it leaves the pending set.</summary>
+    private void GiveUp(ulong sseq)
+    {
+        if (!_pending.Remove(sseq, out var p)) return;
+        _redeliver.Remove(sseq);
+        AdviseMaxDeliveries(sseq, p.Deliveries);
+        _store?.UpdateAcked(p.ConsumerSeq, sseq);
     }
 
     private void Deliver(long now)
     {
+        if (PauseRemainingNanos() > 0) return; // paused (2.11): requests wait, heartbeats go on
         bool pushReady = !IsPull && _stream.Js.HasInterest(DeliverSubject!);
         if (!IsPull && pushReady) _lastActiveTick = now;
         int maxAckPending = AckNone ? 0 : Config.MaxAckPending ?? 1000;
@@ -179,8 +196,7 @@ internal sealed partial class JsConsumer
                 int maxDeliver = Config.MaxDeliver ?? -1;
                 if (maxDeliver > 0 && pending.Deliveries >= (ulong)maxDeliver)
                 {
-                    // Reached max_deliver: no more attempts (nats-server sends a max-deliveries advisory).
-                    _pending.Remove(sseq);
+                    GiveUp(sseq);
                     continue;
                 }
                 if (_stream.Store.Load(sseq, _msg) != StoreStatus.Ok)
@@ -219,6 +235,12 @@ internal sealed partial class JsConsumer
                 continue;
             }
 
+            if (!ReadyToSend(now, isRedelivery, _msg.Timestamp, size))
+            {
+                if (isRedelivery) _redeliver.Add(sseq);
+                return;
+            }
+
             // Commit the delivery.
             ulong dseq = ++_deliveredConsumerSeq;
             ulong deliveries;
@@ -227,6 +249,7 @@ internal sealed partial class JsConsumer
                 deliveries = ++pending!.Deliveries;
                 pending.ConsumerSeq = dseq;
                 pending.DeadlineTick = now + RedeliveryDelayMs(deliveries);
+                pending.Timestamp = GoTime.NowNanos();
                 _numRedelivered++;
             }
             else
@@ -236,11 +259,12 @@ internal sealed partial class JsConsumer
                 else _nextStreamSeq = sseq + 1;
                 Interlocked.Decrement(ref _numPending);
                 if (sseq > _deliveredStreamSeq) _deliveredStreamSeq = sseq;
-                if (!AckNone) _pending[sseq] = new PendingMsg { ConsumerSeq = dseq, Timestamp = _msg.Timestamp, Deliveries = 1, DeadlineTick = now + RedeliveryDelayMs(1) };
+                if (!AckNone) _pending[sseq] = new PendingMsg { ConsumerSeq = dseq, Timestamp = GoTime.NowNanos(), Deliveries = 1, DeadlineTick = now + RedeliveryDelayMs(1) };
             }
             _store?.UpdateDelivered(dseq, sseq, deliveries, GoTime.NowNanos());
             _deliveredLastActive = DateTime.UtcNow;
             Send(target?.Reply ?? DeliverSubject!, sseq, dseq, deliveries);
+            OnSent(now, sseq, _msg.Timestamp, size);
             if (target is not null)
             {
                 target.Delivered++;
@@ -308,9 +332,12 @@ internal sealed partial class JsConsumer
         }
         if (!IsPull && Config.IdleHeartbeat is > 0 && now >= _nextHeartbeatTick)
         {
-            var hdr = NatsHeaders.Status(100, "Idle Heartbeat",
-                ("Nats-Last-Consumer", _deliveredConsumerSeq.ToString(System.Globalization.CultureInfo.InvariantCulture)),
+            var last = (("Nats-Last-Consumer", _deliveredConsumerSeq.ToString(System.Globalization.CultureInfo.InvariantCulture)),
                 ("Nats-Last-Stream", _deliveredStreamSeq.ToString(System.Globalization.CultureInfo.InvariantCulture)));
+            // Stalled on flow control: the heartbeat names the unanswered request (nats-server sendIdleHeartbeat).
+            var hdr = StalledOn is { } fc
+                ? NatsHeaders.Status(100, "Idle Heartbeat", last.Item1, last.Item2, ("Nats-Consumer-Stalled", fc))
+                : NatsHeaders.Status(100, "Idle Heartbeat", last.Item1, last.Item2);
             if (_stream.Js.HasInterest(DeliverSubject!)) _stream.Js.Publish(DeliverSubject!, default, hdr, default);
             _nextHeartbeatTick = now + Config.IdleHeartbeat.Value / 1_000_000;
         }
@@ -331,6 +358,7 @@ internal sealed partial class JsConsumer
     private int NextWakeMs(long now)
     {
         long next = now + 1000;
+        if (_pacingWakeTick > now && _pacingWakeTick < next) next = _pacingWakeTick;
         foreach (var r in _waiting)
         {
             if (r.ExpiresAt < next) next = r.ExpiresAt;

@@ -50,6 +50,7 @@ internal sealed partial class JsConsumer
     private sealed class PendingMsg
     {
         public ulong ConsumerSeq;
+        /// <summary>When it was last delivered (Unix nanoseconds), as nats-server's pending Timestamp.</summary>
         public long Timestamp;
         public ulong Deliveries;
         public long DeadlineTick;
@@ -137,7 +138,13 @@ internal sealed partial class JsConsumer
     /// <summary>Applies an update of the mutable fields (nats-server allows description, ack_wait, max_deliver, ...).</summary>
     public void Update(ConsumerConfig next)
     {
-        lock (_lock) Config = next;
+        DateTime? oldPause;
+        lock (_lock)
+        {
+            oldPause = Config.PauseUntil;
+            Config = next;
+        }
+        OnPauseChanged(oldPause, next.PauseUntil);
         if (_store is not null) WriteMeta();
         Kick();
     }
@@ -290,11 +297,18 @@ internal sealed partial class JsConsumer
         }
     }
 
-    public void Start() => _loop = Task.Run(LoopAsync);
+    public void Start()
+    {
+        StartPacing();
+        _loop = Task.Run(LoopAsync);
+        SchedulePauseEnd();
+    }
 
     /// <summary>Stops the loop; with <paramref name="delete"/> also removes the durable state and config file.</summary>
     public async Task StopAsync(bool delete)
     {
+        StopPauseTimer();
+        StopPacing();
         await _stop.CancelAsync().ConfigureAwait(false);
         Kick();
         if (_loop is not null)
@@ -347,6 +361,8 @@ internal sealed partial class JsConsumer
                 NumPending = (ulong)Math.Max(0, Interlocked.Read(ref _numPending)),
                 Cluster = new ClusterInfo { Leader = _stream.Js.ServerName },
                 PushBound = DeliverSubject is not null && _stream.Js.HasInterest(DeliverSubject) ? true : null,
+                Paused = PauseRemainingNanos() > 0 ? true : null,
+                PauseRemaining = PauseRemainingNanos() is > 0 and var left ? left : null,
                 Ts = DateTime.UtcNow,
             };
         }

@@ -40,6 +40,29 @@ internal static class JsErrors
     public static ApiError MaximumStreamsLimit { get; } = E(400, 10027, "maximum number of streams reached");
     public static ApiError MaximumConsumersLimit { get; } = E(400, 10026, "maximum consumers limit reached");
 
+    public static ApiError MirrorMaxMessageSizeTooBig { get; } = E(400, 10030, "stream mirror must have max message size >= source");
+    public static ApiError SourceMaxMessageSizeTooBig { get; } = E(400, 10046, "stream source must have max message size >= target");
+    public static ApiError MirrorWithSources { get; } = E(400, 10031, "stream mirrors can not also contain other sources");
+    public static ApiError MirrorWithStartSeqAndTime { get; } = E(400, 10032, "stream mirrors can not have both start seq and start time configured");
+    public static ApiError MirrorWithSubjects { get; } = E(400, 10034, "stream mirrors can not contain subjects");
+    public static ApiError MirrorWithFirstSeq { get; } = E(400, 10143, "stream mirrors can not have first sequence configured");
+    public static ApiError StreamMirrorNotUpdatable { get; } = E(400, 10055, "stream mirror configuration can not be updated");
+    public static ApiError SourceDuplicateDetected { get; } = E(400, 10140, "duplicate source configuration detected");
+    public static ApiError SourceInvalidStreamName { get; } = E(400, 10141, "sourced stream name is invalid");
+    public static ApiError MirrorInvalidStreamName { get; } = E(400, 10142, "mirrored stream name is invalid");
+    public static ApiError SourceMultipleFiltersNotAllowed { get; } = E(400, 10144, "source with multiple subject transforms cannot also have a single subject filter");
+    public static ApiError SourceInvalidSubjectFilter(string err) => E(400, 10145, $"source transform source: {err}");
+    public static ApiError SourceInvalidTransformDestination(string err) => E(400, 10146, $"source transform: {err}");
+    public static ApiError SourceOverlappingSubjectFilters { get; } = E(400, 10147, "source filters can not overlap");
+    public static ApiError MirrorMultipleFiltersNotAllowed { get; } = E(400, 10150, "mirror with multiple subject transforms cannot also have a single subject filter");
+    public static ApiError MirrorInvalidSubjectFilter(string err) => E(400, 10151, $"mirror transform source: {err}");
+    public static ApiError MirrorOverlappingSubjectFilters { get; } = E(400, 10152, "mirror subject filters can not overlap");
+    public static ApiError MirrorInvalidTransformDestination(string err) => E(400, 10154, $"mirror transform: {err}");
+    public static ApiError StreamTransformInvalidSource(string err) => E(400, 10155, $"stream transform source: {err}");
+    public static ApiError StreamTransformInvalidDestination(string err) => E(400, 10156, $"stream transform: {err}");
+    public static ApiError MessageTtlInvalid { get; } = E(400, 10165, "invalid per-message TTL");
+    public static ApiError MessageTtlDisabled { get; } = E(400, 10166, "per-message TTL is disabled");
+
     public static ApiError ConsumerNotFound { get; } = E(404, 10014, "consumer not found");
     public static ApiError ConsumerConfigRequired { get; } = E(400, 10078, "consumer config required");
     public static ApiError ConsumerCreate(string err) => E(500, 10012, err);
@@ -63,6 +86,7 @@ internal static class JsErrors
     public static ApiError ConsumerSmallHeartbeat { get; } = E(400, 10083, "consumer idle heartbeat needs to be >= 100ms");
     public static ApiError ConsumerPullRequiresAck { get; } = E(400, 10084, "consumer in pull mode requires explicit ack policy on workqueue stream");
     public static ApiError ConsumerMaxWaitingNegative { get; } = E(400, 10087, "consumer max waiting needs to be positive");
+    public static ApiError ConsumerPullWithRateLimit { get; } = E(400, 10086, "consumer in pull mode can not have rate limit set");
     public static ApiError ConsumerFcRequiresPush { get; } = E(400, 10089, "consumer flow control requires a push based consumer");
     public static ApiError ConsumerWithFlowControlNeedsHeartbeats { get; } = E(400, 10108, "consumer with flow control also needs heartbeats");
     public static ApiError ConsumerInvalidPolicy(string err) => E(400, 10094, err);
@@ -76,5 +100,6 @@ internal static class JsErrors
     public static ApiError ConsumerStoreFailed(string err) => E(500, 10104, $"error creating store for consumer: {err}");
     public static ApiError ConsumerExistingActive { get; } = E(400, 10105, "consumer already exists and is still active");
     public static ApiError ConsumerNameTooLong(int max) => E(400, 10102, $"consumer name is too long, maximum allowed is {max}");
+    public static ApiError ConsumerInvalidSampling(string value) => E(400, 10095, $"failed to parse consumer sampling configuration: strconv.Atoi: parsing \"{value.TrimEnd('%')}\": invalid syntax");
     public static ApiError ConsumerMaxRequestBatchNegative { get; } = E(400, 10114, "consumer max request batch needs to be > 0");
 }

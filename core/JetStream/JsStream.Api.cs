@@ -42,7 +42,7 @@ internal sealed partial class JsStream
             }
             state.Deleted = [.. deleted];
         }
-        return new StreamInfo
+        var info = new StreamInfo
         {
             Config = Config,
             Created = Created,
@@ -50,6 +50,8 @@ internal sealed partial class JsStream
             Cluster = new ClusterInfo { Leader = Js.ServerName },
             Ts = DateTime.UtcNow,
         };
+        AddSourcingInfo(info);
+        return info;
     }
 
     public ApiError? Purge(StreamPurgeRequest req, out ulong purged)

@@ -100,9 +100,11 @@ internal sealed partial class JsStream
     private bool StoreOne(in Inbound m, ReadOnlySpan<byte> reply)
     {
         var cfg = _config;
+        if (m.OriginSeq > 0) return StoreMirrored(m);
         var hdr = m.Headers;
         _lastIngestError = null;
         _lastDuplicateSeq = 0;
+        var subject = IngestSubject(m.Subject, cfg);
         if (cfg.Sealed) return Fail(reply, JsErrors.StreamSealed);
         if (hdr.Length > MaxHeaderSize) return Fail(reply, JsErrors.StreamHeaderExceedsMaximum);
         if (cfg.MaxMsgSize > 0 && hdr.Length + m.Payload.Length > cfg.MaxMsgSize) return Fail(reply, JsErrors.StreamMessageExceedsMaximum);
@@ -132,7 +134,7 @@ internal sealed partial class JsStream
             }
             if (NatsHeaders.TryGetUInt64(hdr, NatsHeaders.ExpectedLastSubjSeq, out ulong expSubj, out bool hasSubj) || hasSubj)
             {
-                ulong lastForSubject = LastSequenceOf(m.Subject);
+                ulong lastForSubject = LastSequenceOf(subject);
                 if (expSubj != lastForSubject) return Fail(reply, JsErrors.StreamWrongLastSequence(lastForSubject));
             }
             var expId = NatsHeaders.GetString(hdr, NatsHeaders.ExpectedLastMsgId);
@@ -148,8 +150,10 @@ internal sealed partial class JsStream
 
         var payload = m.Payload;
         bool counter = cfg.AllowMsgCounter == true;
-        if (counter && CountIncrement(m.Subject, hdr, out payload) is { } countError) return Fail(reply, countError);
-        var result = Store.Append(m.Subject, hdr, payload, now);
+        if (counter && CountIncrement(subject, hdr, out payload) is { } countError) return Fail(reply, countError);
+        if (!TryMessageTtl(hdr, cfg, out long ttl, out var ttlError)) return Fail(reply, ttlError!);
+        ulong republishLast = RepublishLastSequence(subject, cfg);
+        var result = Store.Append(subject, hdr, payload, now, ttl > 0 ? ttl : 0);
         if (!result.IsOk) return Fail(reply, AppendFailed(result.Status));
         _lastStoredSeq = result.Sequence;
 
@@ -162,11 +166,12 @@ internal sealed partial class JsStream
         if (!hdr.IsEmpty)
         {
             var rollup = NatsHeaders.Get(hdr, NatsHeaders.Rollup);
-            if (rollup.SequenceEqual("sub"u8)) Store.Purge(m.Subject, result.Sequence, 0);
+            if (rollup.SequenceEqual("sub"u8)) Store.Purge(subject, result.Sequence, 0);
             else if (rollup.SequenceEqual("all"u8)) Store.Purge(default, result.Sequence, 0);
         }
         if (!reply.IsEmpty) Js.Router.PublishInternal(reply, reply, default, default, counter ? CounterPubAck(result.Sequence) : PubAck(result.Sequence, duplicate: false), _ackBatch);
-        foreach (var c in _consumerSnapshot) c.OnStored(m.Subject);
+        Republish(subject, hdr, payload, result.Sequence, now, republishLast, cfg);
+        foreach (var c in _consumerSnapshot) c.OnStored(subject);
         if (cfg.Retention == "interest" && _consumerSnapshot.Length == 0) Store.Remove(result.Sequence);
         return true;
     }

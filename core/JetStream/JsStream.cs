@@ -48,7 +48,10 @@ internal sealed partial class JsStream : IAsyncDisposable
         NameBytes = Encoding.UTF8.GetBytes(Name);
         _inbound = Channel.CreateBounded<Inbound>(new BoundedChannelOptions(InboundLimit)
         {
-            FullMode = BoundedChannelFullMode.DropWrite,
+            // Wait, not DropWrite: with DropWrite TryWrite reports success while dropping, so a full queue would
+            // lose publishes silently instead of answering 429; Wait makes TryWrite fail (publishers) and lets
+            // mirror/source copies wait for room (WaitToWriteAsync).
+            FullMode = BoundedChannelFullMode.Wait,
             SingleReader = true,
         });
         // nats-server formats PubAcks with Sprintf, spaces included: {"stream":"S", ["domain":"D", ]"seq":N[,"duplicate": true]}
@@ -112,7 +115,8 @@ internal sealed partial class JsStream : IAsyncDisposable
     {
         MaxMessages = c.MaxMsgs,
         MaxBytes = c.MaxBytes,
-        MaxAge = c.MaxAge > 0 ? TimeSpan.FromTicks(c.MaxAge / 100) : TimeSpan.Zero,
+        // TTL streams age out in JetStream (JsStream.Ttl.cs: "never" messages and subject delete markers).
+        MaxAge = c.MaxAge > 0 && !AgesInJetStream(c) ? TimeSpan.FromTicks(c.MaxAge / 100) : TimeSpan.Zero,
         MaxMessagesPerSubject = c.MaxMsgsPerSubject,
         MaxMessageSize = c.MaxMsgSize,
         Discard = c.Discard == "new" ? DiscardPolicy.New : DiscardPolicy.Old,
@@ -137,6 +141,8 @@ internal sealed partial class JsStream : IAsyncDisposable
     {
         _worker = Task.Run(IngestLoopAsync);
         Subscribe(_config.Subjects);
+        StartSourcing();
+        ScheduleAgeSweep();
         _ackSub = Js.Router.SubscribeInternal($"$JS.ACK.{Name}.>", null, OnAck);
     }
 
@@ -157,9 +163,12 @@ internal sealed partial class JsStream : IAsyncDisposable
         var status = Store.UpdateLimits(LimitsFor(next));
         if (status != StoreStatus.Ok) return JsErrors.StreamUpdate(Store.LastError ?? status.ToString());
         bool subjectsChanged = !(next.Subjects ?? []).SequenceEqual(_config.Subjects ?? []);
+        var old = _config;
         _config = next;
         if (next.AllowAtomic != true) ClearAtomicBatches(); // nats-server deletes in-progress batches when disabled
         if (next.AllowBatched != true) ClearFastBatches();
+        RestartSourcingIfChanged(old, next);
+        ScheduleAgeSweep();
         if (subjectsChanged)
         {
             Unsubscribe();
@@ -242,6 +251,7 @@ internal sealed partial class JsStream : IAsyncDisposable
     private void KickConsumers()
     {
         foreach (var c in _consumerSnapshot) c.Kick();
+        NotifyWatchers();
     }
 
     // ---- acks ($JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending>) ----
@@ -285,6 +295,8 @@ internal sealed partial class JsStream : IAsyncDisposable
 
     private async Task StopAsync(bool deleteConsumers)
     {
+        await StopSourcingAsync().ConfigureAwait(false);
+        StopAgeSweep();
         Unsubscribe();
         if (_ackSub is not null) Js.Router.Unsubscribe(_ackSub);
         _inbound.Writer.TryComplete();
@@ -302,10 +314,15 @@ internal sealed partial class JsStream : IAsyncDisposable
         await Store.DisposeAsync().ConfigureAwait(false);
     }
 
-    /// <summary>One queued inbound message in a pooled buffer: [subject][reply][headers][payload].</summary>
-    private readonly struct Inbound(byte[] buffer, int subject, int reply, int headers, int payload)
+    /// <summary>
+    /// One queued inbound message in a pooled buffer: [subject][reply][headers][payload]. A mirrored copy carries
+    /// its origin sequence and timestamp (<see cref="OriginSeq"/> &gt; 0).
+    /// </summary>
+    private readonly struct Inbound(byte[] buffer, int subject, int reply, int headers, int payload, ulong originSeq = 0, long timestamp = 0)
     {
         public readonly byte[] Buffer = buffer;
+        public readonly ulong OriginSeq = originSeq;
+        public readonly long Timestamp = timestamp;
         public ReadOnlySpan<byte> Subject => Buffer.AsSpan(0, subject);
         public ReadOnlySpan<byte> Reply => Buffer.AsSpan(subject, reply);
         public ReadOnlySpan<byte> Headers => Buffer.AsSpan(subject + reply, headers);

@@ -48,11 +48,32 @@ public sealed class Placement
     public string[]? Tags { get; set; }
 }
 
+/// <summary>nats-server ExternalStream: a source or mirror in another account or domain (api / deliver prefixes).</summary>
+public sealed class ExternalStream
+{
+    public string Api { get; set; } = "";
+    public string Deliver { get; set; } = "";
+}
+
 public sealed class StreamSourceConfig
 {
     public string Name { get; set; } = "";
     public ulong? OptStartSeq { get; set; }
     public DateTime? OptStartTime { get; set; }
+    public string? FilterSubject { get; set; }
+    public SubjectTransformConfig[]? SubjectTransforms { get; set; }
+    public ExternalStream? External { get; set; }
+}
+
+/// <summary>nats-server StreamSourceInfo: a mirror's or source's progress in STREAM.INFO.</summary>
+public sealed class StreamSourceInfo
+{
+    public string Name { get; set; } = "";
+    public ExternalStream? External { get; set; }
+    public ulong Lag { get; set; }
+    /// <summary>Nanoseconds since the source was last active; -1 when it never was.</summary>
+    public long Active { get; set; }
+    public ApiError? Error { get; set; }
     public string? FilterSubject { get; set; }
     public SubjectTransformConfig[]? SubjectTransforms { get; set; }
 }
@@ -98,6 +119,10 @@ public sealed class StreamConfig
     public bool? AllowBatched { get; set; }
     /// <summary>nats-server 2.12 allow_msg_counter (ADR-49 counters); null = false (omitempty).</summary>
     public bool? AllowMsgCounter { get; set; }
+    /// <summary>ADR-43 (2.11): per-message TTL through the Nats-TTL header.</summary>
+    public bool AllowMsgTtl { get; set; }
+    /// <summary>ADR-43 (2.11): nanoseconds a delete marker left by max-age expiry lives (0 = no markers).</summary>
+    public long? SubjectDeleteMarkerTtl { get; set; }
     public Dictionary<string, string>? Metadata { get; set; }
     public StreamConsumerLimits ConsumerLimits { get; set; } = new();
 }
@@ -130,6 +155,8 @@ public sealed class StreamInfoResponse : ApiResponse
     public DateTime? Created { get; set; }
     public StreamStateInfo? State { get; set; }
     public ClusterInfo? Cluster { get; set; }
+    public StreamSourceInfo? Mirror { get; set; }
+    public List<StreamSourceInfo>? Sources { get; set; }
     public DateTime? Ts { get; set; }
     public int? Total { get; set; }
     public int? Offset { get; set; }
@@ -144,6 +171,8 @@ public sealed class StreamInfo
     public DateTime Created { get; set; }
     public StreamStateInfo State { get; set; } = new();
     public ClusterInfo? Cluster { get; set; }
+    public StreamSourceInfo? Mirror { get; set; }
+    public List<StreamSourceInfo>? Sources { get; set; }
     public DateTime? Ts { get; set; }
 }
 
@@ -258,6 +287,8 @@ public sealed class ConsumerConfig
     public long? InactiveThreshold { get; set; }
     public int NumReplicas { get; set; }
     public bool? MemStorage { get; set; }
+    /// <summary>2.11: no deliveries until this time (CONSUMER.PAUSE or the config).</summary>
+    public DateTime? PauseUntil { get; set; }
     public Dictionary<string, string>? Metadata { get; set; }
 }
 
@@ -289,6 +320,9 @@ public sealed class ConsumerInfo
     public ulong NumPending { get; set; }
     public ClusterInfo? Cluster { get; set; }
     public bool? PushBound { get; set; }
+    public bool? Paused { get; set; }
+    /// <summary>Nanoseconds until the pause ends (while paused).</summary>
+    public long? PauseRemaining { get; set; }
     public DateTime? Ts { get; set; }
 }
 
@@ -306,6 +340,8 @@ public sealed class ConsumerInfoResponse : ApiResponse
     public ulong? NumPending { get; set; }
     public ClusterInfo? Cluster { get; set; }
     public bool? PushBound { get; set; }
+    public bool? Paused { get; set; }
+    public long? PauseRemaining { get; set; }
     public DateTime? Ts { get; set; }
 
     public static ConsumerInfoResponse From(string type, ConsumerInfo i) => new()
@@ -323,6 +359,8 @@ public sealed class ConsumerInfoResponse : ApiResponse
         NumPending = i.NumPending,
         Cluster = i.Cluster,
         PushBound = i.PushBound,
+        Paused = i.Paused,
+        PauseRemaining = i.PauseRemaining,
         Ts = i.Ts,
     };
 }

@@ -45,6 +45,14 @@ public sealed class JetStreamDifferentialTests(ITestOutputHelper output)
         // 2.9 words 10084 as "consumer in pull mode requires ack policy"; 2.10+ (errors.json) as we do.
         new("work queue consumer without explicit ack (codes only)", "$JS.API.CONSUMER.DURABLE.CREATE.WQ.W", """{"stream_name":"WQ","config":{"durable_name":"W","ack_policy":"none"}}"""),
         new("push consumer with wildcard deliver subject", "$JS.API.CONSUMER.DURABLE.CREATE.WQ.P", """{"stream_name":"WQ","config":{"durable_name":"P","ack_policy":"explicit","deliver_subject":"d.*"}}"""),
+        new("origin with republish", "$JS.API.STREAM.CREATE.O", """{"name":"O","subjects":["o.>"],"storage":"memory","allow_direct":true,"republish":{"src":"o.>","dest":"rp.>"}}"""),
+        new("mirror", "$JS.API.STREAM.CREATE.M", """{"name":"M","storage":"memory","mirror":{"name":"O"}}"""),
+        new("filtered source", "$JS.API.STREAM.CREATE.SRC", """{"name":"SRC","subjects":["own"],"storage":"memory","sources":[{"name":"O","filter_subject":"o.a"}]}"""),
+        new("mirror with subjects", "$JS.API.STREAM.CREATE.M2", """{"name":"M2","subjects":["x"],"mirror":{"name":"O"}}"""),
+        new("mirror with sources", "$JS.API.STREAM.CREATE.M3", """{"name":"M3","mirror":{"name":"O"},"sources":[{"name":"O"}]}"""),
+        new("mirror update", "$JS.API.STREAM.UPDATE.M", """{"name":"M","storage":"memory","mirror":{"name":"SRC"}}"""),
+        new("republish cycle", "$JS.API.STREAM.CREATE.R2", """{"name":"R2","subjects":["r2.>"],"republish":{"src":">","dest":"r2.x"}}"""),
+        new("republish headers only", "$JS.API.STREAM.CREATE.R3", """{"name":"R3","subjects":["r3.>"],"storage":"memory","republish":{"src":"r3.>","dest":"r3h.>","headers_only":true}}"""),
         new("small heartbeat", "$JS.API.CONSUMER.DURABLE.CREATE.WQ.H", """{"stream_name":"WQ","config":{"durable_name":"H","ack_policy":"explicit","deliver_subject":"d.h","idle_heartbeat":1000}}"""),
     ];
 

@@ -1,0 +1,114 @@
+using NatsBroker.JetStream.Api;
+
+namespace NatsBroker.JetStream;
+
+// Mirror, source, subject transform and republish checks (nats-server stream.go checkStreamCfg), with
+// nats-server's error codes and texts.
+internal static partial class JsConfigCheck
+{
+    private static ApiError? CheckMirrorAndSources(StreamConfig c, JetStreamService js)
+    {
+        if (c.Mirror is { } m)
+        {
+            if (c.Sources is { Length: > 0 }) return JsErrors.MirrorWithSources;
+            if (c.Subjects is { Length: > 0 }) return JsErrors.MirrorWithSubjects;
+            if (c.FirstSeq is > 0) return JsErrors.MirrorWithFirstSeq;
+            if (m.OptStartSeq is > 0 && m.OptStartTime is not null) return JsErrors.MirrorWithStartSeqAndTime;
+            if (!string.IsNullOrEmpty(m.FilterSubject) && m.SubjectTransforms is { Length: > 0 }) return JsErrors.MirrorMultipleFiltersNotAllowed;
+            if (c.SubjectDeleteMarkerTtl is > 0) return JsErrors.StreamInvalidConfig("subject delete markers forbidden on mirrors");
+            var trs = m.SubjectTransforms ?? [];
+            for (int i = 0; i < trs.Length; i++)
+            {
+                if (!string.IsNullOrEmpty(trs[i].Src) && !JsSubjects.IsValid(trs[i].Src)) return JsErrors.MirrorInvalidSubjectFilter($"invalid subject {trs[i].Src}");
+                if (JsSubjectTransform.Create(trs[i].Src, trs[i].Dest, out var terr) is null) return JsErrors.MirrorInvalidTransformDestination(terr!);
+                for (int j = 0; j < trs.Length; j++)
+                    if (i != j && JsSubjects.Collide(Or(trs[i].Src), Or(trs[j].Src))) return JsErrors.MirrorOverlappingSubjectFilters;
+            }
+            if (m.External is not null) return JsErrors.StreamInvalidConfig("external mirrors are not supported by this server");
+            if (!IsValidName(m.Name) || HasPathSeparators(m.Name)) return JsErrors.MirrorInvalidStreamName;
+            if (js.Account.TryGet(m.Name, out var origin))
+            {
+                if (c.MaxMsgSize > 0 && origin.Config.MaxMsgSize > 0 && c.MaxMsgSize < origin.Config.MaxMsgSize) return JsErrors.MirrorMaxMessageSizeTooBig;
+                // A mirror answers direct gets for its origin when the origin allows them (nats-server inherits it).
+                c.MirrorDirect = origin.Config.AllowDirect;
+            }
+        }
+        var seen = new HashSet<string>(StringComparer.Ordinal);
+        foreach (var src in c.Sources ?? [])
+        {
+            if (src is null || !IsValidName(src.Name) || HasPathSeparators(src.Name)) return JsErrors.SourceInvalidStreamName;
+            if (!seen.Add(JsStream.SourceIndexName(src))) return JsErrors.SourceDuplicateDetected;
+            if (!string.IsNullOrEmpty(src.FilterSubject) && src.SubjectTransforms is { Length: > 0 }) return JsErrors.SourceMultipleFiltersNotAllowed;
+            var trs = src.SubjectTransforms ?? [];
+            foreach (var tr in trs)
+            {
+                if (!string.IsNullOrEmpty(tr.Src) && !JsSubjects.IsValid(tr.Src)) return JsErrors.SourceInvalidSubjectFilter($"invalid subject {tr.Src}");
+                if (JsSubjectTransform.Create(tr.Src, tr.Dest, out var terr) is null) return JsErrors.SourceInvalidTransformDestination(terr!);
+            }
+            for (int i = 0; i < trs.Length; i++)
+                for (int j = 0; j < trs.Length; j++)
+                    if (i != j && JsSubjects.IsSubsetOf(Or(trs[i].Src), Or(trs[j].Src))) return JsErrors.SourceOverlappingSubjectFilters;
+            if (src.External is not null) return JsErrors.StreamInvalidConfig("external sources are not supported by this server");
+            if (js.Account.TryGet(src.Name, out var origin) && c.MaxMsgSize > 0 && origin.Config.MaxMsgSize > 0 && c.MaxMsgSize < origin.Config.MaxMsgSize)
+                return JsErrors.SourceMaxMessageSizeTooBig;
+        }
+        if (FormsCycle(c, js)) return JsErrors.StreamInvalidConfig("detected cycle");
+        return null;
+    }
+
+    private static string Or(string? filter) => string.IsNullOrEmpty(filter) ? ">" : filter;
+
+    /// <summary>Source/mirror cycles through existing streams (nats-server's cycle check in checkStreamCfg).</summary>
+    private static bool FormsCycle(StreamConfig c, JetStreamService js)
+    {
+        var toVisit = new Queue<StreamConfig>([c]);
+        var visited = new HashSet<string>(StringComparer.Ordinal);
+        while (toVisit.Count > 0)
+        {
+            var cfg = toVisit.Dequeue();
+            visited.Add(cfg.Name);
+            foreach (var src in cfg.Sources ?? [])
+            {
+                if (visited.Contains(src.Name))
+                {
+                    if (string.IsNullOrEmpty(src.FilterSubject) || (cfg.Subjects ?? []).Any(s => JsSubjects.Collide(s, src.FilterSubject))) return true;
+                }
+                else if (js.Account.TryGet(src.Name, out var other))
+                {
+                    toVisit.Enqueue(other.Config);
+                }
+            }
+            if (cfg.Mirror is { } m)
+            {
+                if (visited.Contains(m.Name)) return true;
+                if (js.Account.TryGet(m.Name, out var other)) toVisit.Enqueue(other.Config);
+            }
+        }
+        return false;
+    }
+
+    /// <summary>Stream subject_transform and republish (nats-server checkStreamCfg).</summary>
+    private static ApiError? CheckTransformAndRepublish(StreamConfig c)
+    {
+        if (c.SubjectTransform is { } st)
+        {
+            if (!string.IsNullOrEmpty(st.Src) && !JsSubjects.IsValid(st.Src)) return JsErrors.StreamTransformInvalidSource($"invalid subject {st.Src}");
+            if (JsSubjectTransform.Create(st.Src, st.Dest, out var terr) is null) return JsErrors.StreamTransformInvalidDestination(terr!);
+        }
+        if (c.Republish is { } rp)
+        {
+            if (string.IsNullOrEmpty(rp.Src)) rp.Src = ">";
+            // '>' to '>' with a transform of the only subject republishes the transformed subjects.
+            if (rp.Dest == ">" && rp.Src == ">" && c.SubjectTransform is { } t && c.Subjects is { Length: 1 } && t.Src == c.Subjects[0])
+            {
+                rp.Src = t.Dest;
+                rp.Dest = t.Dest;
+            }
+            foreach (var s in c.Subjects ?? [])
+                if (JsSubjects.Collide(rp.Dest, s)) return JsErrors.StreamInvalidConfig("stream configuration for republish destination forms a cycle");
+            if (JsSubjectTransform.Create(rp.Src, rp.Dest, out _) is null)
+                return JsErrors.StreamInvalidConfig($"stream configuration for republish with transform from '{rp.Src}' to '{rp.Dest}' not valid");
+        }
+        return null;
+    }
+}
