@@ -60,7 +60,7 @@ Console.WriteLine($"storage bench: {Environment.ProcessorCount} cores, .NET {Env
 Console.WriteLine("| engine | benchmark                                      | ops/s          | B/op thr | B/op all |");
 Console.WriteLine("|--------|------------------------------------------------|----------------|----------|----------|");
 
-foreach (var engine in openOnly || kvOnly || args.Contains("open-large") ? [] : new[] { "memory", "file" })
+foreach (var engine in openOnly || kvOnly || args.Contains("open-large") || args.Contains("open-10g") ? [] : new[] { "memory", "file" })
 {
     var payload = new byte[128];
     Random.Shared.NextBytes(payload);
@@ -215,8 +215,9 @@ foreach (var engine in openOnly || kvOnly || args.Contains("open-large") ? [] : 
     // block and 40 B per sealed block; the index stays on disk until touched), the per-block snapshots only
     // (idx/index.img deleted: the index is rebuilt entry by entry from the snapshots) and a full scan (idx/
     // deleted). "open-large" measures 1, 5 and 10 GB stores of 1 KiB messages (and deletes them afterwards).
-    bool large = args.Contains("open-large");
-    var sizes = large ? new (long Mb, int Payload)[] { (1024, 128), (1024, 1024), (5120, 1024), (10240, 1024) }
+    bool large = args.Contains("open-large") || args.Contains("open-10g");
+    var sizes = args.Contains("open-10g") ? new (long Mb, int Payload)[] { (10240, 1024) }
+        : large ? new (long Mb, int Payload)[] { (1024, 128), (1024, 1024), (5120, 1024), (10240, 1024) }
         : openOnly ? [(256, 128), (1024, 128)] : quick ? [(64, 128), (256, 128)] : [(256, 128), (1024, 128), (2048, 128)];
     foreach (var (mb, size) in kvOnly ? [] : sizes)
     {
@@ -236,7 +237,7 @@ foreach (var engine in openOnly || kvOnly || args.Contains("open-large") ? [] : 
         long imageBytes = new FileInfo(Path.Combine(dir, "idx", "index.img")).Length;
         string label = $"{mb / 1024.0:0.##} GB store ({msgs / 1000}k msgs of {size} B)";
         Line(string.Create(CultureInfo.InvariantCulture, $"close, {label}: flush + snapshots + index image ({imageBytes / (1024 * 1024)} MiB) | {closeSecs:F3} s |"));
-        foreach (var mode in new[] { "index image", "snapshots only", "full scan" })
+        foreach (var mode in args.Contains("open-10g") ? ["index image", "snapshots only"] : new[] { "index image", "snapshots only", "full scan" })
         {
             double best = double.MaxValue, bestClose = 0, firstTouch = 0;
             long workingSet = 0;

@@ -145,9 +145,12 @@ internal sealed class SequenceIndex
         _paged = new bool[cap];
         _count = (int)span;
         End = Math.Max(end, baseChunk << Shift);
+        ulong appendChunk = end == 0 ? 0 : (end - 1) >> Shift;
         foreach (var (chunk, live) in chunks)
         {
-            if (chunk < baseChunk || chunk - baseChunk >= span || live <= 0) continue;
+            // A chunk without live entries is kept only if appends continue in it: its dead entries must read as
+            // dead once an append allocates it (a fresh chunk would read as live subject 0).
+            if (chunk < baseChunk || chunk - baseChunk >= span || (live <= 0 && chunk != appendChunk)) continue;
             int slot = (int)(chunk - baseChunk);
             _paged[slot] = true;
             _live[slot] = live;

@@ -183,6 +183,28 @@ public sealed class IndexImageTests
     }
 
     [Fact]
+    public void Deleted_entries_in_the_index_chunk_being_appended_to_stay_deleted_after_a_fast_open()
+    {
+        var fs = NewFileSystem();
+        var s = Open(fs, SyncPolicy.Periodic);
+        ulong n = 0;
+        Fill(s, ref n, 2100);
+        // Everything in the chunk of sequences 2048.. is deleted, the stream still starts at 1.
+        for (ulong q = 2048; q <= n; q++) Assert.Equal(StoreStatus.Ok, s.Remove(q));
+        s.Dispose();
+
+        var s2 = Open(fs, SyncPolicy.Periodic);
+        Assert.True(Paged(s2) > 0);
+        Assert.True(s2.Append(B("new"), default, B("x")).IsOk);
+        var m = new StoredMessage();
+        Assert.Equal(StoreStatus.Ok, s2.LoadNext(B(">"), 2048, m));
+        Assert.Equal(2101UL, m.Sequence);
+        Assert.Equal(2048UL, s2.CountMatching(B(">")));
+        Assert.Equal(StoreStatus.Deleted, s2.Load(2050, m));
+        s2.Dispose();
+    }
+
+    [Fact]
     public void Limits_and_ttl_state_survive_a_fast_open()
     {
         var fs = NewFileSystem();
