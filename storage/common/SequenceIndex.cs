@@ -105,7 +105,14 @@ internal sealed class SequenceIndex
     {
         var c = _chunks[SlotOf(seq)];
         if (c is not null) return ref c[seq & Mask];
-        c = PageIn(SlotOf(seq), seq >> Shift);
+        return ref GetCold(seq);
+    }
+
+    /// <summary>A released or paged chunk: kept out of <see cref="Get"/> so the hot path stays as small as before paging.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private ref IndexEntry GetCold(ulong seq)
+    {
+        var c = PageIn(SlotOf(seq), seq >> Shift);
         if (c is not null) return ref c[seq & Mask];
         return ref Dead();
     }
