@@ -15,6 +15,8 @@ int reps = quick ? 1 : 3;
 bool openOnly = args.Contains("open-only");
 // "kv-only": just the KV memory rows; "open-large": just the 1/5/10 GB open rows.
 bool kvOnly = args.Contains("kv-only");
+// "cold-only": just the append-beside-a-cold-reader rows.
+bool coldOnly = args.Contains("cold-only");
 var results = new List<string>();
 var baseDir = Path.Combine(Path.GetTempPath(), "nb-storage-bench-" + Environment.ProcessId);
 
@@ -60,7 +62,7 @@ Console.WriteLine($"storage bench: {Environment.ProcessorCount} cores, .NET {Env
 Console.WriteLine("| engine | benchmark                                      | ops/s          | B/op thr | B/op all |");
 Console.WriteLine("|--------|------------------------------------------------|----------------|----------|----------|");
 
-foreach (var engine in openOnly || kvOnly || args.Contains("open-large") || args.Contains("open-10g") ? [] : new[] { "memory", "file" })
+foreach (var engine in openOnly || kvOnly || coldOnly || args.Contains("open-large") || args.Contains("open-10g") ? [] : new[] { "memory", "file" })
 {
     var payload = new byte[128];
     Random.Shared.NextBytes(payload);
@@ -219,7 +221,7 @@ foreach (var engine in openOnly || kvOnly || args.Contains("open-large") || args
     var sizes = args.Contains("open-10g") ? new (long Mb, int Payload)[] { (10240, 1024) }
         : large ? new (long Mb, int Payload)[] { (1024, 128), (1024, 1024), (5120, 1024), (10240, 1024) }
         : openOnly ? [(256, 128), (1024, 128)] : quick ? [(64, 128), (256, 128)] : [(256, 128), (1024, 128), (2048, 128)];
-    foreach (var (mb, size) in kvOnly ? [] : sizes)
+    foreach (var (mb, size) in kvOnly || coldOnly ? [] : sizes)
     {
         var dir = Path.Combine(baseDir, "open-" + mb + "-" + size);
         long msgs = mb * 1024 * 1024 / (size + 8 + 40);
@@ -270,7 +272,7 @@ foreach (var engine in openOnly || kvOnly || args.Contains("open-large") || args
     // Memory vs updates on a fixed key set (KV: max msgs per subject 1, random updates over 10,000 keys plus one
     // key never updated after the start, so the first sequence stays behind): RSS, managed heap, index chunks in
     // memory and store bytes on disk, every 1M updates ("kv-only" runs just this; quick: 1M updates).
-    if (!openOnly && !large)
+    if (!openOnly && !large && !coldOnly)
     {
         var cfg = new StreamStoreConfig { StreamName = "kv", Limits = new StreamLimits { MaxMessagesPerSubject = 1 } };
         var kvDir = Path.Combine(baseDir, "kv");

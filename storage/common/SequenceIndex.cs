@@ -7,6 +7,8 @@ namespace NatsBroker.Storage.Internal;
 /// engine-defined (memstore: slab/offset and header length; filestore: block/offset and record length).
 /// Entries of one subject form a doubly linked list through <see cref="Prev"/>/<see cref="Next"/> (0 = none),
 /// which gives O(1) last-by-subject, per-subject limits and purge-by-subject in O(removed).
+/// The file engine persists this struct raw (48 bytes, little-endian, field order as declared) in its index image
+/// (storage/filestore/FORMAT.md "Index image"): changing the fields needs a new image version there.
 /// </summary>
 internal struct IndexEntry
 {
