@@ -13,6 +13,10 @@ int appendN = quick ? 300_000 : 2_000_000;
 int reps = quick ? 1 : 3;
 // "open-only": just the open-time rows (256 MB and 1 GB), for measuring index snapshots without the rest.
 bool openOnly = args.Contains("open-only");
+// "kv-only": just the KV memory rows; "open-large": just the 1/5/10 GB open rows.
+bool kvOnly = args.Contains("kv-only");
+// "cold-only": just the append-beside-a-cold-reader rows.
+bool coldOnly = args.Contains("cold-only");
 var results = new List<string>();
 var baseDir = Path.Combine(Path.GetTempPath(), "nb-storage-bench-" + Environment.ProcessId);
 
@@ -58,7 +62,7 @@ Console.WriteLine($"storage bench: {Environment.ProcessorCount} cores, .NET {Env
 Console.WriteLine("| engine | benchmark                                      | ops/s          | B/op thr | B/op all |");
 Console.WriteLine("|--------|------------------------------------------------|----------------|----------|----------|");
 
-foreach (var engine in openOnly ? [] : new[] { "memory", "file" })
+foreach (var engine in openOnly || kvOnly || coldOnly || args.Contains("open-large") || args.Contains("open-10g") ? [] : new[] { "memory", "file" })
 {
     var payload = new byte[128];
     Random.Shared.NextBytes(payload);
@@ -209,56 +213,91 @@ foreach (var engine in openOnly ? [] : new[] { "memory", "file" })
         results.Add(line);
     }
 
-    // Open time vs store size, with the index snapshots a clean close writes and without them (idx/ deleted
-    // before each open, so every block is scanned; the close after it writes them again).
-    foreach (long mb in openOnly ? new long[] { 256, 1024 } : quick ? [64, 256] : [256, 1024, 2048])
+    // Open time vs store size, three ways: the index image a clean close writes (open reads its head, the newest
+    // block and 40 B per sealed block; the index stays on disk until touched), the per-block snapshots only
+    // (idx/index.img deleted: the index is rebuilt entry by entry from the snapshots) and a full scan (idx/
+    // deleted). "open-large" measures 1, 5 and 10 GB stores of 1 KiB messages (and deletes them afterwards).
+    bool large = args.Contains("open-large") || args.Contains("open-10g");
+    var sizes = args.Contains("open-10g") ? new (long Mb, int Payload)[] { (10240, 1024) }
+        : large ? new (long Mb, int Payload)[] { (1024, 128), (1024, 1024), (5120, 1024), (10240, 1024) }
+        : openOnly ? [(256, 128), (1024, 128)] : quick ? [(64, 128), (256, 128)] : [(256, 128), (1024, 128), (2048, 128)];
+    foreach (var (mb, size) in kvOnly || coldOnly ? [] : sizes)
     {
-        var dir = Path.Combine(baseDir, "open-" + mb);
-        long msgs = mb * 1024 * 1024 / (128 + 8 + 40);
+        var dir = Path.Combine(baseDir, "open-" + mb + "-" + size);
+        long msgs = mb * 1024 * 1024 / (size + 8 + 40);
+        var body = new byte[size];
+        Random.Shared.NextBytes(body);
+        double closeSecs;
         {
             var r = new FileStoreFactory().Open(new StreamStoreConfig { StreamName = "open" }, dir);
-            using var s = r.Store!;
-            for (long i = 0; i < msgs; i++) s.Append(subj[i & 15], default, payload);
+            var s = r.Store!;
+            for (long i = 0; i < msgs; i++) s.Append(subj[i & 15], default, body);
+            var sw = Stopwatch.StartNew();
+            s.Dispose();
+            closeSecs = sw.Elapsed.TotalSeconds;
         }
-        foreach (bool snapshots in new[] { false, true })
+        long imageBytes = new FileInfo(Path.Combine(dir, "idx", "index.img")).Length;
+        string label = $"{mb / 1024.0:0.##} GB store ({msgs / 1000}k msgs of {size} B)";
+        Line(string.Create(CultureInfo.InvariantCulture, $"close, {label}: flush + snapshots + index image ({imageBytes / (1024 * 1024)} MiB) | {closeSecs:F3} s |"));
+        foreach (var mode in args.Contains("open-10g") ? ["index image", "snapshots only"] : new[] { "index image", "snapshots only", "full scan" })
         {
-            double best = double.MaxValue;
+            double best = double.MaxValue, bestClose = 0, firstTouch = 0;
+            long workingSet = 0;
             for (int rep = 0; rep < reps; rep++)
             {
                 var idx = Path.Combine(dir, "idx");
-                if (!snapshots && Directory.Exists(idx)) Directory.Delete(idx, true);
+                if (mode == "full scan" && Directory.Exists(idx)) Directory.Delete(idx, true);
+                if (mode == "snapshots only") File.Delete(Path.Combine(idx, "index.img"));
+                GC.Collect();
                 var sw = Stopwatch.StartNew();
                 var r = new FileStoreFactory().Open(new StreamStoreConfig { StreamName = "open" }, dir);
                 sw.Stop();
-                r.Store!.Dispose();
-                best = Math.Min(best, sw.Elapsed.TotalSeconds);
+                var s = r.Store!;
+                // The first load of the oldest message (pages in one index chunk when opened from the image).
+                var m = new StoredMessage(2048);
+                var t = Stopwatch.StartNew();
+                s.Load(s.GetState().FirstSequence, m);
+                double touch = t.Elapsed.TotalSeconds;
+                workingSet = Process.GetCurrentProcess().WorkingSet64;
+                t.Restart();
+                s.Dispose();
+                double close = t.Elapsed.TotalSeconds;
+                if (sw.Elapsed.TotalSeconds < best) (best, bestClose, firstTouch) = (sw.Elapsed.TotalSeconds, close, touch);
             }
-            Line(string.Create(CultureInfo.InvariantCulture, $"open, {mb} MB store ({msgs / 1000}k msgs), {(snapshots ? "with index snapshots" : "full scan (no idx/)")} | {best:F3} s (page cache warm) |"));
+            Line(string.Create(CultureInfo.InvariantCulture, $"open, {label}, {mode} | {best:F3} s (page cache warm); first load {firstTouch * 1000:F1} ms; RSS after {workingSet / (1024 * 1024)} MiB; close {bestClose:F2} s |"));
         }
         Directory.Delete(dir, true);
     }
 
-    // Index memory vs updates on a fixed key set (KV: max msgs per subject 1, 1,000 keys + 1 never updated).
-    if (!openOnly)
+    // Memory vs updates on a fixed key set (KV: max msgs per subject 1, random updates over 10,000 keys plus one
+    // key never updated after the start, so the first sequence stays behind): RSS, managed heap, index chunks in
+    // memory and store bytes on disk, every 1M updates ("kv-only" runs just this; quick: 1M updates).
+    if (!openOnly && !large && !coldOnly)
     {
         var cfg = new StreamStoreConfig { StreamName = "kv", Limits = new StreamLimits { MaxMessagesPerSubject = 1 } };
-        var r = new FileStoreFactory().Open(cfg, Path.Combine(baseDir, "kv"));
+        var kvDir = Path.Combine(baseDir, "kv");
+        var r = new FileStoreFactory().Open(cfg, kvDir);
         using var s = r.Store!;
-        var keys = Subjects("kv", 1000);
+        var keys = Subjects("kv", 10_000);
         s.Append("kv.stuck"u8, default, payload);
-        long done = 0;
-        foreach (long upto in quick ? new long[] { 100_000, 300_000 } : [100_000, 1_000_000, 3_000_000])
+        var rnd = new Random(5);
+        long total = quick ? 1_000_000 : 10_000_000, step = quick ? 250_000 : 1_000_000;
+        var sw = Stopwatch.StartNew();
+        for (long done = 0; done < total;)
         {
-            for (; done < upto; done++) s.Append(keys[done % 1000], default, payload);
+            for (long end = done + step; done < end; done++) s.Append(keys[rnd.Next(keys.Length)], default, payload);
             var chunks = (int)s.GetType().GetProperty("IndexChunks", System.Reflection.BindingFlags.Instance | System.Reflection.BindingFlags.NonPublic)!.GetValue(s)!;
-            GC.Collect();
-            Line(string.Create(CultureInfo.InvariantCulture, $"KV {upto / 1000}k updates over 1k keys | index {chunks} chunks ({chunks * 48} KiB), managed heap {GC.GetTotalMemory(true) / (1024 * 1024)} MiB |"));
+            long heap = GC.GetTotalMemory(true);
+            long rss = Process.GetCurrentProcess().WorkingSet64;
+            long disk = Directory.EnumerateFiles(kvDir, "*", SearchOption.AllDirectories).Sum(f => new FileInfo(f).Length);
+            var st = s.GetState();
+            Line(string.Create(CultureInfo.InvariantCulture, $"KV {done / 1000}k random updates over 10k keys | {st.Messages} msgs, seq span {st.LastSequence - st.FirstSequence + 1}; index {chunks} chunks ({chunks * 48} KiB), managed heap {heap / (1024 * 1024)} MiB, RSS {rss / (1024 * 1024)} MiB, disk {disk / (1024 * 1024)} MiB; {done / sw.Elapsed.TotalSeconds:N0} updates/s |"));
         }
         s.Delete();
     }
 
     // Append throughput alone and with a concurrent reader doing cold random loads.
-    if (!openOnly)
+    if (!openOnly && !large && !kvOnly)
     {
         var r = new FileStoreFactory().Open(new StreamStoreConfig { StreamName = "cold" }, Path.Combine(baseDir, "cold"));
         using var s = r.Store!;

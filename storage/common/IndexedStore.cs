@@ -81,6 +81,15 @@ internal abstract class IndexedStore : IStreamStore
         }
     }
 
+    /// <summary>Sequence-index chunks still on disk (file engine after a fast open), not in memory.</summary>
+    internal int PagedIndexChunks
+    {
+        get
+        {
+            lock (Sync) return Index.PagedChunks;
+        }
+    }
+
     private volatile string? _failure;
 
     /// <summary>Non-null once the engine failed to make something durable; every later write is refused (fail-stop).</summary>
@@ -442,6 +451,23 @@ internal abstract class IndexedStore : IStreamStore
         Bytes += (ulong)size;
         if (seq > Last) { Last = seq; LastTs = ts; }
         return ref e;
+    }
+
+    /// <summary>The stream counters as an index image recorded them (fast open; the engine restored the indexes).</summary>
+    protected void RestoreCounters(ulong first, ulong last, long lastTs, ulong msgs, ulong bytes)
+    {
+        First = first;
+        Last = last;
+        LastTs = lastTs;
+        Msgs = msgs;
+        Bytes = bytes;
+        FloorDirty = false;
+    }
+
+    /// <summary>Pending per-message TTL expiries (sequence, expiry in Unix ns), for an index image.</summary>
+    protected IEnumerable<(ulong Seq, long Expires)> PendingTtls()
+    {
+        foreach (var (seq, expires) in _ttl.UnorderedItems) yield return (seq, expires);
     }
 
     /// <summary>Sets the last sequence after recovery (from block headers, skip and floor records).</summary>

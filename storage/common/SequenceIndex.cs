@@ -7,6 +7,8 @@ namespace NatsBroker.Storage.Internal;
 /// engine-defined (memstore: slab/offset and header length; filestore: block/offset and record length).
 /// Entries of one subject form a doubly linked list through <see cref="Prev"/>/<see cref="Next"/> (0 = none),
 /// which gives O(1) last-by-subject, per-subject limits and purge-by-subject in O(removed).
+/// The file engine persists this struct raw (48 bytes, little-endian, field order as declared) in its index image
+/// (storage/filestore/FORMAT.md "Index image"): changing the fields needs a new image version there.
 /// </summary>
 internal struct IndexEntry
 {
@@ -25,6 +27,13 @@ internal struct IndexEntry
     public readonly bool IsLive => SubjectId >= 0;
 }
 
+/// <summary>Loads a chunk of index entries the engine kept on disk (see <see cref="SequenceIndex.RestorePaged"/>).</summary>
+internal interface IIndexPager
+{
+    /// <summary>Fills <paramref name="into"/> (<see cref="SequenceIndex.EntriesPerChunk"/> entries) with chunk <paramref name="chunkNo"/>; false = unreadable (the engine reports it).</summary>
+    bool Load(ulong chunkNo, IndexEntry[] into);
+}
+
 /// <summary>
 /// Sequence-indexed ring of fixed-size chunks of <see cref="IndexEntry"/>. Appends and lookups are O(1);
 /// chunks below the first sequence are recycled, so a steady-state append allocates nothing.
@@ -34,6 +43,11 @@ internal struct IndexEntry
 /// messages, not the span from first to last sequence (a KV bucket where one key is never updated keeps a
 /// first sequence far behind). A released chunk reads as deleted entries (<see cref="Get"/> returns a scratch
 /// dead entry); callers write only through entries they checked are live.
+/// </para>
+/// <para>
+/// Paged (file engine, fast open): <see cref="RestorePaged"/> makes every chunk "on disk" with only its live
+/// count in memory; the first touch of any entry in such a chunk loads it through the <see cref="IIndexPager"/>
+/// (under the caller's lock). The hot path is unchanged: only a null chunk slot looks at the paged flag.
 /// </para>
 /// </summary>
 internal sealed class SequenceIndex
@@ -46,6 +60,9 @@ internal sealed class SequenceIndex
 
     private IndexEntry[]?[] _chunks = new IndexEntry[16][];
     private int[] _live = new int[16];
+    /// <summary>Chunk not in memory but on the engine's disk (<see cref="IIndexPager"/>); its <see cref="_live"/> count is known.</summary>
+    private bool[] _paged = new bool[16];
+    private IIndexPager? _pager;
     private int _head;
     private int _count;
     private ulong _baseChunk;
@@ -61,11 +78,19 @@ internal sealed class SequenceIndex
     /// <summary>Chunks currently allocated (1024 entries each): the index's memory is this x 48 KiB.</summary>
     public int AllocatedChunks { get; private set; }
 
+    /// <summary>Chunks still on disk (restored by <see cref="RestorePaged"/> and not touched since).</summary>
+    public int PagedChunks { get; private set; }
+
+    /// <summary>Entries per chunk (the unit a pager loads).</summary>
+    public const int EntriesPerChunk = ChunkSize;
+
     public void Reset(ulong nextSequence)
     {
         for (int i = 0; i < _count; i++) Release(_chunks[Slot(i)]);
         Array.Clear(_chunks);
         Array.Clear(_live);
+        Array.Clear(_paged);
+        PagedChunks = 0;
         _head = 0;
         _count = 0;
         _baseChunk = nextSequence >> Shift;
@@ -82,7 +107,77 @@ internal sealed class SequenceIndex
     {
         var c = _chunks[SlotOf(seq)];
         if (c is not null) return ref c[seq & Mask];
+        return ref GetCold(seq);
+    }
+
+    /// <summary>A released or paged chunk: kept out of <see cref="Get"/> so the hot path stays as small as before paging.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private ref IndexEntry GetCold(ulong seq)
+    {
+        var c = PageIn(SlotOf(seq), seq >> Shift);
+        if (c is not null) return ref c[seq & Mask];
         return ref Dead();
+    }
+
+    /// <summary>Loads a paged chunk (cold path); null if the slot is not paged or the pager failed.</summary>
+    private IndexEntry[]? PageIn(int slot, ulong chunkNo)
+    {
+        if (!_paged[slot]) return null;
+        _paged[slot] = false;
+        PagedChunks--;
+        var c = Rent();
+        if (_pager!.Load(chunkNo, c))
+        {
+            _chunks[slot] = c;
+            return c;
+        }
+        // The pager reported the failure (the engine fail-stops); the chunk reads as deleted entries.
+        Release(c);
+        _live[slot] = 0;
+        return null;
+    }
+
+    /// <summary>
+    /// Replaces the index with one whose chunks all live on disk: <paramref name="chunks"/> lists (chunk number,
+    /// live entries) in ascending order, every other chunk in [<paramref name="baseChunk"/>, end) is empty.
+    /// Each paged chunk is loaded through <paramref name="pager"/> the first time any entry in it is touched.
+    /// </summary>
+    public void RestorePaged(ulong baseChunk, ulong end, ReadOnlySpan<(ulong Chunk, int Live)> chunks, IIndexPager pager)
+    {
+        Reset(baseChunk << Shift);
+        _pager = pager;
+        ulong span = end == 0 ? 0 : ((end - 1) >> Shift) - baseChunk + 1;
+        int cap = 16;
+        while ((ulong)cap < span + 1) cap <<= 1;
+        _chunks = new IndexEntry[cap][];
+        _live = new int[cap];
+        _paged = new bool[cap];
+        _count = (int)span;
+        End = Math.Max(end, baseChunk << Shift);
+        ulong appendChunk = end == 0 ? 0 : (end - 1) >> Shift;
+        foreach (var (chunk, live) in chunks)
+        {
+            // A chunk without live entries is kept only if appends continue in it: its dead entries must read as
+            // dead once an append allocates it (a fresh chunk would read as live subject 0).
+            if (chunk < baseChunk || chunk - baseChunk >= span || (live <= 0 && chunk != appendChunk)) continue;
+            int slot = (int)(chunk - baseChunk);
+            _paged[slot] = true;
+            _live[slot] = live;
+            PagedChunks++;
+        }
+    }
+
+    /// <summary>Number of chunk slots from <see cref="Low"/> to <see cref="End"/> (for writing an index image).</summary>
+    public int ChunkSlots => _count;
+
+    /// <summary>The chunk number of slot <paramref name="k"/> (0 = the lowest) and its state.</summary>
+    public ulong ChunkAt(int k, out IndexEntry[]? data, out int live, out bool paged)
+    {
+        int slot = Slot(k);
+        data = _chunks[slot];
+        live = _live[slot];
+        paged = _paged[slot];
+        return _baseChunk + (ulong)k;
     }
 
     private ref IndexEntry Dead()
@@ -103,10 +198,11 @@ internal sealed class SequenceIndex
             if (_count == _chunks.Length) Grow();
             _chunks[Slot(_count)] = null;
             _live[Slot(_count)] = 0;
+            _paged[Slot(_count)] = false;
             _count++;
         }
         int slot = SlotOf(seq);
-        var c = _chunks[slot] ??= Rent();
+        var c = _chunks[slot] ?? PageIn(slot, seq >> Shift) ?? (_chunks[slot] = Rent());
         End = seq + 1;
         ref var e = ref c[seq & Mask];
         e = default;
@@ -129,6 +225,7 @@ internal sealed class SequenceIndex
                     if (_count == _chunks.Length) Grow();
                     _chunks[Slot(_count)] = null;
                     _live[Slot(_count)] = 0;
+                    _paged[Slot(_count)] = false;
                     _count++;
                 }
                 End += ChunkSize;
@@ -157,8 +254,9 @@ internal sealed class SequenceIndex
     {
         while (seq <= last && seq < End)
         {
-            var c = _chunks[SlotOf(seq)];
-            if (c is null || _live[SlotOf(seq)] == 0)
+            int slot = SlotOf(seq);
+            var c = _live[slot] == 0 ? null : _chunks[slot] ?? PageIn(slot, seq >> Shift);
+            if (c is null)
             {
                 seq = ((seq >> Shift) + 1) << Shift;
                 continue;
@@ -180,6 +278,11 @@ internal sealed class SequenceIndex
             Release(_chunks[_head]);
             _chunks[_head] = null;
             _live[_head] = 0;
+            if (_paged[_head])
+            {
+                _paged[_head] = false;
+                PagedChunks--;
+            }
             _head = (_head + 1) & (_chunks.Length - 1);
             _baseChunk++;
             _count--;
@@ -190,13 +293,16 @@ internal sealed class SequenceIndex
     {
         var n = new IndexEntry[]?[_chunks.Length * 2];
         var l = new int[_chunks.Length * 2];
+        var p = new bool[_chunks.Length * 2];
         for (int i = 0; i < _count; i++)
         {
             n[i] = _chunks[Slot(i)];
             l[i] = _live[Slot(i)];
+            p[i] = _paged[Slot(i)];
         }
         _chunks = n;
         _live = l;
+        _paged = p;
         _head = 0;
     }
 

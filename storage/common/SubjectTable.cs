@@ -54,6 +54,24 @@ internal sealed class SubjectTable
         _freeIds.Push(s.Id);
     }
 
+    /// <summary>Re-creates a subject under the id it had when an index image was written (fast open).</summary>
+    public SubjectInfo Restore(int id, byte[] key, ulong count, ulong first, ulong last)
+    {
+        while (id >= _byId.Length) Array.Resize(ref _byId, _byId.Length * 2);
+        var s = new SubjectInfo(key, id) { Count = count, First = first, Last = last };
+        _map.Add(key, s);
+        _byId[id] = s;
+        if (id >= _nextId) _nextId = id + 1;
+        return s;
+    }
+
+    /// <summary>After <see cref="Restore"/> calls: the ids below the highest one that are unused become free.</summary>
+    public void FinishRestore()
+    {
+        _freeIds.Clear();
+        for (int id = _nextId - 1; id >= 0; id--) if (_byId[id] is null) _freeIds.Push(id);
+    }
+
     public void Clear()
     {
         _map.Clear();

@@ -32,7 +32,7 @@ internal sealed partial class FileStore
         if (b.Cache is not null && off + len <= b.Size) buf.CopyTo(b.Cache.AsSpan(off));
         if (off < b.Flushed && Failure is null)
         {
-            if (!DropSnapshotDurably(b)) return;
+            if (!DropSnapshotDurably(b) || !DropImageDurably()) return;
             try
             {
                 b.WriteGen++;
@@ -97,14 +97,25 @@ internal sealed partial class FileStore
                     return; // keep the block: its tombstones cannot be carried
                 }
             }
-            int off = Format.BlockHeaderSize;
-            while (off < size && Format.TryRecord(data.AsSpan(off, size - off), out var rec))
+            // Carrying more than half a block of tombstones could roll the newest block, whose tombstone-only
+            // predecessor would be carried again, and so on forever (a large purge by subject with small blocks
+            // did loop). Such a block is kept instead, until enough of the blocks its tombstones refer to are gone.
+            int carry = 0;
+            for (int pass = 0; pass < 2; pass++)
             {
-                // The removed message's block is found by sequence range (the index keeps no location for
-                // deleted entries); a tombstone below the persisted floor is covered by the floor record.
-                if (rec.Type == Format.TypeTombstone && rec.Seq >= _persistedFloor && rec.Seq <= Last && BlockFor(rec.Seq) is { } target && target != b)
-                    AppendControl(Format.TypeTombstone, rec.Seq);
-                off += rec.Length;
+                int off = Format.BlockHeaderSize;
+                while (off < size && Format.TryRecord(data.AsSpan(off, size - off), out var rec))
+                {
+                    // The removed message's block is found by sequence range (the index keeps no location for
+                    // deleted entries); a tombstone below the persisted floor is covered by the floor record.
+                    if (rec.Type == Format.TypeTombstone && rec.Seq >= _persistedFloor && rec.Seq <= Last && BlockFor(rec.Seq) is { } target && target != b)
+                    {
+                        if (pass == 0) carry++;
+                        else AppendControl(Format.TypeTombstone, rec.Seq);
+                    }
+                    off += rec.Length;
+                }
+                if (pass == 0 && (long)carry * Format.RecordOverhead > _opt.BlockSize / 2) return;
             }
             // Keep the block unless its tombstones (and the floor record) are durable elsewhere.
             if (FlushTailLocked() != StoreStatus.Ok || SyncAllLocked() != StoreStatus.Ok) return;

@@ -41,6 +41,7 @@ internal sealed partial class FileStore
         foreach (var name in _fs.ListFiles(IndexDir))
         {
             var path = Path.Combine(IndexDir, name);
+            if (name == IndexImage.FileName) continue; // the index image (FileStore.FastOpen.cs) checks itself
             if (name.EndsWith(".idx", StringComparison.Ordinal) && uint.TryParse(name.AsSpan(0, name.Length - 4), NumberStyles.None, CultureInfo.InvariantCulture, out uint id) && blocks.Contains(id))
             {
                 _snapshotFiles[id] = path;

@@ -5,7 +5,10 @@ using NatsBroker.Storage.Internal;
 
 namespace NatsBroker.Storage.File;
 
-/// <summary>Open-time recovery: reads every block in id order and rebuilds the indexes (FORMAT.md, "Recovery at open").</summary>
+/// <summary>
+/// Open-time recovery (FORMAT.md, "Recovery at open"): from the index image when it is current
+/// (FileStore.FastOpen.cs), otherwise every block in id order, each from its index snapshot or by a scan.
+/// </summary>
 internal sealed partial class FileStore
 {
     private (StoreStatus, string?) RecoverBlocks()
@@ -32,14 +35,19 @@ internal sealed partial class FileStore
         ulong last = 0, floor = 0;
         lock (Sync)
         {
-            for (int i = 0; i < ids.Count; i++)
+            _imageOnDisk = _fs.FileExists(ImagePath);
+            // Fast open: the index image of the last clean close, if the store is still exactly what it describes.
+            if (!TryOpenFromImage(ids))
             {
-                if (i < ids.Count - 1 && TryRecoverFromSnapshot(ids[i], Path.Combine(_blockDir, Format.BlockName(ids[i])), ref last, ref floor)) continue;
-                var (st, err) = RecoverBlock(ids[i], i == ids.Count - 1, ref last, ref floor);
-                if (st != StoreStatus.Ok) return (st, err);
+                for (int i = 0; i < ids.Count; i++)
+                {
+                    if (i < ids.Count - 1 && TryRecoverFromSnapshot(ids[i], Path.Combine(_blockDir, Format.BlockName(ids[i])), ref last, ref floor)) continue;
+                    var (st, err) = RecoverBlock(ids[i], i == ids.Count - 1, ref last, ref floor);
+                    if (st != StoreStatus.Ok) return (st, err);
+                }
+                RecoverLast(last, floor);
             }
             _snapshotFiles = null;
-            RecoverLast(last, floor);
             _persistedFloor = First;
             if (_blocks.Count == 0 || _tail is null || _tail.Cache is null)
             {

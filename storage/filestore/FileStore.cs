@@ -18,7 +18,8 @@ namespace NatsBroker.Storage.File;
 /// </para>
 /// The class is split by concern: FileStore.cs (open, lifetime, consumers), FileStore.Recovery.cs,
 /// FileStore.Write.cs (newest block, records), FileStore.Durability.cs (fsync bookkeeping, group commit, timers),
-/// FileStore.Read.cs (reads, block cache), FileStore.Compaction.cs (removal, block deletion, purge).
+/// FileStore.Read.cs (reads, block cache), FileStore.Compaction.cs (removal, block deletion, purge),
+/// FileStore.IndexSnapshots.cs (per-block index snapshots), FileStore.FastOpen.cs (index image, lazy index pages).
 /// Lock order: the store lock (<see cref="IndexedStore.Sync"/>), then a consumer's gate; the group-commit
 /// gate is never held while taking the store lock. fsyncs of the timers and of the group-commit leader run
 /// outside the store lock.
@@ -230,7 +231,12 @@ internal sealed partial class FileStore : IndexedStore
             if (_persistedFloor < First) WriteFloorRecord();
             // A clean close is a checkpoint: every sealed block gets its index snapshot, so the next open reads
             // the snapshots and scans only the newest block.
-            if (FlushTailLocked() == StoreStatus.Ok && SyncAllLocked() == StoreStatus.Ok) WriteSnapshotsLocked();
+            // The index image (FileStore.FastOpen.cs) lets the next open skip rebuilding the index altogether.
+            if (FlushTailLocked() == StoreStatus.Ok && SyncAllLocked() == StoreStatus.Ok)
+            {
+                WriteSnapshotsLocked();
+                WriteIndexImageLocked();
+            }
         }
         CloseFiles();
     }
@@ -245,6 +251,7 @@ internal sealed partial class FileStore : IndexedStore
         _blocks.Clear();
         _byId.Clear();
         _cached.Clear();
+        CloseImage();
     }
 
     protected override StoreStatus DeleteEngine()

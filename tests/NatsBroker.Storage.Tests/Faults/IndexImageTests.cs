@@ -1,0 +1,236 @@
+using NatsBroker.Contracts;
+using NatsBroker.Storage.File;
+using static NatsBroker.Storage.Tests.U;
+
+namespace NatsBroker.Storage.Tests.Faults;
+
+/// <summary>
+/// The index image (FORMAT.md "Index image"): after a clean close, open reads the image's head, the newest block
+/// and 40 bytes per sealed block, and keeps the sequence index on disk until it is touched; a store that changed
+/// since (crash, power cut) is recovered from the blocks; a damaged page stops the store and the next open
+/// rebuilds the index; Erase in a block the image describes survives a power cut.
+/// </summary>
+public sealed class IndexImageTests
+{
+    private const string Root = "/img";
+    private const int BlockSize = 4096;
+    private const string ImagePath = Root + "/x/idx/index.img";
+
+    private static FaultFileSystem NewFileSystem()
+    {
+        var fs = new FaultFileSystem();
+        var s = fs.Session();
+        s.CreateDirectory(Root);
+        s.SyncDirectory("/");
+        return fs;
+    }
+
+    private static IStreamStore Open(FaultFileSystem fs, SyncPolicy sync = SyncPolicy.Always, StreamLimits? limits = null)
+    {
+        var cfg = new StreamStoreConfig { StreamName = "X", Sync = sync, SyncInterval = TimeSpan.FromHours(1), Limits = limits ?? StreamLimits.None };
+        var opt = new FileStoreOptions { BlockSize = BlockSize, CacheBlocks = 1, FileSystem = fs.Session() };
+        var r = FileStore.Open(cfg, Root + "/x", opt);
+        Assert.True(r.IsOk, $"{r.Status} {r.Error}");
+        return r.Store!;
+    }
+
+    private static string Subject(ulong seq) => "s." + (seq % 7);
+    private static string Payload(ulong seq) => "payload-" + seq + new string((char)('a' + (int)(seq % 26)), 40 + (int)(seq % 50));
+
+    private static void Fill(IStreamStore s, ref ulong n, ulong upTo)
+    {
+        while (n < upTo)
+        {
+            n++;
+            Assert.True(s.Append(B(Subject(n)), default, B(Payload(n))).IsOk);
+        }
+    }
+
+    private static void AssertContent(IStreamStore s, ulong n, ISet<ulong> gone)
+    {
+        var m = new StoredMessage();
+        for (ulong q = 1; q <= n; q++)
+        {
+            var st = s.Load(q, m);
+            if (gone.Contains(q))
+            {
+                Assert.True(st is StoreStatus.Deleted or StoreStatus.NotFound, $"seq {q}: {st}");
+                continue;
+            }
+            Assert.Equal(StoreStatus.Ok, st);
+            Assert.Equal(Payload(q), S(m.Payload));
+            Assert.Equal(Subject(q), S(m.Subject));
+        }
+        var state = s.GetState();
+        Assert.Equal(n - (ulong)gone.Count, state.Messages);
+        Assert.Equal(n, state.LastSequence);
+        // Per-subject state came back too: counts and the last message of each subject.
+        for (int k = 0; k < 7; k++)
+        {
+            ulong expected = 0, last = 0;
+            for (ulong q = 1; q <= n; q++)
+                if (q % 7 == (ulong)k && !gone.Contains(q)) { expected++; last = q; }
+            Assert.Equal(expected, s.CountMatching(B("s." + k)));
+            if (last == 0) continue;
+            Assert.Equal(StoreStatus.Ok, s.LoadLast(B("s." + k), m));
+            Assert.Equal(last, m.Sequence);
+        }
+    }
+
+    private static int Paged(IStreamStore s) => ((FileStore)s).PagedIndexChunks;
+    private static int InMemory(IStreamStore s) => ((FileStore)s).IndexChunks;
+
+    [Fact]
+    public void Open_after_a_clean_close_keeps_the_index_on_disk_until_it_is_touched()
+    {
+        var fs = NewFileSystem();
+        var s = Open(fs);
+        ulong n = 0;
+        Fill(s, ref n, 6000);
+        var gone = new HashSet<ulong> { 3, 700, 2500, 5999 };
+        foreach (var q in gone) Assert.Equal(StoreStatus.Ok, s.Remove(q));
+        s.Dispose();
+        Assert.True(fs.Session().FileExists(ImagePath));
+        int blockCount = fs.Session().ListFiles(Root + "/x/msgs").Count;
+
+        fs.ResetReadCounters();
+        var s2 = Open(fs);
+        // From msgs/: the newest block and the 40-byte header of each sealed block, nothing else.
+        Assert.True(fs.BlockBytesRead <= BlockSize + 40 * blockCount, $"open read {fs.BlockBytesRead} block bytes ({blockCount} blocks)");
+        int pagedAtOpen = Paged(s2);
+        Assert.True(pagedAtOpen >= 4, $"index pages left on disk: {pagedAtOpen}");
+        Assert.True(InMemory(s2) <= 2, $"index chunks in memory after open: {InMemory(s2)}");
+        AssertContent(s2, n, gone);
+        Assert.Equal(0, Paged(s2)); // everything was touched by the reads
+
+        // Writes after a fast open: appends, removes (in paged-in chunks), a purge of one subject.
+        Fill(s2, ref n, 6500);
+        foreach (var q in new ulong[] { 10, 4000, 6400 })
+        {
+            Assert.Equal(StoreStatus.Ok, s2.Remove(q));
+            gone.Add(q);
+        }
+        s2.Dispose();
+
+        var s3 = Open(fs);
+        AssertContent(s3, n, gone);
+        var purged = s3.Purge(B("s.3"));
+        Assert.Equal(StoreStatus.Ok, purged.Status);
+        for (ulong q = 1; q <= n; q++) if (q % 7 == 3) gone.Add(q);
+        s3.Dispose();
+
+        var s4 = Open(fs);
+        AssertContent(s4, n, gone);
+        s4.Dispose();
+    }
+
+    [Fact]
+    public void A_store_that_changed_after_the_close_is_recovered_from_its_blocks()
+    {
+        var fs = NewFileSystem();
+        var s = Open(fs);
+        ulong n = 0;
+        Fill(s, ref n, 3000);
+        s.Dispose();
+        var rng = new Random(11);
+        var gone = new HashSet<ulong>();
+        for (int round = 0; round < 10; round++)
+        {
+            // Opened from the image, changed (sync always: every change is acknowledged durable), power cut.
+            var s2 = Open(fs);
+            Fill(s2, ref n, n + (ulong)rng.Next(1, 300));
+            for (int i = 0; i < 5; i++)
+            {
+                ulong q = (ulong)rng.NextInt64(1, (long)n + 1);
+                if (!gone.Add(q)) continue;
+                Assert.Equal(StoreStatus.Ok, round % 2 == 0 ? s2.Remove(q) : s2.Erase(q));
+            }
+            fs.PowerCut(rng);
+            s2.Dispose();
+            var s3 = Open(fs);
+            AssertContent(s3, n, gone);
+            s3.Dispose(); // a clean close: the next round opens from a fresh image
+        }
+    }
+
+    [Fact]
+    public void A_damaged_index_page_stops_the_store_and_the_next_open_rebuilds_the_index()
+    {
+        var fs = NewFileSystem();
+        var s = Open(fs);
+        ulong n = 0;
+        Fill(s, ref n, 5000);
+        s.Dispose();
+        var v = fs.Session();
+        var bytes = v.ReadAllBytes(ImagePath);
+        // The last page (the index chunk of the newest messages) ends the file: flip a byte in it.
+        bytes[^100] ^= 0x5A;
+        using (var f = v.OpenFile(ImagePath, create: true)) f.Write(bytes, 0);
+
+        var s2 = Open(fs);
+        var m = new StoredMessage();
+        Assert.Equal(StoreStatus.Ok, s2.Load(1, m)); // another page: fine
+        Assert.NotEqual(StoreStatus.Ok, s2.Load(n, m));
+        Assert.NotNull(s2.Failure);
+        Assert.Contains("index image", s2.Failure, StringComparison.Ordinal);
+        Assert.False(s2.Append(B("s.1"), default, B("x")).IsOk);
+        s2.Dispose();
+
+        var s3 = Open(fs);
+        Assert.Null(s3.Failure);
+        AssertContent(s3, n, new HashSet<ulong>());
+        s3.Dispose();
+    }
+
+    [Fact]
+    public void Deleted_entries_in_the_index_chunk_being_appended_to_stay_deleted_after_a_fast_open()
+    {
+        var fs = NewFileSystem();
+        var s = Open(fs, SyncPolicy.Periodic);
+        ulong n = 0;
+        Fill(s, ref n, 2100);
+        // Everything in the chunk of sequences 2048.. is deleted, the stream still starts at 1.
+        for (ulong q = 2048; q <= n; q++) Assert.Equal(StoreStatus.Ok, s.Remove(q));
+        s.Dispose();
+
+        var s2 = Open(fs, SyncPolicy.Periodic);
+        Assert.True(Paged(s2) > 0);
+        Assert.True(s2.Append(B("new"), default, B("x")).IsOk);
+        var m = new StoredMessage();
+        Assert.Equal(StoreStatus.Ok, s2.LoadNext(B(">"), 2048, m));
+        Assert.Equal(2101UL, m.Sequence);
+        Assert.Equal(2048UL, s2.CountMatching(B(">")));
+        Assert.Equal(StoreStatus.Deleted, s2.Load(2050, m));
+        s2.Dispose();
+    }
+
+    [Fact]
+    public void Limits_and_ttl_state_survive_a_fast_open()
+    {
+        var fs = NewFileSystem();
+        var limits = new StreamLimits { MaxMessagesPerSubject = 2 };
+        var s = Open(fs, SyncPolicy.Periodic, limits);
+        for (int i = 0; i < 3000; i++) Assert.True(s.Append(B("k." + (i % 50)), default, B("v" + i)).IsOk);
+        Assert.True(s.Append(B("ttl.one"), default, B("short"), ttl: 3_600_000_000_000).IsOk);
+        var before = s.GetState();
+        s.Dispose();
+
+        var s2 = Open(fs, SyncPolicy.Periodic, limits);
+        Assert.True(Paged(s2) > 0);
+        var after = s2.GetState();
+        Assert.Equal(before.Messages, after.Messages);
+        Assert.Equal(before.FirstSequence, after.FirstSequence);
+        Assert.Equal(before.LastSequence, after.LastSequence);
+        Assert.Equal(before.Subjects, after.Subjects);
+        // The per-subject limit keeps working on entries that come back from the image.
+        for (int i = 0; i < 100; i++) Assert.True(s2.Append(B("k." + (i % 50)), default, B("w" + i)).IsOk);
+        Assert.Equal(101UL, s2.CountMatching(B(">")));
+        var m = new StoredMessage();
+        Assert.Equal(StoreStatus.Ok, s2.LoadLast(B("k.7"), m));
+        Assert.Equal("w57", S(m.Payload));
+        Assert.Equal(StoreStatus.Ok, s2.LoadNext(B("k.7"), 1, m));
+        Assert.Equal("w7", S(m.Payload));
+        Assert.Equal(StoreStatus.Ok, s2.LoadLast(B("ttl.one"), m));
+        s2.Dispose();
+    }
+}
