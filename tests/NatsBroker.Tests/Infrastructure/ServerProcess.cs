@@ -281,8 +281,10 @@ public sealed partial class ServerProcess : IAsyncDisposable
             {
                 // Both servers write the ports file only once they accept, so no probe connection is made then: a
                 // probe's close can still be in flight when the test connects, and with max_connections it would
-                // take a slot.
-                if (fromPortsFile || await CanConnectAsync(clientPort).ConfigureAwait(false))
+                // take a slot. Except with tls {}: our client port is then the supervised TLS terminator's, which
+                // may still be starting when the core writes the file.
+                var probe = !fromPortsFile || (Kind == ServerKind.Ours && Options.Config?.Contains("tls", StringComparison.Ordinal) == true);
+                if (!probe || await CanConnectAsync(clientPort).ConfigureAwait(false))
                 {
                     Port = clientPort;
                     MonitorPort = monitorPort;
