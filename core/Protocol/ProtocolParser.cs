@@ -49,6 +49,7 @@ public sealed class ProtocolParser
     /// <see cref="IProtocolHandler.IsClosing"/> (checked before each op).</summary>
     /// <returns>The position up to which input was consumed; <paramref name="examined"/> is where the
     /// reader should resume waiting (the end of the buffer when an op is incomplete).</returns>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public SequencePosition Parse<THandler>(in ReadOnlySequence<byte> buffer, THandler handler, out SequencePosition examined)
         where THandler : IProtocolHandler
     {
@@ -108,6 +109,7 @@ public sealed class ProtocolParser
     }
 
     /// <summary>Dispatches one control line. Returns false when parsing must stop (error or close).</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private bool ProcessLine<THandler>(ReadOnlySpan<byte> line, THandler handler, ref ReadOnlySequence<byte> buf, long lineLength)
         where THandler : IProtocolHandler
     {
@@ -217,6 +219,7 @@ public sealed class ProtocolParser
         return Fail(handler, ProtocolError.UnknownOperation);
     }
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private bool ParsePub<THandler>(ReadOnlySpan<byte> rawArgs, int headerMarker, THandler handler,
         ref ReadOnlySequence<byte> buf, long lineLength)
         where THandler : IProtocolHandler
@@ -281,6 +284,7 @@ public sealed class ProtocolParser
         return true;
     }
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private bool TryCompletePayload<THandler>(ref ReadOnlySequence<byte> buf, THandler handler)
         where THandler : IProtocolHandler
     {
@@ -308,6 +312,7 @@ public sealed class ProtocolParser
     }
 
     /// <summary>nats-server checks the two bytes after the payload positionally: '\r' then '\n'.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private static bool IsTerminator(in ReadOnlySequence<byte> buf, int size)
     {
         var first = buf.FirstSpan;
@@ -359,6 +364,7 @@ public sealed class ProtocolParser
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     private static bool IsSpace(byte b) => b is (byte)' ' or (byte)'\t';
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private static ReadOnlySpan<byte> TrimStart(ReadOnlySpan<byte> s)
     {
         int i = 0;
@@ -367,6 +373,7 @@ public sealed class ProtocolParser
     }
 
     /// <summary>Splits on runs of spaces/tabs. Returns the token count, or ranges.Length + 1 if there are more.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     internal static int SplitArgs(ReadOnlySpan<byte> s, Span<Range> ranges)
     {
         int count = 0, i = 0;
@@ -383,6 +390,7 @@ public sealed class ProtocolParser
     }
 
     /// <summary>nats-server's parseSize: 1 to 9 ASCII digits, otherwise -1.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     internal static int ParseSize(ReadOnlySpan<byte> d)
     {
         if (d.IsEmpty || d.Length > 9) return -1;

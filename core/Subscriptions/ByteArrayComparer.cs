@@ -1,3 +1,5 @@
+using System.Runtime.CompilerServices;
+
 namespace NatsBroker.Subscriptions;
 
 /// <summary>
@@ -22,8 +24,10 @@ public sealed class ByteArrayComparer : IEqualityComparer<byte[]>, IAlternateEqu
 
     public int GetHashCode(byte[] obj) => GetHashCode(obj.AsSpan());
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public bool Equals(ReadOnlySpan<byte> alternate, byte[] other) => alternate.SequenceEqual(other);
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public int GetHashCode(ReadOnlySpan<byte> alternate)
     {
         var hash = default(HashCode);

@@ -1,4 +1,5 @@
 using System.Diagnostics.CodeAnalysis;
+using System.Runtime.CompilerServices;
 
 namespace NatsBroker.Subscriptions;
 
@@ -33,6 +34,7 @@ public sealed class SubjectResultCache
     public long Generation => _generation;
 
     /// <summary>Cached result for the subject at this generation; a different generation clears the cache.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public bool TryGet(ReadOnlySpan<byte> subject, long generation, [MaybeNullWhen(false)] out SubListResult result)
     {
         if (generation != _generation)
