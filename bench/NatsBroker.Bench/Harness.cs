@@ -176,11 +176,17 @@ internal sealed class Harness
     private List<IScenario> Select(IReadOnlyList<IScenario> all)
     {
         return all.Where(s =>
-                (_o.Filters.Count == 0 || _o.Filters.Any(f => s.Name.Contains(f, StringComparison.OrdinalIgnoreCase))) &&
+                (_o.Filters.Count == 0 || _o.Filters.Any(f => NameMatches(s.Name, f))) &&
                 (_o.Generators == "all" || _o.Generators.Split(',').Any(g =>
                     (g == "raw" && s.Generator == "raw") || (g == "natsjs" && s.Generator == "nats.js") || (g == "natsnet" && s.Generator == "nats.net"))))
             .ToList();
     }
+
+    /// <summary>A filter matches names that contain it; one starting with '=' only the name it spells (=pub-16 is not js-syncpub-16-mem).</summary>
+    private static bool NameMatches(string name, string filter) =>
+        filter.StartsWith('=')
+            ? name.Equals(filter[1..], StringComparison.OrdinalIgnoreCase)
+            : name.Contains(filter, StringComparison.OrdinalIgnoreCase);
 
     private (ServerSpec? Spec, string? Why) PrepareOurs(string tmp)
     {

@@ -49,6 +49,7 @@ public sealed class ProtocolParser
     /// <see cref="IProtocolHandler.IsClosing"/> (checked before each op).</summary>
     /// <returns>The position up to which input was consumed; <paramref name="examined"/> is where the
     /// reader should resume waiting (the end of the buffer when an op is incomplete).</returns>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public SequencePosition Parse<THandler>(in ReadOnlySequence<byte> buffer, THandler handler, out SequencePosition examined)
         where THandler : IProtocolHandler
     {
@@ -71,6 +72,11 @@ public sealed class ProtocolParser
             if (buf.IsEmpty) break;
 
             ReadOnlySpan<byte> first = buf.FirstSpan;
+            int run = ParsePubRun(buf, first, handler, out bool stop);
+            if (run > 0) buf = buf.Slice(run);
+            if (stop) break;
+            if (run > 0) continue;
+
             ReadOnlySpan<byte> line;
             long lineLength;
             int nl = first.IndexOf((byte)'\n');
@@ -108,6 +114,7 @@ public sealed class ProtocolParser
     }
 
     /// <summary>Dispatches one control line. Returns false when parsing must stop (error or close).</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private bool ProcessLine<THandler>(ReadOnlySpan<byte> line, THandler handler, ref ReadOnlySequence<byte> buf, long lineLength)
         where THandler : IProtocolHandler
     {
@@ -217,40 +224,14 @@ public sealed class ProtocolParser
         return Fail(handler, ProtocolError.UnknownOperation);
     }
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private bool ParsePub<THandler>(ReadOnlySpan<byte> rawArgs, int headerMarker, THandler handler,
         ref ReadOnlySequence<byte> buf, long lineLength)
         where THandler : IProtocolHandler
     {
-        bool isHeaderPub = headerMarker >= 0;
-        // nats-server checks header support before anything else for HPUB (client.go processHeaderPub).
-        if (isHeaderPub && !handler.HeadersEnabled) return Fail(handler, ProtocolError.BadArguments);
-
-        var args = TrimStart(rawArgs);
-        if (args.Length > _maxControlLine) return Fail(handler, ProtocolError.MaxControlLineExceeded);
-
-        Span<Range> r = stackalloc Range[5];
-        int n = SplitArgs(args, r);
-        ReadOnlySpan<byte> subject, reply = default;
-        int headerSize = -1, totalSize;
-        if (!isHeaderPub)
-        {
-            if (n == 2) { subject = args[r[0]]; totalSize = ParseSize(args[r[1]]); }
-            else if (n == 3) { subject = args[r[0]]; reply = args[r[1]]; totalSize = ParseSize(args[r[2]]); }
-            else return Fail(handler, ProtocolError.BadArguments);
-        }
-        else
-        {
-            if (n == 3) { subject = args[r[0]]; headerSize = ParseSize(args[r[1]]); totalSize = ParseSize(args[r[2]]); }
-            else if (n == 4)
-            {
-                subject = args[r[0]]; reply = args[r[1]];
-                headerSize = ParseSize(args[r[2]]); totalSize = ParseSize(args[r[3]]);
-            }
-            else return Fail(handler, ProtocolError.BadArguments);
-            if (headerSize < 0 || headerSize > totalSize) return Fail(handler, ProtocolError.BadArguments);
-        }
-        if (totalSize < 0) return Fail(handler, ProtocolError.BadArguments);
-        if (totalSize > handler.MaxPayload) return Fail(handler, ProtocolError.MaxPayloadViolation);
+        var error = ReadPubArgs(rawArgs, headerMarker >= 0, handler.HeadersEnabled, handler.MaxPayload,
+            out var subject, out var reply, out int headerSize, out int totalSize);
+        if (error is { } e) return Fail(handler, e);
 
         handler.OnPubArgs(subject, reply, headerSize, totalSize);
         if (handler.IsClosing) return false;
@@ -281,6 +262,94 @@ public sealed class ProtocolParser
         return true;
     }
 
+    /// <summary>
+    /// Reads the arguments of a PUB (<paramref name="isHeaderPub"/> false) or HPUB line, after the op, in nats-server's
+    /// order of checks. Pure: the caller reports the error, so a line can be looked at again.
+    /// </summary>
+    /// <returns>null when the arguments are good, else the error to report.</returns>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
+    private ProtocolError? ReadPubArgs(ReadOnlySpan<byte> rawArgs, bool isHeaderPub, bool headersEnabled, int maxPayload,
+        out ReadOnlySpan<byte> subject, out ReadOnlySpan<byte> reply, out int headerSize, out int totalSize)
+    {
+        subject = default;
+        reply = default;
+        headerSize = -1;
+        totalSize = -1;
+        // nats-server checks header support before anything else for HPUB (client.go processHeaderPub).
+        if (isHeaderPub && !headersEnabled) return ProtocolError.BadArguments;
+
+        var args = TrimStart(rawArgs);
+        if (args.Length > _maxControlLine) return ProtocolError.MaxControlLineExceeded;
+
+        Span<Range> r = stackalloc Range[5];
+        int n = SplitArgs(args, r);
+        if (!isHeaderPub)
+        {
+            if (n == 2) { subject = args[r[0]]; totalSize = ParseSize(args[r[1]]); }
+            else if (n == 3) { subject = args[r[0]]; reply = args[r[1]]; totalSize = ParseSize(args[r[2]]); }
+            else return ProtocolError.BadArguments;
+        }
+        else
+        {
+            if (n == 3) { subject = args[r[0]]; headerSize = ParseSize(args[r[1]]); totalSize = ParseSize(args[r[2]]); }
+            else if (n == 4)
+            {
+                subject = args[r[0]]; reply = args[r[1]];
+                headerSize = ParseSize(args[r[2]]); totalSize = ParseSize(args[r[3]]);
+            }
+            else return ProtocolError.BadArguments;
+            if (headerSize < 0 || headerSize > totalSize) return ProtocolError.BadArguments;
+        }
+        if (totalSize < 0) return ProtocolError.BadArguments;
+        if (totalSize > maxPayload) return ProtocolError.MaxPayloadViolation;
+        return null;
+    }
+
+    /// <summary>
+    /// The common case, parsed off the span: consecutive PUB/HPUB ops whose line, payload and terminator all lie in
+    /// <paramref name="first"/> (the first segment of <paramref name="buf"/>), with one sequence slice per message
+    /// for the payload instead of the general path's four. Stops at anything else (another op, a split or
+    /// incomplete message, bad arguments, a missing terminator, not yet connected) and leaves it to the general
+    /// path, which parses it again from its first byte and reports any error: nothing here has a side effect
+    /// before a message is known to be complete and well-formed.
+    /// </summary>
+    /// <returns>Bytes of <paramref name="first"/> consumed; <paramref name="stop"/> when parsing must stop (closing).</returns>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
+    private int ParsePubRun<THandler>(in ReadOnlySequence<byte> buf, ReadOnlySpan<byte> first, THandler handler, out bool stop)
+        where THandler : IProtocolHandler
+    {
+        stop = false;
+        int pos = 0;
+        while (true)
+        {
+            var rest = first[pos..];
+            int opLength;
+            if (rest.Length >= 4 && Lower(rest[0]) == 'p' && Lower(rest[1]) == 'u' && Lower(rest[2]) == 'b' && IsSpace(rest[3])) opLength = 4;
+            else if (rest.Length >= 5 && Lower(rest[0]) == 'h' && Lower(rest[1]) == 'p' && Lower(rest[2]) == 'u' && Lower(rest[3]) == 'b' && IsSpace(rest[4])) opLength = 5;
+            else return pos;
+            if (handler.IsClosing || handler.RejectBeforeConnect()) return pos;
+            int nl = rest.IndexOf((byte)'\n');
+            if (nl < 0) return pos;
+            var line = rest[..nl];
+            if (line[^1] == '\r') line = line[..^1];
+            if (ReadPubArgs(line[opLength..], opLength == 5, handler.HeadersEnabled, handler.MaxPayload,
+                out var subject, out var reply, out int headerSize, out int totalSize) is not null) return pos;
+            int payloadStart = nl + 1;
+            if (rest.Length - payloadStart < totalSize + 2
+                || rest[payloadStart + totalSize] != '\r' || rest[payloadStart + totalSize + 1] != '\n') return pos;
+
+            handler.OnPubArgs(subject, reply, headerSize, totalSize);
+            if (handler.IsClosing)
+            {
+                stop = true;
+                return pos;
+            }
+            handler.OnPub(subject, reply, headerSize, buf.Slice(pos + payloadStart, totalSize));
+            pos += payloadStart + totalSize + 2;
+        }
+    }
+
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private bool TryCompletePayload<THandler>(ref ReadOnlySequence<byte> buf, THandler handler)
         where THandler : IProtocolHandler
     {
@@ -308,6 +377,7 @@ public sealed class ProtocolParser
     }
 
     /// <summary>nats-server checks the two bytes after the payload positionally: '\r' then '\n'.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private static bool IsTerminator(in ReadOnlySequence<byte> buf, int size)
     {
         var first = buf.FirstSpan;
@@ -359,6 +429,7 @@ public sealed class ProtocolParser
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     private static bool IsSpace(byte b) => b is (byte)' ' or (byte)'\t';
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private static ReadOnlySpan<byte> TrimStart(ReadOnlySpan<byte> s)
     {
         int i = 0;
@@ -367,6 +438,7 @@ public sealed class ProtocolParser
     }
 
     /// <summary>Splits on runs of spaces/tabs. Returns the token count, or ranges.Length + 1 if there are more.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     internal static int SplitArgs(ReadOnlySpan<byte> s, Span<Range> ranges)
     {
         int count = 0, i = 0;
@@ -383,6 +455,7 @@ public sealed class ProtocolParser
     }
 
     /// <summary>nats-server's parseSize: 1 to 9 ASCII digits, otherwise -1.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     internal static int ParseSize(ReadOnlySpan<byte> d)
     {
         if (d.IsEmpty || d.Length > 9) return -1;

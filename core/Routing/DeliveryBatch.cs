@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using System.Runtime.CompilerServices;
 
 namespace NatsBroker.Routing;
 
@@ -36,6 +37,7 @@ public sealed class DeliveryBatch
 
     public int Count => _targets.Count;
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public void Add(IFlushTarget target)
     {
         var list = _targets;
@@ -57,6 +59,7 @@ public sealed class DeliveryBatch
     public void MarkPublisherBackedUp() => PublisherBackedUp = true;
 
     /// <summary>Writes every remembered destination once (inline within the budget), then forgets them.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public void Flush()
     {
         var list = _targets;

@@ -1,6 +1,7 @@
 using System.Buffers;
 using System.Text;
 using NatsBroker.Subscriptions;
+using System.Runtime.CompilerServices;
 
 namespace NatsBroker.Routing;
 
@@ -49,6 +50,7 @@ public sealed class Router
     /// Routes one message. Returns false when no subscription matched (the caller may answer no-responders).
     /// Destinations to flush and back-pressure hints are added to <paramref name="batch"/>; the caller flushes it.
     /// </summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public bool Publish(IPublisher? origin, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, int headerSize,
         in ReadOnlySequence<byte> payload, SubjectResultCache? l1, DeliveryBatch batch) =>
         Publish(origin, subject, subject, reply, headerSize, payload, l1, batch);
@@ -58,6 +60,7 @@ public sealed class Router
     /// pa.deliver: a JetStream delivery is matched on the deliver subject or pull reply, but the MSG line carries
     /// the message's original subject).
     /// </summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private bool Publish(IPublisher? origin, ReadOnlySpan<byte> routeSubject, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, int headerSize,
         in ReadOnlySequence<byte> payload, SubjectResultCache? l1, DeliveryBatch batch)
     {
@@ -177,6 +180,7 @@ public sealed class Router
     }
 
     /// <summary>Picks one member of a queue group at random; if that member takes nothing, tries the others in order.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private void DeliverToQueue(Subscription[] members, ref RoutedMessage msg, DeliveryBatch batch)
     {
         // xorshift: cheap; a lost update between threads only perturbs the randomness.
@@ -192,6 +196,7 @@ public sealed class Router
         }
     }
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private static DeliveryOutcome Hand(Subscription sub, ref RoutedMessage msg, DeliveryBatch batch)
     {
         var outcome = sub.Owner.Deliver(sub, ref msg, batch);

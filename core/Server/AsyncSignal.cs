@@ -1,4 +1,5 @@
 using System.Threading.Tasks.Sources;
+using System.Runtime.CompilerServices;
 
 namespace NatsBroker.Server;
 
@@ -35,6 +36,7 @@ internal sealed class AsyncSignal : IValueTaskSource, IThreadPoolWorkItem
     private ManualResetValueTaskSourceCore<bool> _core = new() { RunContinuationsAsynchronously = false };
     private int _state;
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public void Set()
     {
         while (true)
@@ -54,6 +56,7 @@ internal sealed class AsyncSignal : IValueTaskSource, IThreadPoolWorkItem
         }
     }
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public ValueTask WaitAsync()
     {
         if (Interlocked.CompareExchange(ref _state, Idle, Signaled) == Signaled) return ValueTask.CompletedTask;

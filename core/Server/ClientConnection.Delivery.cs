@@ -3,6 +3,7 @@ using NatsBroker.Auth;
 using NatsBroker.Protocol;
 using NatsBroker.Routing;
 using NatsBroker.Subscriptions;
+using System.Runtime.CompilerServices;
 
 namespace NatsBroker.Server;
 
@@ -20,6 +21,7 @@ public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IStall
     // Destinations this connection's current read batch touched, and their back-pressure hints.
     private readonly DeliveryBatch _batch = new();
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private void ProcessPub(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, int headerSize, in ReadOnlySequence<byte> payload)
     {
         InMsgs++;
@@ -45,6 +47,7 @@ public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IStall
     }
 
     /// <summary>Reply prefixes reserved for the server (client.go isReservedReply): service imports, JetStream acks, gateways.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private static bool IsReservedReply(ReadOnlySpan<byte> reply) =>
         reply.StartsWith("_R_."u8) || reply.StartsWith("$JS.ACK."u8) || reply.StartsWith("_GR_."u8);
 
@@ -53,6 +56,7 @@ public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IStall
     /// Appends MSG/HMSG to the outbound buffer; auto-unsubscribe max, pending limits and statistics are checked
     /// and updated under this connection's own lock, so concurrent publishers never deliver past <c>max</c>.
     /// </summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     DeliveryOutcome ISubscriber.Deliver(Subscription sub, ref RoutedMessage msg, DeliveryBatch batch)
     {
         bool self = ReferenceEquals(msg.Origin, this);
@@ -139,6 +143,7 @@ public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IStall
 
     private static long StallThreshold(long maxPending) => maxPending / 4 * 3;
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private static void FormatLines(ref RoutedMessage msg, bool headers)
     {
         // MSG <subject> <sid> [reply] <#bytes>\r\n   /   HMSG <subject> <sid> [reply] <#hdr bytes> <#total bytes>\r\n
@@ -156,6 +161,7 @@ public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IStall
         }
     }
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private static int FormatPrefix(Span<byte> dest, ReadOnlySpan<byte> op, ReadOnlySpan<byte> subject)
     {
         op.CopyTo(dest);
@@ -166,6 +172,7 @@ public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IStall
     }
 
     /// <summary>" [reply] [#hdr] #total\r\n"; headerSize &lt; 0 omits the header size (MSG).</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private static int FormatSuffix(Span<byte> dest, ReadOnlySpan<byte> reply, int headerSize, long total)
     {
         int m = 0;
@@ -229,6 +236,7 @@ public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IStall
     /// when this connection is its own backed-up destination, wait (unbounded, but a client that stops reading is
     /// cut by write_deadline or by closing) until its own outbound drains.
     /// </summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private ValueTask EndReadBatchAsync()
     {
         _batch.Flush();
@@ -268,6 +276,7 @@ public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IStall
         }
     }
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     void IFlushTarget.Flush(bool inline)
     {
         if (inline) _writeSignal.Set();

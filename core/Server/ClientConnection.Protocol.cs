@@ -32,7 +32,8 @@ public sealed partial class ClientConnection
         public bool IsClosing => c._closing || c._pendingAuth is not null;
         public bool HeadersEnabled => c._headers;
         public int MaxPayload => c._maxPayload;
-        public bool RejectBeforeConnect() => c.RejectBeforeConnect();
+        // Checked before every op: the connected case stays inline (no call per message).
+        public bool RejectBeforeConnect() => !c._connectReceived && c.RejectBeforeConnect();
         public void OnConnect(ReadOnlySpan<byte> json) => c.ProcessConnect(json);
         public void OnInfo(ReadOnlySpan<byte> json) { }
         public void OnPing() => c.ProcessPing();

@@ -1,4 +1,5 @@
 using System.Buffers;
+using System.Runtime.CompilerServices;
 
 namespace NatsBroker.Server;
 
@@ -28,6 +29,7 @@ internal sealed class OutboundBuffer
     public long Pending;
 
     /// <summary>Contiguous space for <paramref name="length"/> bytes in the current chunk, if it fits there. Caller holds Lock.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public bool TryReserve(int length, out Span<byte> span)
     {
         if (_current is { } c && _currentLength + length <= c.Length)
@@ -51,6 +53,7 @@ internal sealed class OutboundBuffer
     }
 
     /// <summary>Appends bytes, spilling across chunks. Caller holds Lock.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public void Write(ReadOnlySpan<byte> data)
     {
         if (_released) return;
@@ -74,6 +77,7 @@ internal sealed class OutboundBuffer
         foreach (var segment in data) Write(segment.Span);
     }
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private void SealCurrent()
     {
         if (_current is null) return;
@@ -84,6 +88,7 @@ internal sealed class OutboundBuffer
     }
 
     /// <summary>Takes everything queued for the writer. Caller holds Lock. Empty list = nothing to write.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public List<ArraySegment<byte>> TakeForWrite()
     {
         SealCurrent();
@@ -94,6 +99,7 @@ internal sealed class OutboundBuffer
     }
 
     /// <summary>After the writer wrote (or dropped) a taken list: returns its chunks. Caller holds Lock.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public void Written(List<ArraySegment<byte>> taken)
     {
         foreach (var seg in taken)

@@ -1,3 +1,6 @@
+using System.Runtime.CompilerServices;
+using System.Runtime.InteropServices;
+
 namespace NatsBroker.Subscriptions;
 
 /// <summary>
@@ -5,7 +8,7 @@ namespace NatsBroker.Subscriptions;
 /// subject or token bytes can be probed straight from a parser's span without allocating a key.
 /// </summary>
 /// <remarks>
-/// Hashing uses <see cref="HashCode.AddBytes"/>, which is seeded randomly per process: subjects and tokens are
+/// Hashing (<see cref="Hash"/>) is seeded randomly per process: subjects and tokens are
 /// client-controlled, and a fixed hash would let a client degrade the trie's level dictionaries by flooding them
 /// with colliding tokens.
 /// </remarks>
@@ -22,13 +25,22 @@ public sealed class ByteArrayComparer : IEqualityComparer<byte[]>, IAlternateEqu
 
     public int GetHashCode(byte[] obj) => GetHashCode(obj.AsSpan());
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public bool Equals(ReadOnlySpan<byte> alternate, byte[] other) => alternate.SequenceEqual(other);
 
-    public int GetHashCode(ReadOnlySpan<byte> alternate)
+    public int GetHashCode(ReadOnlySpan<byte> alternate) => Hash(alternate);
+
+    /// <summary>
+    /// The randomly seeded hash of a byte string: the runtime's string hash (Marvin, seeded per process) over the
+    /// bytes taken two at a time, plus an odd last byte. Several times faster than <see cref="HashCode.AddBytes"/>,
+    /// which runs its mixing step per 4-byte word through a general-purpose accumulator; it ran once per published
+    /// message (L1 cache, shared match cache).
+    /// </summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
+    public static int Hash(ReadOnlySpan<byte> bytes)
     {
-        var hash = default(HashCode);
-        hash.AddBytes(alternate);
-        return hash.ToHashCode();
+        int hash = string.GetHashCode(MemoryMarshal.Cast<byte, char>(bytes));
+        return (bytes.Length & 1) == 0 ? hash : (hash * 31) ^ bytes[^1] ^ (bytes.Length << 8);
     }
 
     /// <summary>Materialises a key; only called when an entry is actually added (a cache miss or a new token).</summary>

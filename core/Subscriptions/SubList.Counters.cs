@@ -1,4 +1,5 @@
 using System.Numerics;
+using System.Runtime.CompilerServices;
 
 namespace NatsBroker.Subscriptions;
 
@@ -25,6 +26,7 @@ public sealed partial class SubList
             _slots = new long[(stripes + 1) * Stride];
         }
 
+        [MethodImpl(MethodImplOptions.AggressiveOptimization)]
         public void Record(bool hit)
         {
             int slot = ((Thread.GetCurrentProcessorId() & _mask) + 1) * Stride;

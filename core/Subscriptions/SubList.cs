@@ -1,5 +1,6 @@
 using System.Collections.Concurrent;
 using NatsBroker.Subjects;
+using System.Runtime.CompilerServices;
 
 namespace NatsBroker.Subscriptions;
 
@@ -167,6 +168,7 @@ public sealed partial class SubList
     /// All subscriptions interested in a literal subject. Thread-safe; a shared-cache hit takes no lock and allocates
     /// nothing. A subject with an empty token matches nothing (and is not cached).
     /// </summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public SubListResult Match(ReadOnlySpan<byte> subject)
     {
         if (_cacheBySpan.TryGetValue(subject, out var cached))
@@ -183,6 +185,7 @@ public sealed partial class SubList
     /// concurrent write is filed under the older generation and simply discarded on the next lookup. L1 hits are not
     /// counted in <see cref="GetStats"/> matches (as in nats-server, where they never reach the sublist).
     /// </summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public SubListResult Match(ReadOnlySpan<byte> subject, SubjectResultCache l1)
     {
         long generation = Generation;

@@ -47,6 +47,38 @@ public class SubjectResultCacheTests
     }
 
     [Fact]
+    public void Recent_entries_survive_a_rotation_and_every_hit_is_the_right_result()
+    {
+        var l1 = new SubjectResultCache(capacity: 8);
+        var results = new SubListResult[6];
+        for (int i = 0; i < results.Length; i++)
+        {
+            results[i] = new SubListResult([Sub($"s.{i}")], []);
+            l1.Add(B($"s.{i}"), results[i], 0);
+        }
+        // The first four filled one half; s.4 and s.5 started the other: all six are still there.
+        for (int i = 0; i < results.Length; i++)
+        {
+            Assert.True(l1.TryGet(B($"s.{i}"), 0, out var hit), $"s.{i}");
+            Assert.Same(results[i], hit);
+        }
+        Assert.False(l1.TryGet(B("s.6"), 0, out _));
+        Assert.False(l1.TryGet(B("s."), 0, out _));
+
+        // Many keys through a small cache: never more than the capacity, never a wrong result.
+        var many = new SubjectResultCache(capacity: 16);
+        for (int i = 0; i < 1000; i++)
+        {
+            var r = new SubListResult([Sub($"k.{i}")], []);
+            many.Add(B($"k.{i}"), r, 0);
+            Assert.True(many.Count <= 16);
+            Assert.True(many.TryGet(B($"k.{i}"), 0, out var got));
+            Assert.Same(r, got);
+            if (many.TryGet(B($"k.{i / 2}"), 0, out var older)) Assert.Equal($"k.{i / 2}", System.Text.Encoding.ASCII.GetString(older.Plain[0].Subject));
+        }
+    }
+
+    [Fact]
     public void SubList_match_through_l1_sees_writes()
     {
         var list = new SubList();
