@@ -16,7 +16,7 @@ internal sealed partial class OptionMapper(ServerOptions o)
     /// </summary>
     internal static readonly HashSet<string> UnsupportedTopLevel = new(StringComparer.Ordinal)
     {
-        "cluster", "gateway", "leaf", "leafnodes", "mqtt", "mappings", "maps",
+        "cluster", "gateway", "leaf", "leafnodes", "mappings", "maps",
         "ocsp", "allow_non_tls", "operator", "operators", "roots", "root", "root_operators", "root_operator",
         "resolver", "account_resolver", "accounts_resolver", "resolver_tls", "resolver_preload",
         "resolver_pinned_accounts", "system_account", "system", "no_system_account", "no_system", "no_sys_acc",
@@ -288,7 +288,7 @@ internal sealed partial class OptionMapper(ServerOptions o)
             case "jetstream":
                 JetStream(e);
                 break;
-            case "tls" or "proxies" or "gateways" or "websocket" or "ws":
+            case "tls" or "proxies" or "gateways" or "websocket" or "ws" or "mqtt":
                 GatewayBlock(key, e);
                 break;
 
