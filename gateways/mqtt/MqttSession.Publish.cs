@@ -61,19 +61,11 @@ internal sealed partial class MqttSession
         switch (qos)
         {
             case 1:
-                await _out.SendAsync(new MqttPubAckPacket
-                {
-                    PacketIdentifier = p.PacketIdentifier,
-                    ReasonCode = outcome == PublishOutcome.Denied ? MqttPubAckReasonCode.NotAuthorized : MqttPubAckReasonCode.Success,
-                }, ct).ConfigureAwait(false);
+                await _out.SendAsync(new MqttPubAckPacket { PacketIdentifier = p.PacketIdentifier }, ct).ConfigureAwait(false);
                 break;
             case 2:
                 _qos2Received.Add(p.PacketIdentifier);
-                await _out.SendAsync(new MqttPubRecPacket
-                {
-                    PacketIdentifier = p.PacketIdentifier,
-                    ReasonCode = outcome == PublishOutcome.Denied ? MqttPubRecReasonCode.NotAuthorized : MqttPubRecReasonCode.Success,
-                }, ct).ConfigureAwait(false);
+                await _out.SendAsync(new MqttPubRecPacket { PacketIdentifier = p.PacketIdentifier }, ct).ConfigureAwait(false);
                 break;
         }
         return true;
@@ -89,7 +81,8 @@ internal sealed partial class MqttSession
         }, ct).ConfigureAwait(false);
     }
 
-    private enum PublishOutcome { Published, Denied, Closed }
+    /// <summary>A publish the core refuses (permissions) is dropped by the core, as nats-server drops it for MQTT clients.</summary>
+    private enum PublishOutcome { Published, Closed }
 
     /// <summary>
     /// The PUBLISH as an HPUB (<c>Nmqtt-Pub:&lt;qos&gt;</c> and MQTT 5 user properties as headers; a response

@@ -47,6 +47,7 @@ internal sealed partial class MqttSession : INatsDelivery
     private bool _v5;
     private MqttConnectPacket? _will;
     private volatile bool _takenOver;
+    private Task? _coreLoop;
 
     public MqttSession(Socket socket, MqttOptions options, CertificateSet? certificates, GatewayEnvironment link, ProxySigner signer,
         SessionRegistry registry, ILogger log)
@@ -95,7 +96,7 @@ internal sealed partial class MqttSession : INatsDelivery
         try
         {
             if (!await ConnectAsync(drain).ConfigureAwait(false)) return;
-            var fromCore = Task.Run(() => CoreLoopAsync(), CancellationToken.None);
+            var fromCore = _coreLoop!;
             bool graceful = await ClientLoopAsync(drain).ConfigureAwait(false);
             await _end.CancelAsync().ConfigureAwait(false);
             if (!graceful && !_takenOver) await PublishWillAsync().ConfigureAwait(false);
@@ -103,7 +104,7 @@ internal sealed partial class MqttSession : INatsDelivery
             await Task.WhenAny(fromCore, Task.Delay(TimeSpan.FromSeconds(5), CancellationToken.None)).ConfigureAwait(false);
         }
         catch (Exception ex) when (ex is IOException or SocketException or ObjectDisposedException or OperationCanceledException
-            or MqttProtocolViolationException or InvalidDataException or TimeoutException)
+            or MqttProtocolViolationException or InvalidDataException or TimeoutException or JetStreamException)
         {
             _log.LogDebug("{Ip}:{Port} - mqtt client {Id} closed: {Reason}", RemoteIp, _remote.Port, _clientId, ex.Message);
         }
@@ -226,6 +227,8 @@ internal sealed partial class MqttSession : INatsDelivery
             return false;
         }
 
+        // The link's reads start now: session restore and stream checks are requests over it.
+        _coreLoop = Task.Run(() => CoreLoopAsync(), CancellationToken.None);
         if (_registry.Register(clientId, this) is { } previous)
         {
             _log.LogWarning("Replacing old client {Old} since both have the same client ID \"{Id}\"", previous.Describe(), clientId);

@@ -95,7 +95,7 @@ public sealed class MqttGatewayTests(MqttGatewayFixture fixture, ITestOutputHelp
         {
             await mqtt.PublishAsync(new MqttApplicationMessageBuilder().WithTopic(topic).WithPayload(topic).Build());
             NatsMsg<byte[]> n;
-            do n = await NextAsync(natsSub); while (Encoding.UTF8.GetString(n.Data!) != topic);
+            do n = await NextAsync(natsSub); while (n.Data is null || Encoding.UTF8.GetString(n.Data) != topic);
             Assert.Equal(subject, n.Subject);
         }
     }
