@@ -46,7 +46,7 @@ internal sealed partial class MqttSession
                     if (!await OnPublishAsync((MqttPublishPacket)_codec.Decode(packet), stop.Token).ConfigureAwait(false)) return false;
                     break;
                 case MqttControlPacketType.PubAck:
-                    OnPubAck(((MqttPubAckPacket)_codec.Decode(packet)).PacketIdentifier);
+                    await OnPubAckAsync(((MqttPubAckPacket)_codec.Decode(packet)).PacketIdentifier).ConfigureAwait(false);
                     break;
                 case MqttControlPacketType.PubRec:
                     await OnPubRecAsync(((MqttPubRecPacket)_codec.Decode(packet)).PacketIdentifier, stop.Token).ConfigureAwait(false);
@@ -55,7 +55,7 @@ internal sealed partial class MqttSession
                     await OnPubRelAsync(((MqttPubRelPacket)_codec.Decode(packet)).PacketIdentifier, stop.Token).ConfigureAwait(false);
                     break;
                 case MqttControlPacketType.PubComp:
-                    OnPubComp(((MqttPubCompPacket)_codec.Decode(packet)).PacketIdentifier);
+                    await OnPubCompAsync(((MqttPubCompPacket)_codec.Decode(packet)).PacketIdentifier).ConfigureAwait(false);
                     break;
                 case MqttControlPacketType.Subscribe:
                     await OnSubscribeAsync((MqttSubscribePacket)_codec.Decode(packet), stop.Token).ConfigureAwait(false);

@@ -36,7 +36,7 @@ internal sealed partial class MqttSession
         }
     }
 
-    private void OnPubAck(ushort packetId)
+    private async Task OnPubAckAsync(ushort packetId)
     {
         Inflight? done;
         lock (_inflightLock)
@@ -44,7 +44,7 @@ internal sealed partial class MqttSession
             if (!_inflight.Remove(packetId, out done)) return;
         }
         _sendWindow.Release();
-        if (done.Ack is not null) AckStreamMessage(done.Ack);
+        if (done.Ack is not null) await AckStreamMessageAsync(done.Ack).ConfigureAwait(false);
     }
 
     private async Task OnPubRecAsync(ushort packetId, CancellationToken ct)
@@ -56,7 +56,7 @@ internal sealed partial class MqttSession
         await _out.SendAsync(new MQTTnet.Packets.MqttPubRelPacket { PacketIdentifier = packetId }, ct).ConfigureAwait(false);
     }
 
-    private void OnPubComp(ushort packetId) => OnPubAck(packetId);
+    private Task OnPubCompAsync(ushort packetId) => OnPubAckAsync(packetId);
 
     /// <summary>After CONNACK: the send window is the client's Receive Maximum.</summary>
     private void OpenSendWindow()

@@ -33,6 +33,7 @@ internal sealed partial class MqttSession
     private async Task<bool> RestoreSessionAsync(MqttConnectPacket connect, CancellationToken ct)
     {
         _username = connect.Username ?? "";
+        _cleanSession = connect.CleanSession;
         var js = new JetStreamApi(_nats!, _options);
         try
         {
@@ -41,15 +42,35 @@ internal sealed partial class MqttSession
         }
         catch (JetStreamException ex)
         {
-            _log.LogWarning("{Ip}:{Port} - mqtt client {Id}: no JetStream ({Error}); retained messages are not kept", RemoteIp, _remote.Port, _clientId, ex.Message);
+            _log.LogWarning("{Ip}:{Port} - mqtt client {Id}: no JetStream ({Error}); retained messages and persistent sessions are not kept", RemoteIp, _remote.Port, _clientId, ex.Message);
+            return false;
         }
-        return false;
+        var stored = await LoadSessionAsync(ct).ConfigureAwait(false);
+        if (stored is null) return false;
+        if (_cleanSession)
+        {
+            // [MQTT-3.1.2-6]: a clean session discards the previous one: its consumers and its record.
+            await DeleteSessionAsync(stored, ct).ConfigureAwait(false);
+            return false;
+        }
+        _restored = stored;
+        return true;
     }
 
-    private Task AfterConnAckAsync(CancellationToken ct)
+    private async Task AfterConnAckAsync(CancellationToken ct)
     {
         OpenSendWindow();
-        return Task.CompletedTask;
+        if (_js is null || _cleanSession) return;
+        // Resubscribe what the stored session had (server/mqtt.go mqttProcessConnect: "Process possible saved subscriptions").
+        if (_restored?["subs"] is JsonObject subs)
+        {
+            foreach (var (subject, qosNode) in subs)
+            {
+                byte qos = (byte)(qosNode?.GetValue<int>() ?? 0);
+                await RestoreSubscriptionAsync(subject, qos, ct).ConfigureAwait(false);
+            }
+        }
+        await SaveSessionAsync(ct).ConfigureAwait(false);
     }
 
     /// <summary>server/mqtt.go mqttHandlePubRetain: the last retained message per subject (an empty one is a deletion marker).</summary>
@@ -182,19 +203,34 @@ internal sealed partial class MqttSession
         return null;
     }
 
-    private Task OnSubscribedAsync(Subscription sub, CancellationToken ct) => Task.CompletedTask;
-
-    private Task OnUnsubscribedAsync(Subscription sub, CancellationToken ct) => Task.CompletedTask;
-
-    /// <summary>Messages on a collector's inbox (retained-message fetches) are copied out for the waiting SUBSCRIBE.</summary>
-    private ValueTask<bool> DeliverFromStreamAsync(NatsMessage m)
+    /// <summary>A persistent session's QoS 1/2 subscription gets a durable consumer on $MQTT_msgs; the record is saved.</summary>
+    private async Task OnSubscribedAsync(Subscription sub, Subscription? replaced, CancellationToken ct)
     {
-        if (!_collectors.TryGetValue(m.Sid, out var c)) return ValueTask.FromResult(false);
-        c.Writer.TryWrite(new StoredMessage(Encoding.UTF8.GetString(m.Subject.Span), m.Headers.ToArray(), m.Payload.ToArray()));
-        return ValueTask.FromResult(true);
+        if (_js is null || _cleanSession || sub.Group is not null) return;
+        string? durable = replaced is not null && _durables.TryGetValue(replaced.Subject, out var d) ? d.Name : null;
+        if (sub.Qos > 0) await BindDurableAsync(sub, durable, ct).ConfigureAwait(false);
+        else if (durable is not null) await DeleteDurableAsync(sub.Subject, ct).ConfigureAwait(false);
+        await SaveSessionAsync(ct).ConfigureAwait(false);
     }
 
-    private static bool HasDurableConsumer(Subscription sub) => false;
+    private async Task OnUnsubscribedAsync(Subscription sub, CancellationToken ct)
+    {
+        if (_js is null || _cleanSession) return;
+        await DeleteDurableAsync(sub.Subject, ct).ConfigureAwait(false);
+        await SaveSessionAsync(ct).ConfigureAwait(false);
+    }
 
-    private void AckStreamMessage(string ack) { }
+    /// <summary>Messages on a collector's inbox (retained-message fetches) are copied out for the waiting SUBSCRIBE.</summary>
+    private async ValueTask<bool> DeliverFromStreamAsync(NatsMessage m)
+    {
+        if (_collectors.TryGetValue(m.Sid, out var c))
+        {
+            c.Writer.TryWrite(new StoredMessage(Encoding.UTF8.GetString(m.Subject.Span), m.Headers.ToArray(), m.Payload.ToArray()));
+            return true;
+        }
+        if (!_durableSids.TryGetValue(m.Sid, out var sub)) return false;
+        await DeliverDurableAsync(sub, m).ConfigureAwait(false);
+        return true;
+    }
+
 }

@@ -83,7 +83,7 @@ internal sealed partial class MqttSession
         }
         if (_byFilter.Remove(key, out var old)) await DropSidsAsync(old, ct).ConfigureAwait(false);
         _byFilter[key] = sub;
-        await OnSubscribedAsync(sub, ct).ConfigureAwait(false);
+        await OnSubscribedAsync(sub, old, ct).ConfigureAwait(false);
         return ((MqttSubscribeReasonCode)qos, sub);
     }
 

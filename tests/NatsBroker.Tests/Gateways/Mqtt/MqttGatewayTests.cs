@@ -19,7 +19,8 @@ public sealed class MqttGatewayFixture : IAsyncLifetime
     public async Task InitializeAsync()
     {
         Unavailable = TestEnvironment.UnavailableReason(ServerKind.Ours);
-        if (Unavailable is null) Server = await MqttTestServer.StartAsync(ServerKind.Ours, null);
+        // A short ack_wait: a persistent session's message the core pushed while nobody listened comes again soon.
+        if (Unavailable is null) Server = await MqttTestServer.StartAsync(ServerKind.Ours, null, "no_auth_user: alice\n  ack_wait: \"2s\"");
     }
 
     public async Task DisposeAsync()
@@ -242,6 +243,45 @@ public sealed class MqttGatewayTests(MqttGatewayFixture fixture, ITestOutputHelp
         // Each message went to one member of the group only.
         await Task.Delay(300);
         Assert.Equal(20, Volatile.Read(ref count));
+    }
+
+    [SkippableFact]
+    public async Task A_persistent_session_keeps_its_subscriptions_and_qos1_messages_across_reconnects()
+    {
+        var s = S;
+        string id = Id("pers");
+        using (var first = await s.ConnectAsync(id, configure: b => b.WithCleanSession(false)))
+        {
+            await first.SubscribeAsync(new MqttClientSubscribeOptionsBuilder().WithTopicFilter("pers/#", MqttQualityOfServiceLevel.AtLeastOnce).Build());
+            await first.DisconnectAsync();
+        }
+        using (var publisher = await s.ConnectAsync(Id("pub")))
+        {
+            var ack = await publisher.PublishAsync(new MqttApplicationMessageBuilder().WithTopic("pers/a").WithPayload("while away")
+                .WithQualityOfServiceLevel(MqttQualityOfServiceLevel.AtLeastOnce).Build());
+            Assert.True(ack.IsSuccess);
+        }
+        using var again = new MqttClientFactory().CreateMqttClient();
+        var received = new Received(again);
+        var result = await s.ConnectAsync(again, id, configure: b => b.WithCleanSession(false));
+        Assert.True(result.IsSessionPresent);
+        var m = await received.NextAsync(30);
+        Assert.Equal("pers/a", m.Topic);
+        Assert.Equal("while away", m.ConvertPayloadToString());
+        Assert.Equal(MqttQualityOfServiceLevel.AtLeastOnce, m.QualityOfServiceLevel);
+        // The restored subscription is live too.
+        await using var nats = s.Nats();
+        await nats.PublishAsync("pers.b", Encoding.UTF8.GetBytes("live"));
+        do m = await received.NextAsync(); while (m.ConvertPayloadToString() != "live");
+        await again.DisconnectAsync();
+
+        // A clean session discards it.
+        using (var clean = await s.ConnectAsync(id, configure: b => b.WithCleanSession(true)))
+        {
+            await clean.DisconnectAsync();
+        }
+        using var last = new MqttClientFactory().CreateMqttClient();
+        Assert.False((await s.ConnectAsync(last, id, configure: b => b.WithCleanSession(false))).IsSessionPresent);
     }
 
     [SkippableFact]

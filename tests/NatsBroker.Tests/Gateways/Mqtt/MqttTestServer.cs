@@ -71,11 +71,18 @@ internal sealed class MqttTestServer : IAsyncDisposable
         Action<MqttClientOptionsBuilder>? configure = null)
     {
         var client = new MqttClientFactory().CreateMqttClient();
+        await ConnectAsync(client, clientId, version, configure);
+        return client;
+    }
+
+    /// <summary>Connects an existing client (so its handlers are attached before the first message).</summary>
+    public async Task<MqttClientConnectResult> ConnectAsync(IMqttClient client, string clientId, MqttProtocolVersion version = MqttProtocolVersion.V311,
+        Action<MqttClientOptionsBuilder>? configure = null)
+    {
         var b = Options(clientId, version);
         configure?.Invoke(b);
         using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(20));
-        await client.ConnectAsync(b.Build(), cts.Token);
-        return client;
+        return await client.ConnectAsync(b.Build(), cts.Token);
     }
 
     public static int FreePort()
