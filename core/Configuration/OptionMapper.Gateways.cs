@@ -20,6 +20,11 @@ internal sealed partial class OptionMapper
                 if (Expect(e, ConfigValueKind.Map, "a map"))
                     o.WebSocketConfigured = true;
                 break;
+            case "mqtt":
+                // Served by the MQTT gateway (gateways/mqtt), which validates the block when it starts.
+                if (Expect(e, ConfigValueKind.Map, "a map"))
+                    o.MqttConfigured = true;
+                break;
             case "proxies":
                 Proxies(e);
                 break;

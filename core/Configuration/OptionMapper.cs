@@ -16,7 +16,7 @@ internal sealed partial class OptionMapper(ServerOptions o)
     /// </summary>
     internal static readonly HashSet<string> UnsupportedTopLevel = new(StringComparer.Ordinal)
     {
-        "cluster", "gateway", "leaf", "leafnodes", "mqtt",
+        "cluster", "gateway", "leaf", "leafnodes",
         "ocsp", "allow_non_tls", "roots", "root", "root_operators", "root_operator",
         "resolver_tls", "resolver_pinned_accounts", "trusted", "trusted_keys", "default_js_domain", "https", "https_port", "http_base_path", "prof_port",
         "remote_syslog", "connect_error_reports", "reconnect_error_reports",
@@ -288,7 +288,7 @@ internal sealed partial class OptionMapper(ServerOptions o)
             case "jetstream":
                 JetStream(e);
                 break;
-            case "tls" or "proxies" or "gateways" or "websocket" or "ws":
+            case "tls" or "proxies" or "gateways" or "websocket" or "ws" or "mqtt":
                 GatewayBlock(key, e);
                 break;
 

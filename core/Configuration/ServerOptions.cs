@@ -32,6 +32,8 @@ public sealed class ServerOptions
     public bool TlsConfigured { get; set; }
     /// <summary>The file has a <c>websocket {}</c> block: served by the websocket gateway process (gateways/websocket).</summary>
     public bool WebSocketConfigured { get; set; }
+    /// <summary>The file has an <c>mqtt {}</c> block: served by the MQTT gateway process (gateways/mqtt).</summary>
+    public bool MqttConfigured { get; set; }
     /// <summary><c>gateways { managed: external }</c>: gateways run elsewhere (systemd units); the core does not start them.</summary>
     public bool GatewaysManagedExternally { get; set; }
     /// <summary><c>proxies { trusted = [ {key: "U..."} ] }</c> (nats-server 2.12, ADR-55): public nkeys of trusted proxies.</summary>

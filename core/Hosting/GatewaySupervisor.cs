@@ -9,7 +9,8 @@ namespace NatsBroker.Hosting;
 
 /// <summary>
 /// Supervised start of gateway processes (gateways/README.md): when the core runs a config with a <c>tls {}</c>
-/// block (the tls-terminator) or a <c>websocket {}</c> block (the websocket gateway) and no
+/// block (the tls-terminator), a <c>websocket {}</c> block (the websocket gateway) or an <c>mqtt {}</c> block
+/// (the MQTT gateway) and no
 /// <c>gateways { managed: external }</c>, it starts those gateways itself, so one command still runs a whole
 /// nats-server config. The child gets the same config file, the core's Unix socket and a proxy nkey
 /// seed made for this run (in its environment, readable only by our uid), whose public key the core trusts.
@@ -25,12 +26,15 @@ public sealed partial class GatewaySupervisor : IHostedService
     public const string TerminatorPathVariable = "NATSBROKER_TLS_TERMINATOR";
     /// <summary>Overrides where the websocket gateway is found.</summary>
     public const string WebSocketPathVariable = "NATSBROKER_WEBSOCKET_GATEWAY";
+    /// <summary>Overrides where the MQTT gateway is found.</summary>
+    public const string MqttPathVariable = "NATSBROKER_MQTT_GATEWAY";
 
     /// <summary>A gateway kind: its name in logs, assembly, override variable, folder, and whether it takes the core's -a/-p.</summary>
     private sealed record GatewayKind(string Name, string Assembly, string PathVariable, string Folder, bool TakesClientAddress);
 
     private static readonly GatewayKind Terminator = new("tls-terminator", "NatsBroker.TlsTerminator", TerminatorPathVariable, "tls-terminator", true);
     private static readonly GatewayKind WebSocket = new("websocket", "NatsBroker.WebSocketGateway", WebSocketPathVariable, "websocket", false);
+    private static readonly GatewayKind Mqtt = new("mqtt", "NatsBroker.MqttGateway", MqttPathVariable, "mqtt", false);
     private const int SigTerm = 15, SigHup = 1;
 
     private readonly ServerOptions _options;
@@ -63,12 +67,13 @@ public sealed partial class GatewaySupervisor : IHostedService
     /// <summary>Whether the configuration asks for supervised gateways. <see cref="Program"/> constructs a supervisor
     /// only then, so a plain broker does not load System.Diagnostics.Process at start-up.</summary>
     public static bool IsNeeded(ServerOptions options) =>
-        (options.TlsConfigured || options.WebSocketConfigured) && !options.GatewaysManagedExternally;
+        (options.TlsConfigured || options.WebSocketConfigured || options.MqttConfigured) && !options.GatewaysManagedExternally;
 
     private IEnumerable<GatewayKind> Configured()
     {
         if (_options.TlsConfigured) yield return Terminator;
         if (_options.WebSocketConfigured) yield return WebSocket;
+        if (_options.MqttConfigured) yield return Mqtt;
     }
 
     public Task StartAsync(CancellationToken cancellationToken)

@@ -241,7 +241,6 @@ public class ConfigLoaderTests
     [Theory]
     [InlineData("cluster { port: 6222 }")]
     [InlineData("leafnodes { port: 7422 }")]
-    [InlineData("mqtt { port: 1883 }")]
     [InlineData("gateway { name: x }")]
     [InlineData("allow_non_tls: true")]
     [InlineData("trusted_keys: x")]

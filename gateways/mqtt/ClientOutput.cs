@@ -1,0 +1,101 @@
+using System.Buffers;
+using MQTTnet.Formatter;
+using MQTTnet.Packets;
+
+namespace NatsBroker.MqttGateway;
+
+/// <summary>
+/// Everything sent to one MQTT client goes through here, one packet at a time (one lock): control packets are
+/// encoded by MQTTnet's formatter; PUBLISH packets without properties (the hot path: every NATS message delivered
+/// to a 3.1.1 client, or to an MQTT 5 client when the message has no headers to carry) are encoded by hand into a
+/// reused buffer and written with one WriteAsync.
+/// </summary>
+internal sealed class ClientOutput(Stream client, MqttPacketFormatterAdapter codec, bool v5) : IDisposable
+{
+    private readonly SemaphoreSlim _lock = new(1, 1);
+    private ArrayBufferWriter<byte> _buffer = new(4096);
+
+    public async Task SendAsync(MqttPacket packet, CancellationToken ct)
+    {
+        await _lock.WaitAsync(ct).ConfigureAwait(false);
+        try
+        {
+            var encoded = codec.Encode(packet);
+            await client.WriteAsync(encoded.Packet, ct).ConfigureAwait(false);
+            foreach (var segment in encoded.Payload) await client.WriteAsync(segment, ct).ConfigureAwait(false);
+            codec.Cleanup();
+        }
+        finally
+        {
+            _lock.Release();
+        }
+    }
+
+    /// <summary>Raw bytes of a packet already encoded (CONNACK for a version MQTTnet was not set up for, PINGRESP).</summary>
+    public async Task SendRawAsync(ReadOnlyMemory<byte> bytes, CancellationToken ct)
+    {
+        await _lock.WaitAsync(ct).ConfigureAwait(false);
+        try
+        {
+            await client.WriteAsync(bytes, ct).ConfigureAwait(false);
+        }
+        finally
+        {
+            _lock.Release();
+        }
+    }
+
+    /// <summary>A PUBLISH with no properties (MQTT 3.1.1 section 3.3; MQTT 5 with a zero property length).</summary>
+    public async Task SendPublishAsync(ReadOnlyMemory<byte> topic, ReadOnlyMemory<byte> payload, byte qos, ushort packetId, bool retain, bool dup, CancellationToken ct)
+    {
+        await _lock.WaitAsync(ct).ConfigureAwait(false);
+        try
+        {
+            _buffer.ResetWrittenCount();
+            int remaining = 2 + topic.Length + (qos > 0 ? 2 : 0) + (v5 ? 1 : 0) + payload.Length;
+            var head = _buffer.GetSpan(5 + 2);
+            head[0] = (byte)(0x30 | (dup ? 0x08 : 0) | (qos << 1) | (retain ? 1 : 0));
+            int n = 1 + WriteVarInt(head[1..], remaining);
+            head[n++] = (byte)(topic.Length >> 8);
+            head[n++] = (byte)topic.Length;
+            _buffer.Advance(n);
+            _buffer.Write(topic.Span);
+            if (qos > 0)
+            {
+                var pi = _buffer.GetSpan(2);
+                pi[0] = (byte)(packetId >> 8);
+                pi[1] = (byte)packetId;
+                _buffer.Advance(2);
+            }
+            if (v5)
+            {
+                _buffer.GetSpan(1)[0] = 0;
+                _buffer.Advance(1);
+            }
+            _buffer.Write(payload.Span);
+            await client.WriteAsync(_buffer.WrittenMemory, ct).ConfigureAwait(false);
+            // A large message must not pin a large buffer for the life of the connection.
+            if (_buffer.Capacity > 256 * 1024) _buffer = new ArrayBufferWriter<byte>(4096);
+        }
+        finally
+        {
+            _lock.Release();
+        }
+    }
+
+    public static int WriteVarInt(Span<byte> to, int value)
+    {
+        int i = 0;
+        do
+        {
+            byte b = (byte)(value & 0x7F);
+            value >>= 7;
+            if (value > 0) b |= 0x80;
+            to[i++] = b;
+        }
+        while (value > 0);
+        return i;
+    }
+
+    public void Dispose() => _lock.Dispose();
+}

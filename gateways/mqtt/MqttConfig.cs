@@ -1,0 +1,166 @@
+using System.Globalization;
+using NatsBroker.Configuration;
+using NatsBroker.TlsTerminator;
+
+namespace NatsBroker.MqttGateway;
+
+/// <summary>
+/// Reads the gateway's part of the shared config: the <c>mqtt {}</c> block (server/opts.go parseMQTT,
+/// validateMQTTOptions) and top-level <c>max_payload</c>. Unknown keys in the block are errors, as in nats-server.
+/// </summary>
+public static class MqttConfig
+{
+    public static MqttOptions Load(ConfigTree tree)
+    {
+        ArgumentNullException.ThrowIfNull(tree);
+        var o = new MqttOptions();
+        var errors = new List<ConfigError>();
+        bool saw = false;
+        foreach (var e in tree.Root)
+        {
+            switch (e.Key.ToLowerInvariant())
+            {
+                case "max_payload" when e.Value.Kind == ConfigValueKind.Integer:
+                    o.MaxPayload = (int)Math.Clamp(e.Value.AsInteger(), 1, 64 * 1024 * 1024);
+                    break;
+                case "mqtt":
+                    saw = true;
+                    if (e.Value.Kind != ConfigValueKind.Map)
+                        errors.Add(new ConfigError(e.KeyPosition, $"expected mqtt to be a map, got {e.Value.Describe()}"));
+                    else
+                        Block(e, o, errors);
+                    break;
+            }
+        }
+        if (!saw) errors.Add(new ConfigError(null, "the mqtt gateway needs an \"mqtt {}\" block in the configuration"));
+        if (errors.Count > 0) throw new ConfigException(errors);
+        return o;
+    }
+
+    private static void Block(ConfigEntry block, MqttOptions o, List<ConfigError> errors)
+    {
+        foreach (var f in block.Value.AsMap())
+        {
+            var v = f.Value;
+            void Bad(string what) => errors.Add(new ConfigError(f.KeyPosition, $"invalid value for \"{f.Key}\": expected {what}, got {v.Describe()}"));
+            switch (f.Key.ToLowerInvariant())
+            {
+                case "host" or "net":
+                    if (v.Kind == ConfigValueKind.String) o.Host = v.AsString(); else Bad("a string");
+                    break;
+                case "port":
+                    if (v.Kind == ConfigValueKind.Integer) o.Port = (int)v.AsInteger(); else Bad("an integer");
+                    break;
+                case "listen":
+                    if (v.Kind == ConfigValueKind.Integer) o.Port = (int)v.AsInteger();
+                    else if (v.Kind == ConfigValueKind.String && v.AsString() is var hp && hp.LastIndexOf(':') is int colon and >= 0
+                        && int.TryParse(hp.AsSpan(colon + 1), NumberStyles.Integer, CultureInfo.InvariantCulture, out int lp))
+                    {
+                        if (colon > 0) o.Host = hp[..colon];
+                        o.Port = lp;
+                    }
+                    else Bad("host:port");
+                    break;
+                case "tls":
+                    if (v.Kind != ConfigValueKind.Map)
+                    {
+                        Bad("a map");
+                        break;
+                    }
+                    o.Tls = new TerminatorOptions();
+                    TerminatorConfig.ReadTls(f, o.Tls, errors);
+                    break;
+                case "authorization" or "authentication":
+                    if (v.Kind != ConfigValueKind.Map) Bad("a map");
+                    else Authorization(f, o, errors);
+                    break;
+                case "no_auth_user":
+                    if (v.Kind == ConfigValueKind.String) o.NoAuthUser = v.AsString(); else Bad("a string");
+                    break;
+                case "ack_wait" or "ackwait":
+                    if (Duration(v, out var aw) && aw > TimeSpan.Zero) o.AckWait = aw;
+                    else errors.Add(new ConfigError(f.KeyPosition, "ack wait must be a positive value"));
+                    break;
+                case "js_api_timeout" or "api_timeout":
+                    if (Duration(v, out var jt) && jt > TimeSpan.Zero) o.JsApiTimeout = jt;
+                    else errors.Add(new ConfigError(f.KeyPosition, "JS API timeout must be a positive value"));
+                    break;
+                case "max_ack_pending" or "max_pending" or "max_inflight":
+                    // server/opts.go: a uint16; 0 means the default.
+                    if (v.Kind == ConfigValueKind.Integer && v.AsInteger() is >= 0 and <= 0xFFFF)
+                        o.MaxAckPending = v.AsInteger() == 0 ? 1024 : (int)v.AsInteger();
+                    else errors.Add(new ConfigError(f.KeyPosition, $"invalid value {v.Describe()}, should be in [0..65535] range"));
+                    break;
+                case "stream_replicas":
+                    if (v.Kind == ConfigValueKind.Integer) o.StreamReplicas = (int)v.AsInteger(); else Bad("an integer");
+                    break;
+                case "consumer_replicas":
+                    if (v.Kind == ConfigValueKind.Integer) o.ConsumerReplicas = (int)v.AsInteger(); else Bad("an integer");
+                    break;
+                case "consumer_memory_storage":
+                    if (v.Kind == ConfigValueKind.Bool) o.ConsumerMemoryStorage = v.AsBool(); else Bad("a boolean");
+                    break;
+                case "consumer_inactive_threshold" or "consumer_auto_cleanup":
+                    if (Duration(v, out var it)) o.ConsumerInactiveThreshold = it; else Bad("a duration");
+                    break;
+                case "reject_qos2_publish":
+                    if (v.Kind == ConfigValueKind.Bool) o.RejectQoS2Publish = v.AsBool(); else Bad("a boolean");
+                    break;
+                case "downgrade_qos2_subscribe":
+                    if (v.Kind == ConfigValueKind.Bool) o.DowngradeQoS2Subscribe = v.AsBool(); else Bad("a boolean");
+                    break;
+                case "js_domain":
+                    errors.Add(new ConfigError(f.KeyPosition, $"\"{f.Key}\" in mqtt is not supported by this server yet"));
+                    break;
+                default:
+                    if (!v.UsedAsVariable) errors.Add(new ConfigError(f.KeyPosition, $"error parsing mqtt config, unknown field \"{f.Key}\""));
+                    break;
+            }
+        }
+    }
+
+    /// <summary>server/opts.go parseMQTT's authorization: a single user/password or a token, and a timeout.</summary>
+    private static void Authorization(ConfigEntry block, MqttOptions o, List<ConfigError> errors)
+    {
+        foreach (var f in block.Value.AsMap())
+        {
+            var v = f.Value;
+            switch (f.Key.ToLowerInvariant())
+            {
+                case "user" or "username" when v.Kind == ConfigValueKind.String:
+                    o.AuthUser = v.AsString();
+                    break;
+                case "pass" or "password" when v.Kind is ConfigValueKind.String or ConfigValueKind.Integer:
+                    o.AuthPassword = v.Kind == ConfigValueKind.String ? v.AsString() : v.AsInteger().ToString(CultureInfo.InvariantCulture);
+                    break;
+                case "token" when v.Kind == ConfigValueKind.String:
+                    o.AuthToken = v.AsString();
+                    break;
+                case "timeout":
+                    if (v.Kind == ConfigValueKind.Integer) o.ConnectTimeout = TimeSpan.FromSeconds(v.AsInteger());
+                    else if (v.Kind == ConfigValueKind.Float) o.ConnectTimeout = TimeSpan.FromSeconds(v.AsFloat());
+                    else if (!Duration(v, out var t)) errors.Add(new ConfigError(f.KeyPosition, "invalid authorization timeout"));
+                    else o.ConnectTimeout = t;
+                    break;
+                case "users" or "permissions" or "nkeys":
+                    errors.Add(new ConfigError(f.KeyPosition, $"\"{f.Key}\" in mqtt authorization is not supported by this server yet"));
+                    break;
+                default:
+                    if (!v.UsedAsVariable) errors.Add(new ConfigError(f.KeyPosition, $"unknown field \"{f.Key}\" in mqtt authorization"));
+                    break;
+            }
+        }
+        if (o.AuthToken is not null && o.AuthUser is not null)
+            errors.Add(new ConfigError(block.KeyPosition, "mqtt authorization: a token cannot be used with a user"));
+    }
+
+    /// <summary>server/opts.go parseDuration: a duration string, or (deprecated) a number of seconds.</summary>
+    private static bool Duration(ConfigValue v, out TimeSpan t)
+    {
+        t = default;
+        if (v.Kind == ConfigValueKind.String) return GoDuration.TryParse(v.AsString(), out t, out _);
+        if (v.Kind == ConfigValueKind.Integer) { t = TimeSpan.FromSeconds(v.AsInteger()); return true; }
+        if (v.Kind == ConfigValueKind.Float) { t = TimeSpan.FromSeconds(v.AsFloat()); return true; }
+        return false;
+    }
+}

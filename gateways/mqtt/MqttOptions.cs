@@ -1,0 +1,38 @@
+using NatsBroker.TlsTerminator;
+
+namespace NatsBroker.MqttGateway;
+
+/// <summary>The <c>mqtt {}</c> block of the shared nats-server config (server/opts.go parseMQTT, MQTTOpts).</summary>
+public sealed class MqttOptions : NatsBroker.Gateways.Link.IGatewayListenOptions
+{
+    public string Host { get; set; } = "0.0.0.0";
+    /// <summary>-1 = random. nats-server's default MQTT port is 1883.</summary>
+    public int Port { get; set; } = 1883;
+    /// <summary>The block's <c>tls {}</c> (the terminator's reader): mqtts.</summary>
+    public TerminatorOptions? Tls { get; set; }
+    /// <summary><c>authorization { user, password }</c>: the one user MQTT clients must present (nats-server's override).</summary>
+    public string? AuthUser { get; set; }
+    public string? AuthPassword { get; set; }
+    /// <summary><c>authorization { token }</c>: MQTT clients present it as their password.</summary>
+    public string? AuthToken { get; set; }
+    /// <summary>Time a client has to send CONNECT (<c>authorization { timeout }</c>; nats-server's AUTH_TIMEOUT default 2 s).</summary>
+    public TimeSpan ConnectTimeout { get; set; } = TimeSpan.FromSeconds(2);
+    public string? NoAuthUser { get; set; }
+    /// <summary>Redelivery interval of unacknowledged QoS 1/2 messages (server/mqtt.go mqttDefaultAckWait).</summary>
+    public TimeSpan AckWait { get; set; } = TimeSpan.FromSeconds(30);
+    /// <summary>Outstanding unacknowledged QoS 1/2 messages per subscription (mqttDefaultMaxAckPending).</summary>
+    public int MaxAckPending { get; set; } = 1024;
+    /// <summary>Replicas of the $MQTT_* streams (0 = as nats-server decides: 1 without a cluster).</summary>
+    public int StreamReplicas { get; set; }
+    public int ConsumerReplicas { get; set; }
+    public bool ConsumerMemoryStorage { get; set; }
+    /// <summary>Inactive threshold of QoS consumers (zero = none).</summary>
+    public TimeSpan ConsumerInactiveThreshold { get; set; }
+    /// <summary>JetStream API request timeout (mqttDefaultJSAPITimeout).</summary>
+    public TimeSpan JsApiTimeout { get; set; } = TimeSpan.FromSeconds(5);
+    public bool RejectQoS2Publish { get; set; }
+    public bool DowngradeQoS2Subscribe { get; set; }
+    /// <summary>Top-level max_payload: the largest NATS message (headers included) an MQTT PUBLISH may become.</summary>
+    public int MaxPayload { get; set; } = 1024 * 1024;
+    public TimeSpan DrainTimeout { get; set; } = TimeSpan.FromSeconds(10);
+}

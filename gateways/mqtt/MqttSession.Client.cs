@@ -1,0 +1,139 @@
+using System.Buffers;
+using Microsoft.Extensions.Logging;
+using MQTTnet.Adapter;
+using MQTTnet.Packets;
+using MQTTnet.Protocol;
+
+namespace NatsBroker.MqttGateway;
+
+/// <summary>The client's side: the read loop, keep-alive, and the packets other than PUBLISH/SUBSCRIBE.</summary>
+internal sealed partial class MqttSession
+{
+    private PacketReader _reader = null!;
+    private ushort _keepAlive;
+
+    /// <summary>Reads packets until the client leaves. True for a DISCONNECT (no will), false otherwise.</summary>
+    private async Task<bool> ClientLoopAsync(CancellationToken drain)
+    {
+        using var stop = CancellationTokenSource.CreateLinkedTokenSource(drain, _end.Token);
+        // [MQTT-3.1.2-24]: nothing from the client within one and a half keep-alive periods closes it.
+        var deadline = _keepAlive > 0 ? TimeSpan.FromSeconds(_keepAlive * 1.5) : Timeout.InfiniteTimeSpan;
+        while (true)
+        {
+            ReceivedMqttPacket? read_;
+            using (var read = CancellationTokenSource.CreateLinkedTokenSource(stop.Token))
+            {
+                read.CancelAfter(deadline);
+                try
+                {
+                    read_ = await _reader.ReadAsync(read.Token).ConfigureAwait(false);
+                }
+                catch (OperationCanceledException) when (!stop.IsCancellationRequested)
+                {
+                    _log.LogDebug("{Ip}:{Port} - mqtt client {Id}: keep-alive timeout", RemoteIp, _remote.Port, _clientId);
+                    return false;
+                }
+                catch (OperationCanceledException)
+                {
+                    return false;
+                }
+            }
+            if (read_ is not { } packet) return false;
+            var type = (MqttControlPacketType)(packet.FixedHeader >> 4);
+            switch (type)
+            {
+                case MqttControlPacketType.Publish:
+                    if (!await OnPublishAsync((MqttPublishPacket)_codec.Decode(packet), stop.Token).ConfigureAwait(false)) return false;
+                    break;
+                case MqttControlPacketType.PubAck:
+                    await OnPubAckAsync(((MqttPubAckPacket)_codec.Decode(packet)).PacketIdentifier).ConfigureAwait(false);
+                    break;
+                case MqttControlPacketType.PubRec:
+                    await OnPubRecAsync(((MqttPubRecPacket)_codec.Decode(packet)).PacketIdentifier, stop.Token).ConfigureAwait(false);
+                    break;
+                case MqttControlPacketType.PubRel:
+                    await OnPubRelAsync(((MqttPubRelPacket)_codec.Decode(packet)).PacketIdentifier, stop.Token).ConfigureAwait(false);
+                    break;
+                case MqttControlPacketType.PubComp:
+                    await OnPubCompAsync(((MqttPubCompPacket)_codec.Decode(packet)).PacketIdentifier).ConfigureAwait(false);
+                    break;
+                case MqttControlPacketType.Subscribe:
+                    await OnSubscribeAsync((MqttSubscribePacket)_codec.Decode(packet), stop.Token).ConfigureAwait(false);
+                    break;
+                case MqttControlPacketType.Unsubscribe:
+                    await OnUnsubscribeAsync((MqttUnsubscribePacket)_codec.Decode(packet), stop.Token).ConfigureAwait(false);
+                    break;
+                case MqttControlPacketType.PingReq:
+                    await _out.SendRawAsync(PingResp, stop.Token).ConfigureAwait(false);
+                    break;
+                case MqttControlPacketType.Disconnect:
+                    // MQTT 5: "Disconnect with Will Message" (0x04) still publishes the will.
+                    if (_v5 && packet.Body.Count > 0 && packet.Body[0] == (byte)MqttDisconnectReasonCode.DisconnectWithWillMessage) return false;
+                    _will = null;
+                    return true;
+                case MqttControlPacketType.Connect:
+                    // [MQTT-3.1.0-2]: a second CONNECT is a protocol violation.
+                    _log.LogDebug("{Ip}:{Port} - mqtt client {Id}: received a second CONNECT packet", RemoteIp, _remote.Port, _clientId);
+                    return false;
+                case MqttControlPacketType.Auth:
+                    // Enhanced authentication is not offered: the client must not send AUTH ([MQTT-4.12.0-1]).
+                    await SendDisconnectAsync(MqttDisconnectReasonCode.ProtocolError, stop.Token).ConfigureAwait(false);
+                    return false;
+                default:
+                    return false;
+            }
+        }
+    }
+
+    private static readonly byte[] PingResp = [0xD0, 0x00];
+
+    /// <summary>MQTT 5 only: a server DISCONNECT with a reason before closing (3.1.1 just closes).</summary>
+    private async Task SendDisconnectAsync(MqttDisconnectReasonCode reason, CancellationToken ct)
+    {
+        if (!_v5) return;
+        try
+        {
+            await _out.SendAsync(new MqttDisconnectPacket { ReasonCode = reason }, ct).ConfigureAwait(false);
+        }
+        catch (Exception ex) when (ex is IOException or ObjectDisposedException or OperationCanceledException)
+        {
+        }
+    }
+
+    /// <summary>The will as a PUBLISH from this client ([MQTT-3.1.2-8]), retained when asked.</summary>
+    private async Task PublishWillAsync()
+    {
+        var will = _will;
+        if (will is null || _nats is null) return;
+        _will = null;
+        var packet = new MqttPublishPacket
+        {
+            Topic = will.WillTopic,
+            Payload = new ReadOnlySequence<byte>(will.WillMessage ?? []),
+            QualityOfServiceLevel = will.WillQoS,
+            Retain = will.WillRetain,
+            ContentType = will.WillContentType,
+            ResponseTopic = will.WillResponseTopic,
+            CorrelationData = will.WillCorrelationData,
+            MessageExpiryInterval = will.WillMessageExpiryInterval,
+        };
+        try
+        {
+            if (_v5 && will.WillDelayInterval > 0)
+            {
+                // MQTT 5 will delay: published later unless the session is taken over in between (not tracked
+                // across gateway restarts).
+                using var delay = new CancellationTokenSource(TimeSpan.FromSeconds(Math.Min(will.WillDelayInterval, 3600)));
+                await Task.Delay(Timeout.InfiniteTimeSpan, delay.Token).ContinueWith(_ => { }, TaskScheduler.Default).ConfigureAwait(false);
+                if (_takenOver) return;
+            }
+            using var timeout = new CancellationTokenSource(_options.JsApiTimeout);
+            await PublishToNatsAsync(packet, will.UserProperties, timeout.Token).ConfigureAwait(false);
+            await _nats.FlushAsync(timeout.Token).ConfigureAwait(false);
+        }
+        catch (Exception ex) when (ex is IOException or ObjectDisposedException or OperationCanceledException or TimeoutException)
+        {
+            _log.LogWarning("{Ip}:{Port} - could not publish the will of {Id}: {Error}", RemoteIp, _remote.Port, _clientId, ex.Message);
+        }
+    }
+}

@@ -1,0 +1,119 @@
+using System.Buffers;
+using Microsoft.Extensions.Logging;
+using MQTTnet.Packets;
+using MQTTnet.Protocol;
+
+namespace NatsBroker.MqttGateway;
+
+/// <summary>
+/// PUBLISH from the client (server/mqtt.go mqttProcessPub): QoS 0 is published; QoS 1 is published (and, when
+/// the account has the $MQTT_msgs stream, stored under <c>$MQTT.msgs.&lt;subject&gt;</c>) then PUBACKed; QoS 2 is
+/// published once per packet identifier and PUBRECed, the identifier released by PUBREL → PUBCOMP
+/// ([MQTT-4.3.3-2] method B: duplicates of an unreleased identifier are not published again).
+/// </summary>
+internal sealed partial class MqttSession
+{
+    /// <summary>Client → server topic aliases we accept (MQTT 5 section 3.3.2.3.4).</summary>
+    private const ushort TopicAliasMaximum = 64;
+
+    private readonly Dictionary<ushort, string> _topicAliases = [];
+    private readonly HashSet<ushort> _qos2Received = [];
+
+    /// <summary>False when the connection must be closed (bad topic, oversized message).</summary>
+    private async Task<bool> OnPublishAsync(MqttPublishPacket p, CancellationToken ct)
+    {
+        int qos = (int)p.QualityOfServiceLevel;
+        if (_v5 && p.TopicAlias != 0)
+        {
+            if (p.TopicAlias > TopicAliasMaximum)
+            {
+                await SendDisconnectAsync(MqttDisconnectReasonCode.TopicAliasInvalid, ct).ConfigureAwait(false);
+                return false;
+            }
+            if (string.IsNullOrEmpty(p.Topic))
+            {
+                if (!_topicAliases.TryGetValue(p.TopicAlias, out var aliased))
+                {
+                    await SendDisconnectAsync(MqttDisconnectReasonCode.ProtocolError, ct).ConfigureAwait(false);
+                    return false;
+                }
+                p.Topic = aliased;
+            }
+            else
+            {
+                _topicAliases[p.TopicAlias] = p.Topic;
+            }
+        }
+        if (qos == 2 && _options.RejectQoS2Publish)
+        {
+            _log.LogDebug("{Ip}:{Port} - mqtt client {Id}: QoS 2 publish rejected by configuration", RemoteIp, _remote.Port, _clientId);
+            return false;
+        }
+        if (qos > 0 && p.PacketIdentifier == 0) return false; // [MQTT-2.3.1-1]
+        if (qos == 2 && _qos2Received.Contains(p.PacketIdentifier))
+        {
+            // A resent QoS 2 PUBLISH whose PUBREL has not come yet: acknowledged again, not delivered again.
+            await _out.SendAsync(new MqttPubRecPacket { PacketIdentifier = p.PacketIdentifier }, ct).ConfigureAwait(false);
+            return true;
+        }
+        var outcome = await PublishToNatsAsync(p, p.UserProperties, ct).ConfigureAwait(false);
+        if (outcome == PublishOutcome.Closed) return false;
+        switch (qos)
+        {
+            case 1:
+                await _out.SendAsync(new MqttPubAckPacket { PacketIdentifier = p.PacketIdentifier }, ct).ConfigureAwait(false);
+                break;
+            case 2:
+                _qos2Received.Add(p.PacketIdentifier);
+                await _out.SendAsync(new MqttPubRecPacket { PacketIdentifier = p.PacketIdentifier }, ct).ConfigureAwait(false);
+                break;
+        }
+        return true;
+    }
+
+    private async Task OnPubRelAsync(ushort packetId, CancellationToken ct)
+    {
+        bool known = _qos2Received.Remove(packetId);
+        await _out.SendAsync(new MqttPubCompPacket
+        {
+            PacketIdentifier = packetId,
+            ReasonCode = known || !_v5 ? MqttPubCompReasonCode.Success : MqttPubCompReasonCode.PacketIdentifierNotFound,
+        }, ct).ConfigureAwait(false);
+    }
+
+    /// <summary>A publish the core refuses (permissions) is dropped by the core, as nats-server drops it for MQTT clients.</summary>
+    private enum PublishOutcome { Published, Closed }
+
+    /// <summary>
+    /// The PUBLISH as an HPUB (<c>Nmqtt-Pub:&lt;qos&gt;</c> and MQTT 5 user properties as headers; a response
+    /// topic as the reply subject), plus the retained-message store when <c>retain</c> is set and the QoS 1/2 store.
+    /// </summary>
+    private async Task<PublishOutcome> PublishToNatsAsync(MqttPublishPacket p, List<MqttUserProperty>? userProperties, CancellationToken ct)
+    {
+        var subject = TopicMapping.TopicToSubject(p.Topic ?? "");
+        if (subject is null)
+        {
+            _log.LogDebug("{Ip}:{Port} - mqtt client {Id}: invalid publish topic \"{Topic}\"", RemoteIp, _remote.Port, _clientId, p.Topic);
+            return PublishOutcome.Closed;
+        }
+        int qos = (int)p.QualityOfServiceLevel;
+        List<KeyValuePair<string, string>>? props = null;
+        if (userProperties is { Count: > 0 })
+        {
+            props = new(userProperties.Count);
+            foreach (var u in userProperties) props.Add(new(u.Name, System.Text.Encoding.UTF8.GetString(u.ValueBuffer.Span)));
+        }
+        byte[] headers = NatsHeaders.ForPublish(qos, props);
+        if (headers.Length + p.Payload.Length > _options.MaxPayload)
+        {
+            // nats-server mqttProcessPub: a maximum payload violation closes the client.
+            _log.LogDebug("{Ip}:{Port} - mqtt client {Id}: maximum payload exceeded", RemoteIp, _remote.Port, _clientId);
+            return PublishOutcome.Closed;
+        }
+        string? reply = _v5 && !string.IsNullOrEmpty(p.ResponseTopic) ? TopicMapping.TopicToSubject(p.ResponseTopic) : null;
+        await _nats!.PublishAsync(subject, reply, headers, p.Payload, ct).ConfigureAwait(false);
+        if (p.Retain) await StoreRetainedAsync(p, subject, ct).ConfigureAwait(false);
+        if (qos > 0) await StoreQoSMessageAsync(subject, headers, p.Payload, ct).ConfigureAwait(false);
+        return PublishOutcome.Published;
+    }
+}

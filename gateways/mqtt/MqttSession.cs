@@ -1,0 +1,376 @@
+using System.Buffers;
+using System.Net;
+using System.Net.Security;
+using System.Net.Sockets;
+using System.Security.Authentication;
+using System.Text;
+using System.Text.Json.Nodes;
+using Microsoft.Extensions.Logging;
+using MQTTnet.Adapter;
+using MQTTnet.Exceptions;
+using MQTTnet.Formatter;
+using MQTTnet.Packets;
+using MQTTnet.Protocol;
+using NatsBroker.Contracts.Gateways;
+using NatsBroker.Gateways.Link;
+using NatsBroker.TlsTerminator;
+
+namespace NatsBroker.MqttGateway;
+
+/// <summary>
+/// One MQTT client (3.1.1 or 5), with nats-server's MQTT semantics (server/mqtt.go), on its own link to the core:
+/// CONNECT becomes a NATS CONNECT (username/password → user/pass and token, the client ID as the connection name,
+/// ADR-55 proxy fields), SUBSCRIBE becomes SUB (plus the parent-level SUB for <c>x/#</c>), PUBLISH becomes HPUB with
+/// <c>Nmqtt-Pub</c>, and MSG/HMSG from the core become PUBLISH packets. Two loops: this one reads the client (with
+/// the keep-alive deadline), the link's reads the core; both write to the client through <see cref="ClientOutput"/>.
+/// The will is published when the connection ends without DISCONNECT (and not by a takeover).
+/// </summary>
+internal sealed partial class MqttSession : INatsDelivery
+{
+    private const int MaxPacketOverhead = 64 * 1024;
+    private static readonly System.Buffers.SearchValues<char> s_invalidIdChars = System.Buffers.SearchValues.Create(" \t\r\n.*>");
+
+    private readonly Socket _socket;
+    private readonly MqttOptions _options;
+    private readonly CertificateSet? _certificates;
+    private readonly GatewayEnvironment _link;
+    private readonly ProxySigner _signer;
+    private readonly SessionRegistry _registry;
+    private readonly ILogger _log;
+    private readonly IPEndPoint _remote;
+    private readonly CancellationTokenSource _end = new();
+    private Stream _client = null!;
+    private ClientOutput _out = null!;
+    private MqttPacketFormatterAdapter _codec = null!;
+    private NatsLink? _nats;
+    private string _clientId = "";
+    private bool _v5;
+    private MqttConnectPacket? _will;
+    private volatile bool _takenOver;
+    private Task? _coreLoop;
+
+    public MqttSession(Socket socket, MqttOptions options, CertificateSet? certificates, GatewayEnvironment link, ProxySigner signer,
+        SessionRegistry registry, ILogger log)
+    {
+        _socket = socket;
+        _options = options;
+        _certificates = certificates;
+        _link = link;
+        _signer = signer;
+        _registry = registry;
+        _log = log;
+        _remote = (IPEndPoint)socket.RemoteEndPoint!;
+    }
+
+    private string RemoteIp => _remote.Address.IsIPv4MappedToIPv6 ? _remote.Address.MapToIPv4().ToString() : _remote.Address.ToString();
+
+    /// <summary>Runs over the accepted socket (plain or TLS per the block).</summary>
+    public async Task RunAsync(CancellationToken drain)
+    {
+        _socket.NoDelay = true;
+        Stream stream = new NetworkStream(_socket, ownsSocket: true);
+        try
+        {
+            if (_certificates is not null)
+            {
+                using var handshake = CancellationTokenSource.CreateLinkedTokenSource(drain);
+                handshake.CancelAfter(_options.Tls!.Timeout);
+                stream = await TlsAsync(stream, handshake.Token).ConfigureAwait(false);
+            }
+            await RunAsync(stream, drain).ConfigureAwait(false);
+        }
+        catch (Exception ex) when (ex is IOException or SocketException or ObjectDisposedException or OperationCanceledException or AuthenticationException)
+        {
+            _log.LogDebug("{Ip}:{Port} - mqtt closed: {Reason}", RemoteIp, _remote.Port, ex.Message);
+        }
+        finally
+        {
+            await stream.DisposeAsync().ConfigureAwait(false);
+        }
+    }
+
+    /// <summary>Runs one MQTT client over any stream (TCP, TLS, or WebSocket messages) until it ends.</summary>
+    public async Task RunAsync(Stream client, CancellationToken drain)
+    {
+        _client = client;
+        try
+        {
+            if (!await ConnectAsync(drain).ConfigureAwait(false)) return;
+            var fromCore = _coreLoop!;
+            bool graceful = await ClientLoopAsync(drain).ConfigureAwait(false);
+            await _end.CancelAsync().ConfigureAwait(false);
+            if (!graceful && !_takenOver) await PublishWillAsync().ConfigureAwait(false);
+            _nats!.ShutdownSend();
+            await Task.WhenAny(fromCore, Task.Delay(TimeSpan.FromSeconds(5), CancellationToken.None)).ConfigureAwait(false);
+        }
+        catch (Exception ex) when (ex is IOException or SocketException or ObjectDisposedException or OperationCanceledException
+            or MqttProtocolViolationException or InvalidDataException or TimeoutException or JetStreamException)
+        {
+            _log.LogDebug("{Ip}:{Port} - mqtt client {Id} closed: {Reason}", RemoteIp, _remote.Port, _clientId, ex.Message);
+        }
+        finally
+        {
+            if (!_end.IsCancellationRequested) await _end.CancelAsync().ConfigureAwait(false);
+            if (_clientId.Length > 0) _registry.Unregister(_clientId, this);
+            if (_nats is not null) await _nats.DisposeAsync().ConfigureAwait(false);
+            _out?.Dispose();
+        }
+    }
+
+    private async Task<Stream> TlsAsync(Stream plain, CancellationToken ct)
+    {
+        var ssl = new SslStream(plain, leaveInnerStreamOpen: false);
+        var tls = _options.Tls!;
+        var auth = new SslServerAuthenticationOptions
+        {
+            ServerCertificateContext = _certificates!.ServerContext,
+            ClientCertificateRequired = tls.RequireClientCertificate,
+            EnabledSslProtocols = tls.MinVersion == SslProtocols.Tls13 ? SslProtocols.Tls13 : SslProtocols.Tls12 | SslProtocols.Tls13,
+            CertificateRevocationCheckMode = System.Security.Cryptography.X509Certificates.X509RevocationMode.NoCheck,
+            RemoteCertificateValidationCallback = (_, cert, _, errors) => !tls.RequireClientCertificate
+                || (cert is not null && (errors & ~SslPolicyErrors.RemoteCertificateNameMismatch) == SslPolicyErrors.None),
+        };
+        if (tls.CipherSuites is { } suites && !OperatingSystem.IsWindows()) auth.CipherSuitesPolicy = new CipherSuitesPolicy(suites);
+        await ssl.AuthenticateAsServerAsync(auth, ct).ConfigureAwait(false);
+        return ssl;
+    }
+
+    /// <summary>
+    /// CONNECT → checks as nats-server's mqttParseConnect makes them → the link's CONNECT → CONNACK.
+    /// False when the connection is to be closed (any CONNACK refusal already sent).
+    /// </summary>
+    private async Task<bool> ConnectAsync(CancellationToken drain)
+    {
+        var reader = new PacketReader(_client, _options.MaxPayload + MaxPacketOverhead);
+        _reader = reader;
+        ReceivedMqttPacket? first;
+        using (var timeout = CancellationTokenSource.CreateLinkedTokenSource(drain))
+        {
+            timeout.CancelAfter(_options.ConnectTimeout);
+            try
+            {
+                first = await reader.ReadAsync(timeout.Token).ConfigureAwait(false);
+            }
+            catch (OperationCanceledException) when (!drain.IsCancellationRequested)
+            {
+                _log.LogDebug("{Ip}:{Port} - mqtt: no CONNECT in time", RemoteIp, _remote.Port);
+                return false;
+            }
+        }
+        if (first is not { } firstPacket || firstPacket.FixedHeader >> 4 != (int)MqttControlPacketType.Connect) return false;
+        var body = firstPacket.Body.AsSpan();
+        // Protocol name and level ([MQTT-3.1.2-1], [MQTT-3.1.2-2]); "MQIsdp" (3.1) is closed without CONNACK as nats-server does.
+        if (body.Length < 7 || !body[2..6].SequenceEqual("MQTT"u8) || body[0] != 0 || body[1] != 4) return false;
+        byte level = body[6];
+        if (level is not (4 or 5))
+        {
+            await _client.WriteAsync(new byte[] { 0x20, 2, 0, 1 }, drain).ConfigureAwait(false); // unacceptable protocol version
+            return false;
+        }
+        _v5 = level == 5;
+        var version = _v5 ? MqttProtocolVersion.V500 : MqttProtocolVersion.V311;
+        _codec = new MqttPacketFormatterAdapter(version, new MqttBufferWriter(4096, 64 * 1024));
+        _out = new ClientOutput(_client, _codec, _v5);
+        var connect = (MqttConnectPacket)_codec.Decode(firstPacket);
+
+        // [MQTT-3.1.3-7] / [MQTT-3.1.3-6]: an empty client ID needs a clean session, then the server assigns one.
+        string clientId = connect.ClientId ?? "";
+        bool assigned = false;
+        if (clientId.Length == 0)
+        {
+            if (!connect.CleanSession && !_v5)
+            {
+                await RefuseAsync(MqttConnectReasonCode.ClientIdentifierNotValid, drain).ConfigureAwait(false);
+                return false;
+            }
+            clientId = Guid.NewGuid().ToString("N");
+            assigned = true;
+        }
+        else if (clientId.AsSpan().IndexOfAny(s_invalidIdChars) >= 0)
+        {
+            // nats-server: the client ID must be a valid name (isValidName) as it becomes part of subjects.
+            await RefuseAsync(MqttConnectReasonCode.ClientIdentifierNotValid, drain).ConfigureAwait(false);
+            return false;
+        }
+        if (connect.WillFlag)
+        {
+            if (string.IsNullOrEmpty(connect.WillTopic) || TopicMapping.TopicToSubject(connect.WillTopic) is null) return false;
+            _will = connect;
+        }
+        if (connect.Username is "" && connect.Password is { Length: > 0 }) return false;
+        if (!GatewayAuthorized(connect))
+        {
+            await RefuseAsync(MqttConnectReasonCode.NotAuthorized, drain).ConfigureAwait(false);
+            return false;
+        }
+        _keepAlive = connect.KeepAlivePeriod;
+        _clientId = clientId;
+
+        CoreLink core;
+        try
+        {
+            core = await CoreLink.ConnectAsync(_link.CoreSocket, drain).ConfigureAwait(false);
+        }
+        catch (Exception ex) when (ex is IOException or SocketException)
+        {
+            _log.LogError("{Ip}:{Port} - the core is not reachable: {Error}", RemoteIp, _remote.Port, ex.Message);
+            await RefuseAsync(MqttConnectReasonCode.ServerUnavailable, drain).ConfigureAwait(false);
+            return false;
+        }
+        _nats = new NatsLink(core);
+        string? error = await _nats.ConnectAsync(ConnectLine(connect, core), drain).ConfigureAwait(false);
+        if (error is not null)
+        {
+            _log.LogDebug("{Ip}:{Port} - mqtt client {Id} refused by the core: {Error}", RemoteIp, _remote.Port, clientId, error);
+            await RefuseAsync(error.Contains("Authorization", StringComparison.OrdinalIgnoreCase)
+                ? MqttConnectReasonCode.NotAuthorized : MqttConnectReasonCode.ServerUnavailable, drain).ConfigureAwait(false);
+            return false;
+        }
+
+        // The link's reads start now: session restore and stream checks are requests over it.
+        _coreLoop = Task.Run(() => CoreLoopAsync(), CancellationToken.None);
+        if (_registry.Register(clientId, this) is { } previous)
+        {
+            _log.LogWarning("Replacing old client {Old} since both have the same client ID \"{Id}\"", previous.Describe(), clientId);
+            previous.TakeOver();
+        }
+        bool sessionPresent = await RestoreSessionAsync(connect, drain).ConfigureAwait(false);
+        if (_v5)
+        {
+            await _out.SendAsync(new MqttConnAckPacket
+            {
+                ReasonCode = MqttConnectReasonCode.Success,
+                IsSessionPresent = sessionPresent,
+                AssignedClientIdentifier = assigned ? clientId : null,
+                TopicAliasMaximum = TopicAliasMaximum,
+                RetainAvailable = true,
+                WildcardSubscriptionAvailable = true,
+                SharedSubscriptionAvailable = true,
+                SubscriptionIdentifiersAvailable = true,
+                MaximumQoS = MqttQualityOfServiceLevel.ExactlyOnce,
+                ReceiveMaximum = (ushort)Math.Min(_options.MaxAckPending, ushort.MaxValue),
+            }, drain).ConfigureAwait(false);
+        }
+        else
+        {
+            await _out.SendRawAsync(new byte[] { 0x20, 2, (byte)(sessionPresent ? 1 : 0), 0 }, drain).ConfigureAwait(false);
+        }
+        if (_v5)
+        {
+            _clientReceiveMaximum = connect.ReceiveMaximum == 0 ? ushort.MaxValue : connect.ReceiveMaximum;
+            _clientMaxPacketSize = connect.MaximumPacketSize == 0 ? uint.MaxValue : connect.MaximumPacketSize;
+        }
+        await AfterConnAckAsync(drain).ConfigureAwait(false);
+        return true;
+    }
+
+    /// <summary>nats-server's <c>mqtt { authorization }</c> override: the one user (or token) MQTT clients must present.</summary>
+    private bool GatewayAuthorized(MqttConnectPacket connect)
+    {
+        string password = connect.Password is null ? "" : Encoding.UTF8.GetString(connect.Password);
+        if (_options.AuthToken is { } token) return password == token;
+        if (_options.AuthUser is { } user) return connect.Username == user && password == (_options.AuthPassword ?? "");
+        return true;
+    }
+
+    /// <summary>The NATS CONNECT for this MQTT client (server/mqtt.go: the password is also the token).</summary>
+    private byte[] ConnectLine(MqttConnectPacket connect, CoreLink core)
+    {
+        var obj = new JsonObject
+        {
+            ["verbose"] = false,
+            ["pedantic"] = false,
+            ["lang"] = "mqtt",
+            ["version"] = "natsbroker-mqtt",
+            ["protocol"] = 1,
+            ["headers"] = true,
+            ["no_responders"] = true,
+            ["echo"] = true,
+            ["name"] = _clientId,
+        };
+        // With the block's own authorization the MQTT credentials were checked here; the core sees no credentials.
+        if (_options.AuthUser is null && _options.AuthToken is null)
+        {
+            if (!string.IsNullOrEmpty(connect.Username)) obj["user"] = connect.Username;
+            if (connect.Password is { Length: > 0 } pw)
+            {
+                string password = Encoding.UTF8.GetString(pw);
+                obj["pass"] = password;
+                obj["auth_token"] = password;
+            }
+        }
+        var line = Encoding.UTF8.GetBytes("CONNECT " + obj.ToJsonString());
+        var client = new ProxiedClient
+        {
+            Gateway = "mqtt",
+            Ip = RemoteIp,
+            Port = _remote.Port,
+            NoAuthUser = _options.NoAuthUser,
+        };
+        if (_client is SslStream ssl)
+        {
+            client.TlsVersion = ssl.SslProtocol == SslProtocols.Tls13 ? "1.3" : "1.2";
+            client.TlsCipherSuite = ssl.NegotiatedCipherSuite.ToString();
+        }
+        return CoreLink.RewriteConnect(line, _signer, core.Nonce, client) ?? Encoding.UTF8.GetBytes("CONNECT " + obj.ToJsonString() + "\r\n");
+    }
+
+    private async Task RefuseAsync(MqttConnectReasonCode reason, CancellationToken ct)
+    {
+        if (_v5)
+        {
+            await _out.SendAsync(new MqttConnAckPacket { ReasonCode = reason }, ct).ConfigureAwait(false);
+            return;
+        }
+        // MQTT 3.1.1 return codes (section 3.2.2.3).
+        byte rc = reason switch
+        {
+            MqttConnectReasonCode.UnsupportedProtocolVersion => 1,
+            MqttConnectReasonCode.ClientIdentifierNotValid => 2,
+            MqttConnectReasonCode.ServerUnavailable => 3,
+            MqttConnectReasonCode.BadUserNameOrPassword => 4,
+            _ => 5,
+        };
+        await _client.WriteAsync(new byte[] { 0x20, 2, 0, rc }, ct).ConfigureAwait(false);
+    }
+
+    public string Describe() => $"{RemoteIp}:{_remote.Port}";
+
+    /// <summary>Another connection took this client ID: close without the will ([MQTT-3.1.4-2]).</summary>
+    public void TakeOver()
+    {
+        _takenOver = true;
+        try
+        {
+            _end.Cancel();
+            _socket.Dispose();
+        }
+        catch (ObjectDisposedException)
+        {
+        }
+    }
+
+    /// <summary>Reads from the core until it closes the link, then closes the client.</summary>
+    private async Task CoreLoopAsync()
+    {
+        try
+        {
+            await _nats!.RunAsync(this, _end.Token).ConfigureAwait(false);
+        }
+        catch (Exception ex) when (ex is IOException or SocketException or ObjectDisposedException or OperationCanceledException or MqttProtocolViolationException)
+        {
+            _log.LogDebug("{Ip}:{Port} - link of {Id} ended: {Reason}", RemoteIp, _remote.Port, _clientId, ex.Message);
+        }
+        finally
+        {
+            // The core is gone or closed this user (e.g. -ERR): the MQTT client is closed too.
+            if (!_end.IsCancellationRequested)
+            {
+                if (_nats!.LastError is { } err) _log.LogDebug("{Ip}:{Port} - core closed {Id}: {Error}", RemoteIp, _remote.Port, _clientId, err);
+                try { _socket.Shutdown(SocketShutdown.Both); }
+                catch (Exception e) when (e is SocketException or ObjectDisposedException) { }
+                _end.Cancel();
+            }
+        }
+    }
+}

@@ -1,0 +1,368 @@
+using System.Buffers;
+using System.Buffers.Text;
+using System.Collections.Concurrent;
+using System.Text;
+using NatsBroker.Gateways.Link;
+
+namespace NatsBroker.MqttGateway;
+
+/// <summary>A message the core delivered on the link; the memory is valid only until the handler's task completes.</summary>
+internal readonly record struct NatsMessage(int Sid, ReadOnlyMemory<byte> Subject, ReadOnlyMemory<byte> Reply,
+    ReadOnlyMemory<byte> Headers, ReadOnlyMemory<byte> Payload);
+
+/// <summary>Receives what the core delivers on one link, in order, on the link's read loop.</summary>
+internal interface INatsDelivery
+{
+    ValueTask DeliverAsync(NatsMessage message);
+}
+
+/// <summary>A reply to <see cref="NatsLink.RequestAsync"/> (copied out of the read buffer).</summary>
+internal sealed record NatsReply(byte[] Headers, byte[] Payload)
+{
+    /// <summary>The core's "no responders" status (NATS/1.0 503).</summary>
+    public bool NoResponders => Headers.AsSpan().StartsWith("NATS/1.0 503"u8);
+}
+
+/// <summary>
+/// The NATS client protocol side of one MQTT client's link to the core (gateways/README.md: one link per end user,
+/// ADR-55 proxy identity in CONNECT). The MQTT session drives it: SUB/UNSUB/PUB/HPUB out, MSG/HMSG in (handed to an
+/// <see cref="INatsDelivery"/> on the read loop, so a slow MQTT client stops this link's reads: backpressure stays on
+/// this user's sockets), PING/PONG both ways, -ERR collected for the next flush. Request/reply (JetStream API) uses
+/// one wildcard inbox subscription per link.
+/// Writes are serialised by one lock; each write is one WriteAsync of a pooled buffer.
+/// </summary>
+internal sealed class NatsLink : IAsyncDisposable
+{
+    private const int InitialBuffer = 64 * 1024;
+    private const int InboxSid = 1;
+
+    private readonly CoreLink _core;
+    private readonly Stream _stream;
+    private readonly SemaphoreSlim _writeLock = new(1, 1);
+    private readonly ArrayBufferWriter<byte> _out = new(4096);
+    private readonly ConcurrentQueue<TaskCompletionSource<string?>> _pongs = new();
+    private readonly ConcurrentDictionary<long, TaskCompletionSource<NatsReply>> _requests = new();
+    private readonly string _inboxPrefix = "_INBOX." + Guid.NewGuid().ToString("N") + ".";
+    private byte[] _in = new byte[InitialBuffer];
+    private int _start, _end;
+    private int _nextSid = InboxSid;
+    private long _nextRequest;
+    private bool _inboxSubscribed;
+    private string? _pendingError;
+    private INatsDelivery? _delivery;
+
+    public NatsLink(CoreLink core)
+    {
+        _core = core;
+        _stream = core.Stream;
+        core.Leftover.CopyTo(_in, 0);
+        _end = core.Leftover.Length;
+    }
+
+    /// <summary>The last -ERR the core sent (without quotes), if any.</summary>
+    public string? LastError { get; private set; }
+
+    public int NextSid() => Interlocked.Increment(ref _nextSid);
+
+    /// <summary>
+    /// Sends CONNECT (already carrying the proxy fields) and a PING, and reads until the PONG: null when accepted,
+    /// else the core's -ERR text (e.g. "Authorization Violation").
+    /// </summary>
+    public async Task<string?> ConnectAsync(byte[] connectLine, CancellationToken ct)
+    {
+        await WriteRawAsync(connectLine, ct).ConfigureAwait(false);
+        var pong = new TaskCompletionSource<string?>(TaskCreationOptions.RunContinuationsAsynchronously);
+        _pongs.Enqueue(pong);
+        await WriteRawAsync("PING\r\n"u8.ToArray(), ct).ConfigureAwait(false);
+        while (!pong.Task.IsCompleted)
+        {
+            if (!await ReadOnceAsync(ct).ConfigureAwait(false)) return LastError ?? "the core closed the link";
+        }
+        return await pong.Task.ConfigureAwait(false);
+    }
+
+    /// <summary>Reads and dispatches until the core closes the link or <paramref name="ct"/> fires.</summary>
+    public async Task RunAsync(INatsDelivery delivery, CancellationToken ct)
+    {
+        _delivery = delivery;
+        try
+        {
+            while (await ReadOnceAsync(ct).ConfigureAwait(false)) { }
+        }
+        finally
+        {
+            foreach (var p in _pongs) p.TrySetResult(LastError ?? "link closed");
+            foreach (var r in _requests.Values) r.TrySetException(new IOException("link closed"));
+        }
+    }
+
+    public Task SubscribeAsync(string subject, string? queue, int sid, CancellationToken ct)
+    {
+        string line = queue is null ? $"SUB {subject} {sid}\r\n" : $"SUB {subject} {queue} {sid}\r\n";
+        return WriteRawAsync(Encoding.UTF8.GetBytes(line), ct);
+    }
+
+    public Task UnsubscribeAsync(int sid, CancellationToken ct) => WriteRawAsync(Encoding.ASCII.GetBytes($"UNSUB {sid}\r\n"), ct);
+
+    /// <summary>PING, then waits for its PONG: null, or the first -ERR the core sent in between (e.g. a permissions violation).</summary>
+    public async Task<string?> FlushAsync(CancellationToken ct)
+    {
+        var pong = new TaskCompletionSource<string?>(TaskCreationOptions.RunContinuationsAsynchronously);
+        await _writeLock.WaitAsync(ct).ConfigureAwait(false);
+        try
+        {
+            _pongs.Enqueue(pong);
+            await _stream.WriteAsync("PING\r\n"u8.ToArray(), ct).ConfigureAwait(false);
+        }
+        finally
+        {
+            _writeLock.Release();
+        }
+        return await pong.Task.WaitAsync(ct).ConfigureAwait(false);
+    }
+
+    /// <summary>PUB or HPUB (when <paramref name="headers"/> is not empty: a full NATS/1.0 header block).</summary>
+    public async Task PublishAsync(string subject, string? reply, ReadOnlyMemory<byte> headers, ReadOnlySequence<byte> payload, CancellationToken ct)
+    {
+        await _writeLock.WaitAsync(ct).ConfigureAwait(false);
+        try
+        {
+            _out.ResetWrittenCount();
+            long total = headers.Length + payload.Length;
+            WriteAscii(headers.IsEmpty ? "PUB " : "HPUB ");
+            WriteUtf8(subject);
+            _out.Write(" "u8);
+            if (reply is not null)
+            {
+                WriteAscii(reply);
+                _out.Write(" "u8);
+            }
+            if (!headers.IsEmpty)
+            {
+                WriteNumber(headers.Length);
+                _out.Write(" "u8);
+            }
+            WriteNumber(total);
+            _out.Write("\r\n"u8);
+            _out.Write(headers.Span);
+            foreach (var seg in payload) _out.Write(seg.Span);
+            _out.Write("\r\n"u8);
+            await _stream.WriteAsync(_out.WrittenMemory, ct).ConfigureAwait(false);
+        }
+        finally
+        {
+            _writeLock.Release();
+        }
+    }
+
+    /// <summary>A request on a unique reply subject of this link's inbox; the reply is copied out.</summary>
+    public async Task<NatsReply> RequestAsync(string subject, ReadOnlyMemory<byte> headers, ReadOnlySequence<byte> payload, TimeSpan timeout, CancellationToken ct)
+    {
+        if (!_inboxSubscribed)
+        {
+            _inboxSubscribed = true;
+            await SubscribeAsync(_inboxPrefix + "*", null, InboxSid, ct).ConfigureAwait(false);
+        }
+        long id = Interlocked.Increment(ref _nextRequest);
+        var tcs = new TaskCompletionSource<NatsReply>(TaskCreationOptions.RunContinuationsAsynchronously);
+        _requests[id] = tcs;
+        try
+        {
+            await PublishAsync(subject, _inboxPrefix + id.ToString(System.Globalization.CultureInfo.InvariantCulture), headers, payload, ct).ConfigureAwait(false);
+            return await tcs.Task.WaitAsync(timeout, ct).ConfigureAwait(false);
+        }
+        finally
+        {
+            _requests.TryRemove(id, out _);
+        }
+    }
+
+    private async Task WriteRawAsync(byte[] bytes, CancellationToken ct)
+    {
+        await _writeLock.WaitAsync(ct).ConfigureAwait(false);
+        try
+        {
+            await _stream.WriteAsync(bytes, ct).ConfigureAwait(false);
+        }
+        finally
+        {
+            _writeLock.Release();
+        }
+    }
+
+    private void WriteAscii(string s)
+    {
+        var span = _out.GetSpan(s.Length);
+        int n = Encoding.ASCII.GetBytes(s, span);
+        _out.Advance(n);
+    }
+
+    private void WriteUtf8(string s)
+    {
+        var span = _out.GetSpan(Encoding.UTF8.GetMaxByteCount(s.Length));
+        _out.Advance(Encoding.UTF8.GetBytes(s, span));
+    }
+
+    private void WriteNumber(long n)
+    {
+        var span = _out.GetSpan(20);
+        Utf8Formatter.TryFormat(n, span, out int written);
+        _out.Advance(written);
+    }
+
+    /// <summary>One read from the core, then every complete op in the buffer is handled. False at end of input.</summary>
+    private async Task<bool> ReadOnceAsync(CancellationToken ct)
+    {
+        if (!await ParseAsync().ConfigureAwait(false)) { }
+        if (_start > 0 && _start == _end)
+        {
+            _start = _end = 0;
+        }
+        else if (_end == _in.Length)
+        {
+            if (_start > 0)
+            {
+                _in.AsSpan(_start, _end - _start).CopyTo(_in);
+                _end -= _start;
+                _start = 0;
+            }
+            else
+            {
+                Array.Resize(ref _in, _in.Length * 2);
+            }
+        }
+        int n = await _stream.ReadAsync(_in.AsMemory(_end), ct).ConfigureAwait(false);
+        if (n == 0) return false;
+        _end += n;
+        await ParseAsync().ConfigureAwait(false);
+        return true;
+    }
+
+    /// <summary>Handles every complete op between _start and _end.</summary>
+    private async ValueTask<bool> ParseAsync()
+    {
+        while (true)
+        {
+            var avail = _in.AsSpan(_start, _end - _start);
+            int eol = avail.IndexOf("\r\n"u8);
+            if (eol < 0) return true;
+            var line = avail[..eol];
+            if (line.StartsWith("MSG "u8) || line.StartsWith("HMSG "u8))
+            {
+                bool hasHeaders = line[0] == (byte)'H';
+                if (!ParseMsgLine(line[(hasHeaders ? 5 : 4)..], hasHeaders, out var args)) throw new IOException("the core sent a malformed MSG line");
+                int bodyStart = _start + eol + 2;
+                int needed = bodyStart + args.Total + 2;
+                if (needed > _end)
+                {
+                    // Make room for the whole message (it may be larger than the buffer).
+                    int size = args.Total + eol + 4;
+                    if (size > _in.Length - _start)
+                    {
+                        var bigger = new byte[Math.Max(_in.Length * 2, size + 4096)];
+                        _in.AsSpan(_start, _end - _start).CopyTo(bigger);
+                        _end -= _start;
+                        _start = 0;
+                        _in = bigger;
+                    }
+                    return true;
+                }
+                var mem = _in.AsMemory();
+                var subject = mem.Slice(_start + args.SubjectAt, args.SubjectLength);
+                var reply = mem.Slice(_start + args.ReplyAt, args.ReplyLength);
+                var headers = mem.Slice(bodyStart, args.HeaderLength);
+                var payload = mem.Slice(bodyStart + args.HeaderLength, args.Total - args.HeaderLength);
+                _start = needed;
+                if (args.Sid == InboxSid)
+                {
+                    CompleteRequest(subject.Span, headers, payload);
+                }
+                else if (_delivery is { } d)
+                {
+                    await d.DeliverAsync(new NatsMessage(args.Sid, subject, reply, headers, payload)).ConfigureAwait(false);
+                }
+                continue;
+            }
+            _start += eol + 2;
+            if (line.SequenceEqual("PING"u8))
+            {
+                await WriteRawAsync("PONG\r\n"u8.ToArray(), CancellationToken.None).ConfigureAwait(false);
+            }
+            else if (line.SequenceEqual("PONG"u8))
+            {
+                if (_pongs.TryDequeue(out var p))
+                {
+                    p.TrySetResult(_pendingError);
+                    _pendingError = null;
+                }
+            }
+            else if (line.StartsWith("-ERR"u8))
+            {
+                var text = Encoding.UTF8.GetString(line[4..]).Trim().Trim('\'');
+                LastError = text;
+                _pendingError ??= text;
+            }
+            // +OK and INFO (lame duck, cluster updates) need nothing here.
+        }
+    }
+
+    private void CompleteRequest(ReadOnlySpan<byte> subject, ReadOnlyMemory<byte> headers, ReadOnlyMemory<byte> payload)
+    {
+        int dot = subject.LastIndexOf((byte)'.');
+        if (dot < 0 || !Utf8Parser.TryParse(subject[(dot + 1)..], out long id, out _)) return;
+        if (_requests.TryRemove(id, out var tcs)) tcs.TrySetResult(new NatsReply(headers.ToArray(), payload.ToArray()));
+    }
+
+    private struct MsgArgs
+    {
+        public int SubjectAt, SubjectLength, ReplyAt, ReplyLength, Sid, HeaderLength, Total;
+    }
+
+    /// <summary>"subject sid [reply] [hdrlen] total" (offsets relative to _start).</summary>
+    private bool ParseMsgLine(ReadOnlySpan<byte> args, bool hasHeaders, out MsgArgs a)
+    {
+        a = default;
+        int offset = hasHeaders ? 5 : 4;
+        Span<int> at = stackalloc int[5];
+        Span<int> len = stackalloc int[5];
+        int count = 0, i = 0;
+        while (i < args.Length && count < 5)
+        {
+            while (i < args.Length && args[i] is (byte)' ' or (byte)'\t') i++;
+            if (i >= args.Length) break;
+            int s = i;
+            while (i < args.Length && args[i] is not ((byte)' ' or (byte)'\t')) i++;
+            at[count] = s;
+            len[count] = i - s;
+            count++;
+        }
+        int expected = hasHeaders ? 4 : 3;
+        if (count != expected && count != expected + 1) return false;
+        bool hasReply = count == expected + 1;
+        a.SubjectAt = offset + at[0];
+        a.SubjectLength = len[0];
+        if (!Utf8Parser.TryParse(args.Slice(at[1], len[1]), out a.Sid, out _)) return false;
+        int next = 2;
+        if (hasReply)
+        {
+            a.ReplyAt = offset + at[2];
+            a.ReplyLength = len[2];
+            next = 3;
+        }
+        if (hasHeaders)
+        {
+            if (!Utf8Parser.TryParse(args.Slice(at[next], len[next]), out a.HeaderLength, out _)) return false;
+            next++;
+        }
+        if (!Utf8Parser.TryParse(args.Slice(at[next], len[next]), out a.Total, out _)) return false;
+        return a.Total >= a.HeaderLength;
+    }
+
+    public void ShutdownSend() => _core.ShutdownSend();
+
+    public async ValueTask DisposeAsync()
+    {
+        await _core.DisposeAsync().ConfigureAwait(false);
+        _writeLock.Dispose();
+    }
+}

@@ -1,0 +1,72 @@
+using MQTTnet.Adapter;
+
+namespace NatsBroker.MqttGateway;
+
+/// <summary>
+/// Splits the client's byte stream into MQTT control packets (fixed header byte, variable-length remaining length,
+/// body: MQTT 3.1.1 section 2.2, MQTT 5 section 2.1) for MQTTnet's decoder. One buffer per client, grown for a large
+/// packet; a packet's body is valid until the next <see cref="ReadAsync"/>.
+/// </summary>
+internal sealed class PacketReader(Stream input, int maxPacketSize)
+{
+    private byte[] _buffer = new byte[8 * 1024];
+    private int _start, _end;
+
+    /// <summary>The next packet, or null at end of input. Throws <see cref="InvalidDataException"/> on a malformed length or an oversized packet.</summary>
+    public async ValueTask<ReceivedMqttPacket?> ReadAsync(CancellationToken ct)
+    {
+        while (true)
+        {
+            if (TryFrame(out var packet)) return packet;
+            if (_start > 0)
+            {
+                _buffer.AsSpan(_start, _end - _start).CopyTo(_buffer);
+                _end -= _start;
+                _start = 0;
+            }
+            if (_end == _buffer.Length) Array.Resize(ref _buffer, _buffer.Length * 2);
+            int n = await input.ReadAsync(_buffer.AsMemory(_end), ct).ConfigureAwait(false);
+            if (n == 0)
+            {
+                if (_end > _start) throw new EndOfStreamException("the client closed in the middle of a packet");
+                return null;
+            }
+            _end += n;
+        }
+    }
+
+    private bool TryFrame(out ReceivedMqttPacket packet)
+    {
+        packet = default;
+        int avail = _end - _start;
+        if (avail < 2) return false;
+        int remaining = 0, multiplier = 1, i = _start + 1;
+        while (true)
+        {
+            if (i >= _end) return false;
+            byte b = _buffer[i++];
+            remaining += (b & 0x7F) * multiplier;
+            if ((b & 0x80) == 0) break;
+            multiplier *= 128;
+            if (multiplier > 128 * 128 * 128) throw new InvalidDataException("malformed variable int");
+        }
+        if (remaining > maxPacketSize) throw new InvalidDataException($"packet of {remaining} bytes exceeds the maximum of {maxPacketSize}");
+        int headerLength = i - _start;
+        if (_end - i < remaining)
+        {
+            int needed = headerLength + remaining;
+            if (needed > _buffer.Length)
+            {
+                var bigger = new byte[needed];
+                _buffer.AsSpan(_start, avail).CopyTo(bigger);
+                _end = avail;
+                _start = 0;
+                _buffer = bigger;
+            }
+            return false;
+        }
+        packet = new ReceivedMqttPacket(_buffer[_start], new ArraySegment<byte>(_buffer, i, remaining), headerLength + remaining);
+        _start = i + remaining;
+        return true;
+    }
+}
