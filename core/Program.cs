@@ -33,13 +33,22 @@ public static class Program
         // and console lifetime were start-up cost only (measured in ProcessLifetime's remarks).
         using var loggers = new NatsLoggerFactory(logProvider);
         using var lifetime = new ProcessLifetime();
+        GatewaySupervisor.ResolveRandomClientPort(options);
         var service = new BrokerService(options, () => cli.Reload(), loggers, lifetime);
         // After the broker: gateways (tls-terminator) started as supervised children when the config asks for them.
         var gateways = GatewaySupervisor.IsNeeded(options) ? new GatewaySupervisor(options, loggers) : null;
         try
         {
+            service.PortsFileAfterGateways = gateways is not null;
             service.StartAsync(CancellationToken.None).GetAwaiter().GetResult();
-            gateways?.StartAsync(CancellationToken.None).GetAwaiter().GetResult();
+            if (gateways is not null)
+            {
+                gateways.StartAsync(CancellationToken.None).GetAwaiter().GetResult();
+                // Tools that start `nats-server -c file` connect as soon as the ports file exists: with tls {} the
+                // client port is the supervised terminator's, so the file waits until it accepts.
+                gateways.WaitForClientListenerAsync(TimeSpan.FromSeconds(10)).GetAwaiter().GetResult();
+                service.WritePortsFile();
+            }
         }
         catch (Exception ex) when (ex is System.Net.Sockets.SocketException or IOException or UnauthorizedAccessException or ConfigException)
         {

@@ -64,12 +64,21 @@ public sealed class BrokerService(ServerOptions options, Func<ServerOptions?> re
         server.Start();
         _server = server;
         if (options.HttpPort != 0) _monitor = await MonitoringServer.StartAsync(server, logger, cancellationToken).ConfigureAwait(false);
-        server.WritePortsFile(_monitor?.Port);
+        if (!PortsFileAfterGateways) server.WritePortsFile(_monitor?.Port);
         if (options.PidFile is { } pid) File.WriteAllText(pid, Environment.ProcessId.ToString(System.Globalization.CultureInfo.InvariantCulture));
 
         server.Log.Ready();
         if (_systemd.IsEnabled) _systemd.Notify(ServiceState.Ready);
     }
+
+    /// <summary>
+    /// Set when supervised gateways serve the client port: the ports file (what client test harnesses wait for before
+    /// connecting) is then written by <see cref="WritePortsFile"/> once the gateway accepts, not when the core listens.
+    /// </summary>
+    public bool PortsFileAfterGateways { get; set; }
+
+    /// <summary>Writes the ports file (after <see cref="StartAsync"/>; see <see cref="PortsFileAfterGateways"/>).</summary>
+    public void WritePortsFile() => _server?.WritePortsFile(_monitor?.Port);
 
     public async Task StopAsync(CancellationToken cancellationToken)
     {

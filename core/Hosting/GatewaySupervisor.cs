@@ -93,6 +93,46 @@ public sealed partial class GatewaySupervisor : IHostedService
         return Task.CompletedTask;
     }
 
+    /// <summary>
+    /// Waits until the supervised TLS terminator accepts on the client port (a TCP connect, retried every 10 ms), at
+    /// most <paramref name="timeout"/>; logs and returns when it does not (the supervisor keeps restarting it).
+    /// Nothing to wait for without tls {} or with a port chosen at random.
+    /// </summary>
+    /// <summary>
+    /// With tls {} and `port: -1` (random, as client test harnesses configure) the terminator owns the client port,
+    /// so the core picks the free port before starting it: the ports file and INFO can then name the real port.
+    /// </summary>
+    public static void ResolveRandomClientPort(ServerOptions options)
+    {
+        if (!IsNeeded(options) || !options.TlsConfigured || options.Port >= 0) return;
+        var address = options.Host is "" or "0.0.0.0" or "*" ? System.Net.IPAddress.Any
+            : System.Net.IPAddress.TryParse(options.Host, out var ip) ? ip : System.Net.IPAddress.Loopback;
+        using var probe = new System.Net.Sockets.Socket(address.AddressFamily, System.Net.Sockets.SocketType.Stream, System.Net.Sockets.ProtocolType.Tcp);
+        probe.Bind(new System.Net.IPEndPoint(address, 0));
+        options.Port = ((System.Net.IPEndPoint)probe.LocalEndPoint!).Port;
+    }
+
+    public async Task WaitForClientListenerAsync(TimeSpan timeout)
+    {
+        if (!Enabled || !_options.TlsConfigured || _options.Port <= 0) return;
+        var host = _options.Host is "" or "0.0.0.0" or "::" or "*" ? "127.0.0.1" : _options.Host;
+        var clock = Stopwatch.StartNew();
+        while (clock.Elapsed < timeout && !_stopping.IsCancellationRequested)
+        {
+            using var probe = new System.Net.Sockets.Socket(System.Net.Sockets.SocketType.Stream, System.Net.Sockets.ProtocolType.Tcp);
+            try
+            {
+                await probe.ConnectAsync(host, _options.Port).ConfigureAwait(false);
+                return;
+            }
+            catch (System.Net.Sockets.SocketException)
+            {
+                await Task.Delay(10).ConfigureAwait(false);
+            }
+        }
+        _log.LogWarning("The tls-terminator gateway did not accept on {Host}:{Port} within {Timeout}", host, _options.Port, timeout);
+    }
+
     public async Task StopAsync(CancellationToken cancellationToken)
     {
         if (_loop is null) return;
