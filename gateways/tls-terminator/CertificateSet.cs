@@ -26,6 +26,23 @@ public sealed class CertificateSet
 
     public void Reload() => _current = Load();
 
+    /// <summary>
+    /// SIGHUP: reloads the files and logs the outcome; a file that no longer loads keeps the current certificates
+    /// (new clients are still served) rather than failing every handshake.
+    /// </summary>
+    public void ReloadAndLog(Microsoft.Extensions.Logging.ILogger log)
+    {
+        try
+        {
+            Reload();
+            Microsoft.Extensions.Logging.LoggerExtensions.LogInformation(log, "Reloaded TLS certificates");
+        }
+        catch (Exception ex) when (ex is IOException or UnauthorizedAccessException or System.Security.Cryptography.CryptographicException)
+        {
+            Microsoft.Extensions.Logging.LoggerExtensions.LogError(log, "Failed to reload TLS certificates, keeping the current ones: {Error}", ex.Message);
+        }
+    }
+
     private Loaded Load()
     {
         var cert = X509Certificate2.CreateFromPemFile(_options.CertFile, _options.KeyFile);

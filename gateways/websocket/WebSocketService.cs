@@ -13,88 +13,27 @@ namespace NatsBroker.WebSocketGateway;
 /// client, reloads the wss certificate on SIGHUP, and on stop drains: no new clients, sessions stop reading from
 /// users and close once the core's side has flushed, within the drain timeout.
 /// </summary>
-internal sealed class WebSocketService(WebSocketOptions options, GatewayEnvironment link, SessionSet sessions, ILoggerFactory loggers) : IHostedService, IDisposable
+internal sealed class WebSocketService(WebSocketOptions options, GatewayEnvironment link, SessionSet sessions, ILoggerFactory loggers)
+    : GatewayListenerService(options, link, sessions, loggers.CreateLogger("NatsBroker.WebSocketGateway"))
 {
-    private readonly ILogger _log = loggers.CreateLogger("NatsBroker.WebSocketGateway");
-    private readonly CancellationTokenSource _drain = new();
-    private readonly ProxySigner _signer = new(link.Seed);
     private CertificateSet? _certificates;
-    private Socket? _listener;
-    private Task? _acceptLoop;
-    private PosixSignalRegistration? _hup;
 
-    public Task StartAsync(CancellationToken cancellationToken)
+    protected override TimeSpan DrainTimeout => options.DrainTimeout;
+
+    protected override void OnStarting()
     {
         if (options.Tls is { } tls) _certificates = new CertificateSet(tls);
-        var address = options.Host is "0.0.0.0" or "" or "*" ? IPAddress.Any
-            : options.Host is "::" ? IPAddress.IPv6Any
-            : IPAddress.TryParse(options.Host, out var ip) ? ip : Dns.GetHostAddresses(options.Host).First();
-        var listener = new Socket(address.AddressFamily, SocketType.Stream, ProtocolType.Tcp);
-        listener.SetSocketOption(SocketOptionLevel.Socket, SocketOptionName.ReuseAddress, true);
-        listener.Bind(new IPEndPoint(address, options.Port < 0 ? 0 : options.Port));
-        listener.Listen(1024);
-        _listener = listener;
-        int port = ((IPEndPoint)listener.LocalEndPoint!).Port;
-        _hup = PosixSignalRegistration.Create(PosixSignal.SIGHUP, ctx =>
-        {
-            ctx.Cancel = true;
-            if (_certificates is null) return;
-            try
-            {
-                _certificates.Reload();
-                _log.LogInformation("Reloaded TLS certificates");
-            }
-            catch (Exception ex) when (ex is IOException or UnauthorizedAccessException or System.Security.Cryptography.CryptographicException)
-            {
-                _log.LogError("Failed to reload TLS certificates, keeping the current ones: {Error}", ex.Message);
-            }
-        });
+    }
+
+    protected override void OnReload() => _certificates?.ReloadAndLog(Log);
+
+    protected override void LogListening()
+    {
         // server/websocket.go startWebsocketServer's wording.
-        _log.LogInformation("Listening for websocket clients on {Scheme}://{Host}:{Port}", _certificates is null ? "ws" : "wss", options.Host, port);
-        if (_certificates is null) _log.LogWarning("Websocket not configured with TLS. DO NOT USE IN PRODUCTION!");
-        _log.LogInformation("Relaying to the core at {Socket} as proxy {Key}", link.CoreSocket, _signer.PublicKey);
-        _acceptLoop = Task.Run(AcceptLoopAsync, CancellationToken.None);
-        return Task.CompletedTask;
+        Log.LogInformation("Listening for websocket clients on {Scheme}://{Host}:{Port}", _certificates is null ? "ws" : "wss", options.Host, Port);
+        if (_certificates is null) Log.LogWarning("Websocket not configured with TLS. DO NOT USE IN PRODUCTION!");
     }
 
-    private async Task AcceptLoopAsync()
-    {
-        while (!_drain.IsCancellationRequested)
-        {
-            Socket socket;
-            try
-            {
-                socket = await _listener!.AcceptAsync(_drain.Token).ConfigureAwait(false);
-            }
-            catch (Exception ex) when (ex is OperationCanceledException or ObjectDisposedException)
-            {
-                break;
-            }
-            catch (SocketException ex)
-            {
-                _log.LogError("Error accepting client connection: {Error}", ex.Message);
-                await Task.Delay(10).ConfigureAwait(false);
-                continue;
-            }
-            var session = new WebSocketSession(socket, options, _certificates, link, _signer, _log);
-            sessions.Start(session.RunAsync, _drain.Token);
-        }
-    }
-
-    public async Task StopAsync(CancellationToken cancellationToken)
-    {
-        _hup?.Dispose();
-        await _drain.CancelAsync().ConfigureAwait(false);
-        _listener?.Dispose();
-        if (_acceptLoop is not null) await _acceptLoop.ConfigureAwait(false);
-        await sessions.DrainAsync(options.DrainTimeout).ConfigureAwait(false);
-    }
-
-    public void Dispose()
-    {
-        _drain.Dispose();
-        _signer.Dispose();
-        _listener?.Dispose();
-        _hup?.Dispose();
-    }
+    protected override Func<CancellationToken, Task> NewSession(Socket socket) =>
+        new WebSocketSession(socket, options, _certificates, Link, Signer, Log).RunAsync;
 }
