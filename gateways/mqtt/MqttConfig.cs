@@ -1,5 +1,6 @@
 using System.Globalization;
 using NatsBroker.Configuration;
+using NatsBroker.Gateways.Link;
 using NatsBroker.TlsTerminator;
 
 namespace NatsBroker.MqttGateway;
@@ -43,24 +44,10 @@ public static class MqttConfig
         {
             var v = f.Value;
             void Bad(string what) => errors.Add(new ConfigError(f.KeyPosition, $"invalid value for \"{f.Key}\": expected {what}, got {v.Describe()}"));
-            switch (f.Key.ToLowerInvariant())
+            var key = f.Key.ToLowerInvariant();
+            if (ListenKeys.TryApply(key, v, o, Bad)) continue;
+            switch (key)
             {
-                case "host" or "net":
-                    if (v.Kind == ConfigValueKind.String) o.Host = v.AsString(); else Bad("a string");
-                    break;
-                case "port":
-                    if (v.Kind == ConfigValueKind.Integer) o.Port = (int)v.AsInteger(); else Bad("an integer");
-                    break;
-                case "listen":
-                    if (v.Kind == ConfigValueKind.Integer) o.Port = (int)v.AsInteger();
-                    else if (v.Kind == ConfigValueKind.String && v.AsString() is var hp && hp.LastIndexOf(':') is int colon and >= 0
-                        && int.TryParse(hp.AsSpan(colon + 1), NumberStyles.Integer, CultureInfo.InvariantCulture, out int lp))
-                    {
-                        if (colon > 0) o.Host = hp[..colon];
-                        o.Port = lp;
-                    }
-                    else Bad("host:port");
-                    break;
                 case "tls":
                     if (v.Kind != ConfigValueKind.Map)
                     {
