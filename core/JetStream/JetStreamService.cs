@@ -132,11 +132,15 @@ public sealed partial class JetStreamService : IAsyncDisposable
                 {
                     try
                     {
+                        // Counted once answered, as nats-server: an account info reply does not count itself
+                        // (nats.js's "jetstream - jsm" test expects api.total 1 after its second call).
+                        bool ok = await DispatchAsync(req).ConfigureAwait(false);
                         Interlocked.Increment(ref _apiTotal);
-                        if (!await DispatchAsync(req).ConfigureAwait(false)) Interlocked.Increment(ref _apiErrors);
+                        if (!ok) Interlocked.Increment(ref _apiErrors);
                     }
                     catch (Exception ex)
                     {
+                        Interlocked.Increment(ref _apiTotal);
                         Interlocked.Increment(ref _apiErrors);
                         Logger.LogError(ex, "JetStream API request on {Subject} failed", req.SubjectString);
                         Reply(req, JsJson.Error("io.nats.jetstream.api.v1.error_response", JsErrors.StreamGeneral(ex.Message)));
