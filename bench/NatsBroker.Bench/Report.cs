@@ -95,7 +95,7 @@ internal static class Report
 
         sb.AppendLine("## CPU and memory (medians over the timed windows)");
         sb.AppendLine();
-        sb.AppendLine("CPU % = CPU seconds / wall seconds of the timed window (100% = one core; the machine has " + m.Cores.ToString(Inv) + "). ns/msg = CPU nanoseconds per message (request) of the timed part: less sensitive to other load on the machine than %. The raw and NATS.Net generators' CPU is this whole bench process (all threads); nats.js's is the node process. Peak RSS is the server's VmHWM. The generator is not the bottleneck when its ns/msg is well below the server's.");
+        sb.AppendLine("CPU % = CPU seconds / wall seconds of the timed window (100% = one core; the machine has " + m.Cores.ToString(Inv) + "). ns/msg = CPU nanoseconds per message (request) of the timed part: less sensitive to other load on the machine than %. The raw and NATS.Net generators' CPU is this whole bench process (all threads); nats.js's is the node process. Server CPU and peak RSS (VmHWM) include the server's child processes: for ours, the gateways it supervises on the TLS, WebSocket and MQTT rows. The generator is not the bottleneck when its ns/msg is well below the server's.");
         sb.AppendLine();
         sb.AppendLine("| Scenario | Gen | Go server CPU % | Go server ns/msg | gen CPU % (Go runs) | gen ns/msg (Go runs) | Go peak RSS | ours server CPU % | ours server ns/msg | gen CPU % (ours runs) | ours peak RSS | Go deliveries/s | ours deliveries/s |");
         sb.AppendLine("|---|---|---|---|---|---|---|---|---|---|---|---|---|");

@@ -51,6 +51,78 @@ internal static partial class ProcStats
         }
     }
 
+    /// <summary>
+    /// utime+stime of the process and every live descendant (a supervised gateway is part of "the server": its CPU
+    /// is what the hop costs), in seconds, or NaN if the root is unreadable.
+    /// </summary>
+    public static double TreeCpuSeconds(int pid)
+    {
+        double total = CpuSeconds(pid);
+        if (double.IsNaN(total)) return total;
+        foreach (int child in Descendants(pid))
+        {
+            double c = CpuSeconds(child);
+            if (!double.IsNaN(c)) total += c;
+        }
+
+        return total;
+    }
+
+    /// <summary>Sum of the peak resident set sizes (VmHWM) of the process and its live descendants, or -1.</summary>
+    public static long TreePeakRssBytes(int pid)
+    {
+        long total = PeakRssBytes(pid);
+        if (total < 0) return total;
+        foreach (int child in Descendants(pid))
+        {
+            long c = PeakRssBytes(child);
+            if (c > 0) total += c;
+        }
+
+        return total;
+    }
+
+    /// <summary>Live descendants of <paramref name="root"/>, found from the parent pid in each /proc/N/stat.</summary>
+    public static List<int> Descendants(int root)
+    {
+        var parentOf = new Dictionary<int, int>();
+        foreach (string dir in Directory.EnumerateDirectories("/proc"))
+        {
+            if (!int.TryParse(Path.GetFileName(dir), NumberStyles.None, CultureInfo.InvariantCulture, out int pid)) continue;
+            try
+            {
+                string stat = File.ReadAllText(Path.Combine(dir, "stat"));
+                int close = stat.LastIndexOf(')');
+                // After ") " come state (field 3) and ppid (field 4).
+                string[] f = stat[(close + 2)..].Split(' ', 3);
+                parentOf[pid] = int.Parse(f[1], CultureInfo.InvariantCulture);
+            }
+            catch (IOException)
+            {
+                // The process exited while /proc was listed.
+            }
+            catch (UnauthorizedAccessException)
+            {
+            }
+        }
+
+        var found = new List<int>();
+        var frontier = new Queue<int>();
+        frontier.Enqueue(root);
+        while (frontier.Count > 0)
+        {
+            int parent = frontier.Dequeue();
+            foreach (var (pid, ppid) in parentOf)
+            {
+                if (ppid != parent) continue;
+                found.Add(pid);
+                frontier.Enqueue(pid);
+            }
+        }
+
+        return found;
+    }
+
     /// <summary>CPU time of this process (all threads) in seconds, with microsecond resolution.</summary>
     public static double SelfCpuSeconds()
     {

@@ -232,9 +232,11 @@ internal sealed class ServerProcess : IDisposable
         throw new TimeoutException($"server not ready on port {Port} after {timeout.TotalSeconds:0} s ({last?.Message}): {LogTail()}");
     }
 
-    public double CpuSeconds() => ProcStats.CpuSeconds(Pid);
+    /// <summary>CPU of the server and its children (the gateways ours supervises are part of the server's cost).</summary>
+    public double CpuSeconds() => ProcStats.TreeCpuSeconds(Pid);
 
-    public long PeakRssBytes() => ProcStats.PeakRssBytes(Pid);
+    /// <summary>Peak RSS of the server plus its children's.</summary>
+    public long PeakRssBytes() => ProcStats.TreePeakRssBytes(Pid);
 
     public bool HasExited => _process.HasExited;
 

@@ -14,22 +14,22 @@ internal enum FrameKind
 }
 
 /// <summary>
-/// Incremental parser of server-to-client NATS frames over a blocking socket. It scans bytes in a reusable buffer
+/// Incremental parser of server-to-client NATS frames over a blocking transport (TCP or WebSocket). It scans bytes in a reusable buffer
 /// (no allocation per frame); the fields of the last frame refer into that buffer and stay valid until the next
 /// call. PING is answered with PONG by the reader itself.
 /// </summary>
 internal sealed class FrameReader
 {
     private static readonly byte[] PongFrame = "PONG\r\n"u8.ToArray();
-    private readonly Socket _socket;
+    private readonly RawTransport _transport;
     private readonly RawConnection _conn;
     private byte[] _buf;
     private int _start;
     private int _end;
 
-    public FrameReader(Socket socket, RawConnection conn, int bufferSize)
+    public FrameReader(RawTransport transport, RawConnection conn, int bufferSize)
     {
-        _socket = socket;
+        _transport = transport;
         _conn = conn;
         _buf = new byte[bufferSize];
     }
@@ -295,23 +295,15 @@ internal sealed class FrameReader
             }
 
             BeforeBlockingRead?.Invoke();
-            int r;
-            if (TimeoutIsIdle)
+            int r = _transport.Receive(_buf.AsSpan(_end), out var err);
+            if (err != SocketError.Success)
             {
-                r = _socket.Receive(_buf.AsSpan(_end), SocketFlags.None, out var err);
-                if (err != SocketError.Success)
+                if (TimeoutIsIdle && err is SocketError.TimedOut or SocketError.WouldBlock)
                 {
-                    if (err is SocketError.TimedOut or SocketError.WouldBlock)
-                    {
-                        continue;
-                    }
-
-                    throw new SocketException((int)err);
+                    continue;
                 }
-            }
-            else
-            {
-                r = _socket.Receive(_buf, _end, _buf.Length - _end, SocketFlags.None);
+
+                throw new SocketException((int)err);
             }
 
             if (r <= 0)

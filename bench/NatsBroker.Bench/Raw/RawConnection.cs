@@ -12,13 +12,15 @@ namespace NatsBroker.Bench.Raw;
 internal sealed class RawConnection : IDisposable
 {
     private readonly Socket _socket;
+    private readonly RawTransport _transport;
     private readonly Lock _sendLock = new();
     private int _disposed;
 
-    private RawConnection(Socket socket, int readBuffer)
+    private RawConnection(RawTransport transport, int readBuffer)
     {
-        _socket = socket;
-        Reader = new FrameReader(socket, this, readBuffer);
+        _transport = transport;
+        _socket = transport.Socket;
+        Reader = new FrameReader(transport, this, readBuffer);
     }
 
     public FrameReader Reader { get; }
@@ -27,7 +29,8 @@ internal sealed class RawConnection : IDisposable
 
     public long BytesSent { get; private set; }
 
-    public static RawConnection Connect(IPEndPoint ep, string name, TimeSpan timeout, bool headers = false, int readBuffer = 256 * 1024, string? user = null, string? pass = null)
+    /// <param name="webSocket">NATS over a WebSocket on <paramref name="ep"/> (a server's <c>websocket {}</c> port) instead of plain TCP.</param>
+    public static RawConnection Connect(IPEndPoint ep, string name, TimeSpan timeout, bool headers = false, int readBuffer = 256 * 1024, string? user = null, string? pass = null, bool webSocket = false)
     {
         var s = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp) { NoDelay = true };
         try
@@ -41,7 +44,8 @@ internal sealed class RawConnection : IDisposable
             }
 
             s.ReceiveTimeout = (int)timeout.TotalMilliseconds;
-            var c = new RawConnection(s, readBuffer);
+            RawTransport transport = webSocket ? WebSocketTransport.Upgrade(s, ep, readBuffer) : new SocketTransport(s);
+            var c = new RawConnection(transport, readBuffer);
             if (c.Reader.Next() != FrameKind.Info)
             {
                 throw new InvalidDataException("server did not start with INFO: " + c.Reader.LineText);
@@ -91,11 +95,7 @@ internal sealed class RawConnection : IDisposable
         lock (_sendLock)
         {
             BytesSent += data.Length;
-            while (!data.IsEmpty)
-            {
-                int n = _socket.Send(data, SocketFlags.None);
-                data = data[n..];
-            }
+            _transport.Send(data);
         }
     }
 

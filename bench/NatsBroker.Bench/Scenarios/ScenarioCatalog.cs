@@ -77,6 +77,12 @@ internal static class ScenarioCatalog
         NatsNetScenario.PubSub("nn-ws-pubsub-128", "pub/sub 1:1", 128, 300_000, pubs: 1, subs: 1).OverWebSocket("nn-ws-pubsub-128"),
         NatsNetScenario.PubSub("nn-ws-pubsub-16k", "pub/sub 1:1", 16 * 1024, 10_000, pubs: 1, subs: 1).OverWebSocket("nn-ws-pubsub-16k"),
         NatsNetScenario.RequestReply("nn-ws-reqrep-128", "request/reply 1 client, 1 service", 128, 4_000, clients: 1, services: 1, queue: false).OverWebSocket("nn-ws-reqrep-128"),
+        // The same over the raw generator speaking WebSocket itself (masked frames, no client library): NATS.Net's
+        // WebSocket framing costs more CPU than either server, so the nn-ws rows mostly measure the client.
+        new WebSocketScenario(new PubSubScenario("ws-pub-128", "publish only", pubs: 1, subs: 0, payload: 128, defaultCount: 2_000_000), "ws-pub-128"),
+        new WebSocketScenario(new PubSubScenario("ws-pubsub-128", "pub/sub 1:1", pubs: 1, subs: 1, payload: 128, defaultCount: 1_000_000), "ws-pubsub-128"),
+        new WebSocketScenario(new PubSubScenario("ws-pubsub-16k", "pub/sub 1:1", pubs: 1, subs: 1, payload: 16 * 1024, defaultCount: 20_000), "ws-pubsub-16k"),
+        new WebSocketScenario(new RequestReplyScenario("ws-reqrep-128", "request/reply 1 client, 1 service", clients: 1, services: 1, queue: false, payload: 128, defaultCount: 4_000), "ws-reqrep-128"),
 
         // The same workloads through the nats.js client library (smaller counts): what a library user sees.
         new NatsJsScenario("njs-pub-16", "publish only", "pubsub", 16, 300_000, extra: new() { ["pubs"] = 1, ["subs"] = 0 }),

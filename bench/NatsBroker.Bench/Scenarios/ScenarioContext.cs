@@ -48,6 +48,16 @@ internal sealed class ScenarioContext : IDisposable
     /// <summary>From now on clients connect to <paramref name="relay"/> (a gateway or TCP relay in front of the server).</summary>
     public void RouteThrough(IPEndPoint relay) => Endpoint = relay;
 
+    /// <summary>Whether <see cref="Connect"/> speaks NATS over a WebSocket (<see cref="ConnectOverWebSocket"/>).</summary>
+    public bool OverWebSocket { get; private set; }
+
+    /// <summary>Raw connections of this run go to <paramref name="webSocketPort"/> and upgrade to WebSocket first.</summary>
+    public void ConnectOverWebSocket(IPEndPoint webSocketPort)
+    {
+        Endpoint = webSocketPort;
+        OverWebSocket = true;
+    }
+
     public string Url => $"nats://{Endpoint.Address}:{Endpoint.Port}";
 
     public int ServerPid => _serverPid;
@@ -75,7 +85,7 @@ internal sealed class ScenarioContext : IDisposable
     public RawConnection Connect(string name, bool headers = false, int readBuffer = 256 * 1024, string? user = null, string? pass = null)
     {
         ThrowIfFailed();
-        var c = RawConnection.Connect(Endpoint, name, TimeSpan.FromSeconds(5), headers, readBuffer, user, pass);
+        var c = RawConnection.Connect(Endpoint, name, TimeSpan.FromSeconds(5), headers, readBuffer, user, pass, OverWebSocket);
         _tracked.Add(c);
         return c;
     }
@@ -167,7 +177,7 @@ internal sealed class ScenarioContext : IDisposable
     {
         ThrowIfFailed();
         _startSelfCpu = ProcStats.SelfCpuSeconds();
-        _startServerCpu = ProcStats.CpuSeconds(_serverPid);
+        _startServerCpu = ProcStats.TreeCpuSeconds(_serverPid);
         _cpuStartTs = Stopwatch.GetTimestamp();
         _startTs = _cpuStartTs;
     }
@@ -179,7 +189,7 @@ internal sealed class ScenarioContext : IDisposable
     {
         long now = Stopwatch.GetTimestamp();
         double self = ProcStats.SelfCpuSeconds();
-        double srv = ProcStats.CpuSeconds(_serverPid);
+        double srv = ProcStats.TreeCpuSeconds(_serverPid);
         if (endTimestamp == 0)
         {
             endTimestamp = now;
@@ -194,7 +204,7 @@ internal sealed class ScenarioContext : IDisposable
     /// <summary>Marks for an external generator (node): server CPU only.</summary>
     public void MarkServerStart()
     {
-        _startServerCpu = ProcStats.CpuSeconds(_serverPid);
+        _startServerCpu = ProcStats.TreeCpuSeconds(_serverPid);
         _cpuStartTs = Stopwatch.GetTimestamp();
         _startTs = _cpuStartTs;
     }
@@ -202,7 +212,7 @@ internal sealed class ScenarioContext : IDisposable
     public void MarkServerEnd()
     {
         long now = Stopwatch.GetTimestamp();
-        Result.ServerCpuSeconds = ProcStats.CpuSeconds(_serverPid) - _startServerCpu;
+        Result.ServerCpuSeconds = ProcStats.TreeCpuSeconds(_serverPid) - _startServerCpu;
         Result.CpuWindowSeconds = (now - _cpuStartTs) / (double)Stopwatch.Frequency;
     }
 

@@ -83,6 +83,31 @@ internal static class BenchGateways
         }
         throw new TimeoutException($"{endpoint} not ready after {timeout.TotalSeconds:0} s ({last?.Message}) {process?.Log}");
     }
+
+    /// <summary>
+    /// Waits (bounded) until a WebSocket client gets all the way through on <paramref name="endpoint"/>: the upgrade,
+    /// INFO, CONNECT and a PONG. Ours serves ws:// from a gateway the core supervises, whose port can accept before
+    /// its link to the core is up; an accepted TCP connection alone is not "ready".
+    /// </summary>
+    public static void WaitWebSocketReady(IPEndPoint endpoint, TimeSpan timeout)
+    {
+        var sw = Stopwatch.StartNew();
+        Exception? last = null;
+        while (sw.Elapsed < timeout)
+        {
+            try
+            {
+                using var probe = Raw.RawConnection.Connect(endpoint, "ready-probe", TimeSpan.FromSeconds(2), webSocket: true);
+                return;
+            }
+            catch (Exception ex) when (ex is SocketException or IOException or InvalidDataException or InvalidOperationException)
+            {
+                last = ex;
+            }
+            Thread.Sleep(20);
+        }
+        throw new TimeoutException($"WebSocket port {endpoint} not ready after {timeout.TotalSeconds:0} s ({last?.Message})");
+    }
 }
 
 /// <summary>A relay process for one run; disposing kills it and its children.</summary>

@@ -84,7 +84,7 @@ internal sealed class NatsNetScenario : IScenario
     public ScenarioResult Run(ScenarioContext ctx)
     {
         // Ours serves ws:// from a gateway the core starts as a child: the core's port answering does not mean it is up.
-        if (_transport == "ws") Gateways.BenchGateways.WaitReady(BenchWebSocket.Endpoint, TimeSpan.FromSeconds(15), expectInfo: false);
+        if (_transport == "ws") Gateways.BenchGateways.WaitWebSocketReady(BenchWebSocket.Endpoint, TimeSpan.FromSeconds(15));
         try
         {
             return Task.Run(() => _kind == "pubsub" ? PubSubAsync(ctx) : RequestReplyAsync(ctx)).GetAwaiter().GetResult();
