@@ -45,6 +45,11 @@ public sealed class ClientAuthContext
     public string? Nonce { get; init; }
     /// <summary>Verified TLS client certificate, for future certificate-mapped users (tls verify_and_map).</summary>
     public X509Certificate2? ClientCertificate { get; init; }
+    /// <summary>
+    /// The client came through a listener with its own simple auth (<c>websocket { authorization {} }</c>): its
+    /// user/password/token/no_auth_user replace the top-level ones for this client (nats-server's auth override).
+    /// </summary>
+    public Configuration.ListenerAuthOverride? Override { get; init; }
 }
 
 /// <summary>The outcome of authentication.</summary>

@@ -18,6 +18,9 @@ namespace NatsBroker.Auth;
 /// bcrypt); else with a single user configured, user must be equal and pass must compare.</item>
 /// <item>Anything else is rejected.</item>
 /// </list>
+/// A client from a listener with its own simple auth (<see cref="ClientAuthContext.Override"/>: the websocket block's
+/// <c>authorization</c>/<c>no_auth_user</c>) is checked with that listener's user/password/token/no_auth_user instead
+/// of the top-level ones, and must authenticate even when the top level requires nothing (auth.go: <c>ao</c>).
 /// Later entries of the users list with the same name replace earlier ones (a Go map). Each successful
 /// authentication gets a fresh <see cref="ClientPermissions"/> built from rules compiled once per user.
 /// </summary>
@@ -58,9 +61,14 @@ public sealed class OptionsAuthenticator : IAuthenticator
     public string? NoAuthUser { get; }
     public PasswordVerifier Verifier { get; }
 
-    public AuthResult Authenticate(ConnectOptions connect, ClientAuthContext ctx) => DecideNkey(connect, ctx) ?? Decide(connect, hashing: true)!;
+    public AuthResult Authenticate(ConnectOptions connect, ClientAuthContext ctx) => DecideNkey(connect, ctx) ?? Decide(connect, ctx, hashing: true)!;
 
-    public AuthResult? TryAuthenticateWithoutHashing(ConnectOptions connect, ClientAuthContext ctx) => DecideNkey(connect, ctx) ?? Decide(connect, hashing: false);
+    public AuthResult? TryAuthenticateWithoutHashing(ConnectOptions connect, ClientAuthContext ctx) => DecideNkey(connect, ctx) ?? Decide(connect, ctx, hashing: false);
+
+    /// <summary>The no_auth_user for this client: its listener's when the listener overrides auth (possibly none).</summary>
+    private string? NoAuthUserFor(ClientAuthContext ctx) => ctx.Override is { } o ? NullIfEmpty(o.NoAuthUser) : NoAuthUser;
+
+    private static string? NullIfEmpty(string? s) => string.IsNullOrEmpty(s) ? null : s;
 
     /// <summary>
     /// NKey users (server/auth.go): a CONNECT naming an nkey must name a configured one and sign the nonce; with
@@ -79,25 +87,31 @@ public sealed class OptionsAuthenticator : IAuthenticator
                 ? AuthResult.Allowed(nk.Name, CreatePermissions(nk), nk.Account)
                 : AuthResult.Denied;
         }
-        if (NoAuthUser is not null && string.IsNullOrEmpty(connect.User) && string.IsNullOrEmpty(connect.Pass)
-            && string.IsNullOrEmpty(connect.AuthToken) && !_users.ContainsKey(NoAuthUser) && _nkeys.TryGetValue(NoAuthUser, out var noAuth))
+        string? noAuthUser = NoAuthUserFor(ctx);
+        if (noAuthUser is not null && string.IsNullOrEmpty(connect.User) && string.IsNullOrEmpty(connect.Pass)
+            && string.IsNullOrEmpty(connect.AuthToken) && !_users.ContainsKey(noAuthUser) && _nkeys.TryGetValue(noAuthUser, out var noAuth))
             return AuthResult.Allowed(noAuth.Name, CreatePermissions(noAuth), noAuth.Account);
         return null;
     }
 
     /// <summary>The decision; with <paramref name="hashing"/> false, null when a bcrypt computation is needed.</summary>
-    private AuthResult? Decide(ConnectOptions connect, bool hashing)
+    private AuthResult? Decide(ConnectOptions connect, ClientAuthContext ctx, bool hashing)
     {
         ArgumentNullException.ThrowIfNull(connect);
-        if (!AuthRequired) return AuthResult.Allowed();
+        var listener = ctx.Override;
+        if (!AuthRequired && listener is null) return AuthResult.Allowed();
+        string? noAuthUser = NoAuthUserFor(ctx);
+        string? username = listener is null ? _username : NullIfEmpty(listener.Username);
+        string password = listener is null ? _password ?? "" : listener.Password ?? "";
+        string? token = listener is null ? _token : NullIfEmpty(listener.Token);
 
         string? user = connect.User;
         string? pass = connect.Pass;
         UserEntry? entry = null;
         if (_users.Count > 0)
         {
-            if (NoAuthUser is not null && string.IsNullOrEmpty(user) && string.IsNullOrEmpty(pass)
-                && string.IsNullOrEmpty(connect.AuthToken) && _users.TryGetValue(NoAuthUser, out var noAuth))
+            if (noAuthUser is not null && string.IsNullOrEmpty(user) && string.IsNullOrEmpty(pass)
+                && string.IsNullOrEmpty(connect.AuthToken) && _users.TryGetValue(noAuthUser, out var noAuth))
             {
                 user = noAuth.Name;
                 pass = noAuth.Password;
@@ -117,21 +131,21 @@ public sealed class OptionsAuthenticator : IAuthenticator
                 null => null,
             };
         }
-        if (_token is not null)
+        if (token is not null)
         {
-            return Compare(_token, connect.AuthToken, null, hashing) switch
+            return Compare(token, connect.AuthToken, null, hashing) switch
             {
                 true => AuthResult.Allowed(),
                 false => AuthResult.Denied,
                 null => null,
             };
         }
-        if (_username is not null)
+        if (username is not null)
         {
-            if (!string.Equals(_username, connect.User, StringComparison.Ordinal)) return AuthResult.Denied;
-            return Compare(_password, connect.Pass, _username, hashing) switch
+            if (!string.Equals(username, connect.User, StringComparison.Ordinal)) return AuthResult.Denied;
+            return Compare(password, connect.Pass, username, hashing) switch
             {
-                true => AuthResult.Allowed(_username),
+                true => AuthResult.Allowed(username),
                 false => AuthResult.Denied,
                 null => null,
             };

@@ -16,9 +16,13 @@ internal sealed partial class OptionMapper
                     o.TlsConfigured = true;
                 break;
             case "websocket" or "ws":
-                // Served by the websocket gateway (gateways/websocket), which validates the block when it starts.
+                // Served by the websocket gateway (gateways/websocket), which validates the block when it starts;
+                // the core reads the block's own auth, since it authenticates the gateway's clients.
                 if (Expect(e, ConfigValueKind.Map, "a map"))
+                {
                     o.WebSocketConfigured = true;
+                    WebSocketAuth(e);
+                }
                 break;
             case "mqtt":
                 // Served by the MQTT gateway (gateways/mqtt), which validates the block when it starts.
@@ -32,6 +36,66 @@ internal sealed partial class OptionMapper
                 Gateways(e);
                 break;
         }
+    }
+
+    /// <summary>
+    /// <c>websocket { authorization { user|username, pass|password, token, timeout } no_auth_user }</c>
+    /// (server/opts.go parseWebsocket, parseSimpleAuth); other keys of the block are the gateway's to check.
+    /// </summary>
+    private void WebSocketAuth(ConfigEntry block)
+    {
+        string? user = null, pass = null, token = null, noAuthUser = null;
+        TimeSpan? timeout = null;
+        foreach (var f in block.Value.AsMap())
+        {
+            string key = f.Key.ToLowerInvariant();
+            if (key == "no_auth_user")
+            {
+                if (String(f, out var s)) noAuthUser = s;
+                continue;
+            }
+            if (key is not ("authorization" or "authentication") || !Expect(f, ConfigValueKind.Map, "a map")) continue;
+            foreach (var a in f.Value.AsMap())
+            {
+                switch (a.Key.ToLowerInvariant())
+                {
+                    case "user" or "username":
+                        if (String(a, out var u)) user = u;
+                        break;
+                    case "pass" or "password":
+                        if (String(a, out var p)) pass = p;
+                        break;
+                    case "token":
+                        if (String(a, out var t)) token = t;
+                        break;
+                    case "timeout":
+                        // parseSimpleAuth: seconds as an integer or a float.
+                        if (a.Value.Kind == ConfigValueKind.Integer) timeout = TimeSpan.FromSeconds(a.Value.AsInteger());
+                        else if (a.Value.Kind == ConfigValueKind.Float) timeout = TimeSpan.FromSeconds(a.Value.AsFloat());
+                        else Error(a.KeyPosition, $"invalid value for \"{a.Key}\": expected a number of seconds, got {a.Value.Describe()}");
+                        break;
+                    default:
+                        Unknown(a);
+                        break;
+                }
+            }
+        }
+        var auth = new ListenerAuthOverride(user, pass, token, noAuthUser, timeout);
+        o.WebSocketAuth = auth.IsOverride ? auth : null;
+        _webSocketAt = block.KeyPosition;
+    }
+
+    private SourcePosition? _webSocketAt;
+
+    /// <summary>
+    /// After the whole file (server/websocket.go validateWebsocketOptions): the block's user or token cannot sit
+    /// beside a users or nkeys list, whose entries already say who may log in.
+    /// </summary>
+    private void ValidateWebSocketAuth()
+    {
+        if (o.WebSocketAuth is not { } ws || _webSocketAt is not { } at || o.Users.Count == 0) return;
+        if (!string.IsNullOrEmpty(ws.Username)) Error(at, "websocket authentication username not compatible with presence of users/nkeys");
+        if (!string.IsNullOrEmpty(ws.Token)) Error(at, "websocket authentication token not compatible with presence of users/nkeys");
     }
 
     /// <summary>server/opts.go parseProxies / parseProxiesTrusted: <c>trusted</c> is an array of <c>{key: ...}</c> maps.</summary>

@@ -42,6 +42,7 @@ internal sealed partial class OptionMapper(ServerOptions o)
             ApplyTop(e);
         ValidateAccounts();
         ValidateOperatorMode();
+        ValidateWebSocketAuth();
     }
 
     private void Error(SourcePosition p, string message) => Errors.Add(new ConfigError(p, message));

@@ -32,6 +32,11 @@ public sealed class ServerOptions
     public bool TlsConfigured { get; set; }
     /// <summary>The file has a <c>websocket {}</c> block: served by the websocket gateway process (gateways/websocket).</summary>
     public bool WebSocketConfigured { get; set; }
+    /// <summary>
+    /// The websocket block's own auth (<c>authorization {}</c>, <c>no_auth_user</c>) for clients relayed by the
+    /// websocket gateway; null when it has none. Read by the core because it is the core that authenticates them.
+    /// </summary>
+    public ListenerAuthOverride? WebSocketAuth { get; set; }
     /// <summary>The file has an <c>mqtt {}</c> block: served by the MQTT gateway process (gateways/mqtt).</summary>
     public bool MqttConfigured { get; set; }
     /// <summary><c>gateways { managed: external }</c>: gateways run elsewhere (systemd units); the core does not start them.</summary>

@@ -120,7 +120,7 @@ public sealed partial class ClientConnection
         {
             if (!_connectReceived || _closing) return;
             if (RejectedForRevokedProxy(options)) return;
-            if (!auth.AuthRequired)
+            if (!auth.AuthRequired && ListenerAuthOverride is null)
             {
                 _permissions = null;
                 return;

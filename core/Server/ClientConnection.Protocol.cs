@@ -87,7 +87,7 @@ public sealed partial class ClientConnection
         _headers = opts.Headers && !_server.Options.NoHeaderSupport;
         _noResponders = opts.NoResponders;
 
-        if (_server.Auth.AuthRequired || opts.User is not null || opts.AuthToken is not null || opts.Nkey is not null)
+        if (_server.Auth.AuthRequired || ListenerAuthOverride is not null || opts.User is not null || opts.AuthToken is not null || opts.Nkey is not null)
         {
             // A bcrypt check continues off this thread: the read loop resumes in CompletePendingConnectAsync.
             if (!AuthenticateConnect(opts)) return;
@@ -126,6 +126,7 @@ public sealed partial class ClientConnection
     {
         ClientId = Id,
         Nonce = Nonce,
+        Override = ListenerAuthOverride,
         RemoteEndPoint = System.Net.IPAddress.TryParse(RemoteIp, out var ip) ? new System.Net.IPEndPoint(ip, RemotePort) : null,
     };
 

@@ -24,6 +24,13 @@ public sealed partial class ClientConnection
     /// <summary>What the trusted gateway reported about the end user (null when direct).</summary>
     public ProxiedClient? ProxiedClient { get; private set; }
 
+    /// <summary>
+    /// The websocket block's own auth when this client came through the websocket gateway (a verified proxy), as
+    /// nats-server applies <c>websocket { authorization }</c> to its WebSocket clients; null otherwise.
+    /// </summary>
+    private Configuration.ListenerAuthOverride? ListenerAuthOverride =>
+        ProxiedClient is { Gateway: "websocket" } ? _server.Options.WebSocketAuth : null;
+
     /// <summary>Whether any proxy (gateway) is trusted, so INFO must carry a nonce for it to sign.</summary>
     private static bool TrustsProxies(NatsServer server) => server.Options.TrustedProxies.Count > 0 || TrustedProxyKeys.Any;
 

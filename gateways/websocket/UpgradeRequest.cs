@@ -15,9 +15,13 @@ public enum UpgradeKind
     Leaf,
 }
 
-/// <summary>An accepted upgrade: what the session needs from the HTTP request.</summary>
+/// <summary>
+/// An accepted upgrade: what the session needs from the HTTP request. The cookie values are those of the cookies the
+/// block names (<c>jwt_cookie</c>, <c>user_cookie</c>, <c>pass_cookie</c>, <c>token_cookie</c>), null when absent.
+/// </summary>
 public sealed record AcceptedUpgrade(string Key, UpgradeKind Kind, bool Compress, bool NoMasking, string? ForwardedFor,
-    string? Origin, bool Browser, string? CookieJwt, string? UserAgent);
+    string? Origin, bool Browser, string? CookieJwt, string? UserAgent, string? CookieUser = null, string? CookiePass = null,
+    string? CookieToken = null);
 
 /// <summary>
 /// The HTTP/1.1 upgrade request (RFC 6455 section 4.2.1) checked in nats-server's order with its answers
@@ -84,10 +88,11 @@ public static class UpgradeRequest
         string? forwarded = headers.FirstOrDefault(h => h.Key.Equals("X-Forwarded-For", StringComparison.OrdinalIgnoreCase)).Value;
         if (forwarded is not null && !IPAddress.TryParse(forwarded, out _)) forwarded = null;
         string? ua = Get("User-Agent");
-        string? jwt = null;
-        if (options.JwtCookie is { Length: > 0 } cookieName && kind != UpgradeKind.Leaf) jwt = Cookie(headers, cookieName);
+        // server/websocket.go wsUpgrade: the named cookies, read for clients (not leaf nodes).
+        string? CookieNamed(string? name) => name is { Length: > 0 } && kind != UpgradeKind.Leaf ? Cookie(headers, name) : null;
         return new Outcome(new AcceptedUpgrade(key, kind, compress, Get("Nats-No-Masking") == "true", forwarded, origin,
-            ua is not null && ua.StartsWith("Mozilla/", StringComparison.Ordinal), jwt, ua), null, false, null);
+            ua is not null && ua.StartsWith("Mozilla/", StringComparison.Ordinal), CookieNamed(options.JwtCookie), ua,
+            CookieNamed(options.UserCookie), CookieNamed(options.PassCookie), CookieNamed(options.TokenCookie)), null, false, null);
     }
 
     /// <summary>The 101 answer (server/websocket.go wsUpgrade, in its header order).</summary>

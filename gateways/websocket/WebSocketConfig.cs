@@ -96,8 +96,46 @@ public static class WebSocketConfig
                 case "jwt_cookie":
                     if (v.Kind == ConfigValueKind.String) o.JwtCookie = v.AsString(); else Bad("a string");
                     break;
+                case "user_cookie":
+                    if (v.Kind == ConfigValueKind.String) o.UserCookie = v.AsString(); else Bad("a string");
+                    break;
+                case "pass_cookie":
+                    if (v.Kind == ConfigValueKind.String) o.PassCookie = v.AsString(); else Bad("a string");
+                    break;
+                case "token_cookie":
+                    if (v.Kind == ConfigValueKind.String) o.TokenCookie = v.AsString(); else Bad("a string");
+                    break;
                 case "authorization" or "authentication":
-                    errors.Add(new ConfigError(f.KeyPosition, $"\"{f.Key}\" in websocket is not supported by this server yet"));
+                    // server/opts.go parseSimpleAuth. The password is the core's to check (it reads the same block).
+                    if (v.Kind != ConfigValueKind.Map)
+                    {
+                        Bad("a map");
+                        break;
+                    }
+                    foreach (var a in v.AsMap())
+                    {
+                        var av = a.Value;
+                        void BadA(string what) => errors.Add(new ConfigError(a.KeyPosition, $"invalid value for \"{a.Key}\": expected {what}, got {av.Describe()}"));
+                        switch (a.Key.ToLowerInvariant())
+                        {
+                            case "user" or "username":
+                                if (av.Kind == ConfigValueKind.String) o.Username = av.AsString(); else BadA("a string");
+                                break;
+                            case "pass" or "password":
+                                if (av.Kind != ConfigValueKind.String) BadA("a string");
+                                break;
+                            case "token":
+                                if (av.Kind == ConfigValueKind.String) o.Token = av.AsString(); else BadA("a string");
+                                break;
+                            case "timeout":
+                                // The core's authorization timeout applies: it opens the link before CONNECT.
+                                if (av.Kind is not (ConfigValueKind.Integer or ConfigValueKind.Float)) BadA("a number of seconds");
+                                break;
+                            default:
+                                if (!av.UsedAsVariable) errors.Add(new ConfigError(a.KeyPosition, $"unknown field \"{a.Key}\""));
+                                break;
+                        }
+                    }
                     break;
                 default:
                     if (!v.UsedAsVariable) errors.Add(new ConfigError(f.KeyPosition, $"error parsing websocket config, unknown field \"{f.Key}\""));

@@ -21,6 +21,20 @@ public sealed class WebSocketOptions : NatsBroker.Gateways.Link.IGatewayListenOp
     public string? NoAuthUser { get; set; }
     /// <summary>Cookie whose value is the user's JWT when CONNECT has none.</summary>
     public string? JwtCookie { get; set; }
+    /// <summary>Cookies whose values are the user name, password and token when CONNECT has none (nats-server 2.11).</summary>
+    public string? UserCookie { get; set; }
+    public string? PassCookie { get; set; }
+    public string? TokenCookie { get; set; }
+    /// <summary>
+    /// <c>authorization { user, password, token }</c>: the block's own simple auth, checked by the core
+    /// (core/Configuration/ListenerAuthOverride.cs). The gateway needs to know only whether it makes auth required
+    /// (INFO). Its <c>timeout</c> is validated, not applied: the core's auth timeout runs from when the link opens.
+    /// </summary>
+    public string? Username { get; set; }
+    public string? Token { get; set; }
+
+    /// <summary>server/websocket.go wsConfigAuth: a user, a token or a no_auth_user in the block is an auth override.</summary>
+    public bool AuthOverride => !string.IsNullOrEmpty(Username) || !string.IsNullOrEmpty(Token) || !string.IsNullOrEmpty(NoAuthUser);
     /// <summary>Longest CONNECT line looked at (top-level max_control_line).</summary>
     public int MaxControlLine { get; set; } = 4096;
     public TimeSpan DrainTimeout { get; set; } = TimeSpan.FromSeconds(10);

@@ -177,7 +177,7 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
         var info = (JsonObject)core.Info.DeepClone();
         info["client_ip"] = _upgrade.ForwardedFor ?? RemoteIp;
         // server/websocket.go createWSClient: the websocket block's own auth settings make auth required.
-        if (options.NoAuthUser is not null) info["auth_required"] = true;
+        if (options.AuthOverride) info["auth_required"] = true;
         byte[] response = UpgradeRequest.SwitchingProtocols(_upgrade);
         byte[] infoLine = CoreLink.FormatInfo(info);
         var payload = new byte[infoLine.Length + core.Leftover.Length];
@@ -315,7 +315,7 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
         _connectForwarded = true;
         int lineEnd = lf > 0 && pending[lf - 1] == '\r' ? lf - 1 : lf;
         var line = pending[..lineEnd].ToArray();
-        if (_upgrade.CookieJwt is { } jwt) line = WithCookieJwt(line, jwt);
+        if (HasCookies(_upgrade)) line = WithCookieCredentials(line, _upgrade);
         var client = new ProxiedClient
         {
             Gateway = "websocket",
@@ -330,7 +330,7 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
             client.TlsCipherSuite = ssl.NegotiatedCipherSuite.ToString();
         }
         var rewritten = CoreLink.RewriteConnect(line, signer, core.Nonce, client);
-        if (rewritten is null && _upgrade.CookieJwt is null) return;
+        if (rewritten is null && !HasCookies(_upgrade)) return;
         rewritten ??= [.. line, (byte)'\r', (byte)'\n'];
         var rest = pending[(lf + 1)..].ToArray();
         _toCore.ResetWrittenCount();
@@ -338,16 +338,32 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
         _toCore.Write(rest);
     }
 
-    /// <summary>nats-server uses the jwt_cookie's value when CONNECT carries no jwt (server/client.go processConnect).</summary>
-    internal static byte[] WithCookieJwt(byte[] line, string jwt)
+    private static bool HasCookies(AcceptedUpgrade u) =>
+        u.CookieJwt is not null || u.CookieUser is not null || u.CookiePass is not null || u.CookieToken is not null;
+
+    /// <summary>
+    /// nats-server fills each of CONNECT's jwt, user, pass and auth_token that is missing or empty from the cookie the
+    /// block names (server/client.go processConnect: jwt_cookie, user_cookie, pass_cookie, token_cookie).
+    /// </summary>
+    internal static byte[] WithCookieCredentials(byte[] line, AcceptedUpgrade upgrade)
     {
         if (!CoreLink.IsConnect(line)) return line;
         try
         {
             if (JsonNode.Parse(line.AsSpan(8).Trim(" \t"u8)) is not JsonObject obj) return line;
-            if (obj["jwt"] is JsonValue v && v.TryGetValue(out string? existing) && existing.Length > 0) return line;
-            obj["jwt"] = jwt;
-            return Encoding.UTF8.GetBytes("CONNECT " + obj.ToJsonString());
+            bool changed = false;
+            void Fill(string field, string? cookie)
+            {
+                if (string.IsNullOrEmpty(cookie)) return;
+                if (obj[field] is JsonValue v && v.TryGetValue(out string? existing) && existing.Length > 0) return;
+                obj[field] = cookie;
+                changed = true;
+            }
+            Fill("jwt", upgrade.CookieJwt);
+            Fill("user", upgrade.CookieUser);
+            Fill("pass", upgrade.CookiePass);
+            Fill("auth_token", upgrade.CookieToken);
+            return changed ? Encoding.UTF8.GetBytes("CONNECT " + obj.ToJsonString()) : line;
         }
         catch (Exception ex) when (ex is System.Text.Json.JsonException or ArgumentException)
         {

@@ -52,6 +52,8 @@ public class DifferentialTests(ITestOutputHelper output)
         { "js_unknown", "jetstream { foo: 1 }\n" },
         { "sub_tokens", "max_sub_tokens: 300\n" },
         { "missing_include", "include ./does-not-exist.conf\n" },
+        { "ws_auth_user", "websocket { port: 8080, no_tls: true, authorization { user: u, password: p, timeout: 2 } }\n" },
+        { "ws_auth_unknown", "websocket { port: 8080, no_tls: true, authorization { foo: 1 } }\n" },
     };
 
     [SkippableTheory]

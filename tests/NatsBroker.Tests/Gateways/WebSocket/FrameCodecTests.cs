@@ -127,7 +127,23 @@ public sealed class FrameCodecTests
     [InlineData("CONNECT {\"jwt\":\"\"}", "CONNECT {\"jwt\":\"cookie.jwt\"}")]
     [InlineData("PING", "PING")]
     public void Jwt_cookie_fills_a_missing_jwt(string line, string expected) =>
-        Assert.Equal(expected, Encoding.ASCII.GetString(WebSocketSession.WithCookieJwt(Encoding.ASCII.GetBytes(line), "cookie.jwt")));
+        Assert.Equal(expected, Encoding.ASCII.GetString(WebSocketSession.WithCookieCredentials(Encoding.ASCII.GetBytes(line), new AcceptedUpgrade("k", UpgradeKind.Nats, false, false, null, null, false, "cookie.jwt", null))));
+
+    /// <summary>user_cookie, pass_cookie, token_cookie fill CONNECT's user, pass and auth_token only where CONNECT has none.</summary>
+    [Theory]
+    [InlineData("CONNECT {}", "CONNECT {\"user\":\"cu\",\"pass\":\"cp\",\"auth_token\":\"ct\"}")]
+    [InlineData("CONNECT {\"user\":\"me\",\"pass\":\"\"}", "CONNECT {\"user\":\"me\",\"pass\":\"cp\",\"auth_token\":\"ct\"}")]
+    public void Credential_cookies_fill_missing_fields(string line, string expected) =>
+        Assert.Equal(expected, Encoding.ASCII.GetString(WebSocketSession.WithCookieCredentials(Encoding.ASCII.GetBytes(line),
+            new AcceptedUpgrade("k", UpgradeKind.Nats, false, false, null, null, false, null, null, "cu", "cp", "ct"))));
+
+    [Fact]
+    public void Credential_cookies_are_read_from_the_upgrade_request()
+    {
+        var head = "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: k\r\nSec-WebSocket-Version: 13\r\nCookie: u=alice; p=secret; t=tok\r\n\r\n"u8;
+        var outcome = UpgradeRequest.Check(head, trailing: false, new WebSocketOptions { NoTls = true, UserCookie = "u", PassCookie = "p", TokenCookie = "t" }, tls: false);
+        Assert.Equal(("alice", "secret", "tok"), (outcome.Upgrade!.CookieUser, outcome.Upgrade.CookiePass, outcome.Upgrade.CookieToken));
+    }
 
     [Fact]
     public void Jwt_cookie_is_read_from_the_upgrade_request()

@@ -164,6 +164,94 @@ public sealed class WebSocketOptionsTests(ITestOutputHelper output) : IDisposabl
         }
     }
 
+    /// <summary>
+    /// websocket { authorization { user, password } }: WebSocket clients need those credentials even though the
+    /// top level requires none (nats-server's auth override); TCP clients are not affected; users of the top-level
+    /// list still log in over WebSocket.
+    /// </summary>
+    [SkippableTheory]
+    [InlineData(ServerKind.Ours)]
+    [InlineData(ServerKind.Go)]
+    public async Task Websocket_authorization_applies_to_websocket_clients_only(ServerKind kind)
+    {
+        var (server, port) = await Start(kind, "no_tls: true\nauthorization { user: wsuser, password: wspass }");
+        await using var _ = server;
+        string ws = $"ws://127.0.0.1:{port}";
+        await using (var ok = new NatsConnection(new NatsOpts { Url = ws, AuthOpts = new NatsAuthOpts { Username = "wsuser", Password = "wspass" }, ConnectTimeout = TimeSpan.FromSeconds(10) }))
+        {
+            await ok.ConnectAsync();
+            Assert.True(ok.ServerInfo!.AuthRequired);
+            await ok.PingAsync();
+        }
+        foreach (var (user, pass) in new[] { ("wsuser", "wrong"), ((string?)null, (string?)null) })
+        {
+            await using var bad = new NatsConnection(new NatsOpts { Url = ws, AuthOpts = new NatsAuthOpts { Username = user, Password = pass }, MaxReconnectRetry = 0, ConnectTimeout = TimeSpan.FromSeconds(10) });
+            var ex = await Assert.ThrowsAnyAsync<NatsException>(async () => await bad.ConnectAsync());
+            Assert.Contains("Authorization Violation", ex.ToString(), StringComparison.OrdinalIgnoreCase);
+        }
+        // The TCP port has no auth at all.
+        await using var tcp = new NatsConnection(new NatsOpts { Url = server.Url, ConnectTimeout = TimeSpan.FromSeconds(10) });
+        await tcp.ConnectAsync();
+        Assert.False(tcp.ServerInfo!.AuthRequired);
+    }
+
+    /// <summary>websocket { authorization { token } } beside a top-level user: the token over WebSocket, the user over TCP.</summary>
+    [SkippableTheory]
+    [InlineData(ServerKind.Ours)]
+    [InlineData(ServerKind.Go)]
+    public async Task Websocket_token_overrides_the_top_level_user(ServerKind kind)
+    {
+        var (server, port) = await Start(kind, "no_tls: true\nauthorization { token: wstoken }", """
+            authorization { user: admin, password: adminpw }
+            """);
+        await using var _ = server;
+        string ws = $"ws://127.0.0.1:{port}";
+        await using (var byToken = new NatsConnection(new NatsOpts { Url = ws, AuthOpts = new NatsAuthOpts { Token = "wstoken" }, ConnectTimeout = TimeSpan.FromSeconds(10) }))
+            await byToken.ConnectAsync();
+        await using (var userOverWs = new NatsConnection(new NatsOpts { Url = ws, AuthOpts = new NatsAuthOpts { Username = "admin", Password = "adminpw" }, MaxReconnectRetry = 0, ConnectTimeout = TimeSpan.FromSeconds(10) }))
+            await Assert.ThrowsAnyAsync<NatsException>(async () => await userOverWs.ConnectAsync());
+        await using (var userOverTcp = new NatsConnection(new NatsOpts { Url = server.Url, AuthOpts = new NatsAuthOpts { Username = "admin", Password = "adminpw" }, ConnectTimeout = TimeSpan.FromSeconds(10) }))
+            await userOverTcp.ConnectAsync();
+        await using var tokenOverTcp = new NatsConnection(new NatsOpts { Url = server.Url, AuthOpts = new NatsAuthOpts { Token = "wstoken" }, MaxReconnectRetry = 0, ConnectTimeout = TimeSpan.FromSeconds(10) });
+        await Assert.ThrowsAnyAsync<NatsException>(async () => await tokenOverTcp.ConnectAsync());
+    }
+
+    /// <summary>
+    /// A websocket user or token beside a users list is refused with nats-server's text (validateWebsocketOptions).
+    /// nats-server refuses it when it starts (its <c>-t</c> does not run that check); ours already at <c>-t</c>, with
+    /// the block's file:line.
+    /// </summary>
+    [SkippableTheory]
+    [InlineData("token: t", "websocket authentication token not compatible with presence of users/nkeys")]
+    [InlineData("user: u, password: p", "websocket authentication username not compatible with presence of users/nkeys")]
+    public void Websocket_user_or_token_beside_users_is_refused(string auth, string message)
+    {
+        string go = Prerequisites.RequireGoServer(output);
+        string file = Path.Combine(Path.GetTempPath(), $"ws-auth-{Guid.NewGuid():N}.conf");
+        File.WriteAllText(file, $"websocket {{ port: {FreePort()}, no_tls: true, authorization {{ {auth} }} }}\nauthorization {{ users: [ {{user: a, password: b}} ] }}\n");
+        try
+        {
+            var ours = Assert.Throws<NatsBroker.Configuration.ConfigException>(() => NatsBroker.Configuration.CommandLine.Parse(["-t", "-c", file]));
+            Assert.Contains(file + ":1:1: " + message, ours.Message, StringComparison.Ordinal);
+            using var p = System.Diagnostics.Process.Start(new System.Diagnostics.ProcessStartInfo(go, ["-c", file, "-p", FreePort().ToString(System.Globalization.CultureInfo.InvariantCulture)])
+            {
+                RedirectStandardError = true,
+                RedirectStandardOutput = true,
+            })!;
+            // nats-server refuses at start-up; one that started anyway is killed and fails the test.
+            bool exited = p.WaitForExit(10_000);
+            if (!exited) p.Kill();
+            string err = p.StandardError.ReadToEnd() + p.StandardOutput.ReadToEnd();
+            Assert.True(exited, "nats-server started: " + err);
+            Assert.NotEqual(0, p.ExitCode);
+            Assert.Contains(message, err, StringComparison.Ordinal);
+        }
+        finally
+        {
+            File.Delete(file);
+        }
+    }
+
     /// <summary>The upgrade's Origin reaches the core: /connz shows it under proxy.</summary>
     [SkippableFact]
     public async Task Connz_shows_the_websocket_origin()
