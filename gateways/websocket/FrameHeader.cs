@@ -47,4 +47,31 @@ public static class FrameHeader
         }
         return end - size;
     }
+
+    /// <summary>
+    /// Frames <paramref name="payload"/> as consecutive binary frames of at most <paramref name="maxFrame"/> payload
+    /// bytes each, written back to back into <paramref name="output"/> (sized by <see cref="FramedSize"/>); returns the
+    /// bytes written. One write of many small frames, as nats-server hands browsers their 4 KB frames in one writev
+    /// (server/websocket.go wsCollapsePtoNB).
+    /// </summary>
+    public static int WriteFrames(ReadOnlySpan<byte> payload, Span<byte> output, int maxFrame)
+    {
+        int at = 0;
+        while (!payload.IsEmpty)
+        {
+            int len = Math.Min(payload.Length, maxFrame);
+            at = WriteBefore(output, at + Size(len), WsOpcode.Binary, false, len) + Size(len);
+            payload[..len].CopyTo(output[at..]);
+            at += len;
+            payload = payload[len..];
+        }
+        return at;
+    }
+
+    /// <summary>Bytes <see cref="WriteFrames"/> needs for <paramref name="length"/> payload bytes.</summary>
+    public static int FramedSize(int length, int maxFrame)
+    {
+        int full = length / maxFrame, rest = length % maxFrame;
+        return full * (Size(maxFrame) + maxFrame) + (rest > 0 ? Size(rest) + rest : 0);
+    }
 }

@@ -375,14 +375,14 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
     {
         var buffer = ArrayPool<byte>.Shared.Rent(WsOpcode.MaxServerHeader + BufferSize);
         // server/websocket.go wsFrameSizeForBrowsers: browsers (User-Agent "Mozilla/") get frames of at most 4 KB,
-        // which they handle better; reading at most that much per frame gives it without a copy.
-        int readSize = _upgrade.Browser ? BrowserFrameSize : BufferSize;
+        // which they handle better; a read from the core is cut into such frames, all sent in one write.
+        byte[]? browserFrames = _upgrade.Browser ? ArrayPool<byte>.Shared.Rent(FrameHeader.FramedSize(BufferSize, BrowserFrameSize)) : null;
         int last = 0;
         try
         {
             while (true)
             {
-                int n = await core.Stream.ReadAsync(buffer.AsMemory(WsOpcode.MaxServerHeader, readSize)).ConfigureAwait(false);
+                int n = await core.Stream.ReadAsync(buffer.AsMemory(WsOpcode.MaxServerHeader, BufferSize)).ConfigureAwait(false);
                 if (n == 0) break;
                 last = n;
                 await _writeLock.WaitAsync().ConfigureAwait(false);
@@ -390,6 +390,11 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
                 {
                     if (_closeSent) continue;
                     if (_upgrade.Compress && n > CompressThreshold) await WriteDeflatedAsync(buffer.AsSpan(WsOpcode.MaxServerHeader, n).ToArray()).ConfigureAwait(false);
+                    else if (browserFrames is not null && n > BrowserFrameSize)
+                    {
+                        int framed = FrameHeader.WriteFrames(buffer.AsSpan(WsOpcode.MaxServerHeader, n), browserFrames, BrowserFrameSize);
+                        await _user.WriteAsync(browserFrames.AsMemory(0, framed)).ConfigureAwait(false);
+                    }
                     else
                     {
                         int start = FrameHeader.WriteBefore(buffer, WsOpcode.MaxServerHeader, WsOpcode.Binary, false, n);
@@ -410,6 +415,7 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
         {
             var (status, reason) = CloseFor(buffer.AsSpan(WsOpcode.MaxServerHeader, last));
             ArrayPool<byte>.Shared.Return(buffer);
+            if (browserFrames is not null) ArrayPool<byte>.Shared.Return(browserFrames);
             try
             {
                 await SendCloseAsync(status, reason).ConfigureAwait(false);

@@ -116,6 +116,34 @@ public sealed class FrameCodecTests
         Assert.Equal(WsCloseStatus.ProtocolError, decoder.ErrorStatus);
     }
 
+    /// <summary>Browsers' 4 KB frames: one read from the core becomes consecutive frames in one buffer (one write).</summary>
+    [Theory]
+    [InlineData(10_000)]
+    [InlineData(8192)]
+    [InlineData(4097)]
+    public void Write_frames_cuts_a_payload_into_browser_sized_frames(int length)
+    {
+        var payload = new byte[length];
+        for (int i = 0; i < length; i++) payload[i] = (byte)(i * 7);
+        var output = new byte[FrameHeader.FramedSize(length, 4096)];
+        int written = FrameHeader.WriteFrames(payload, output, 4096);
+        Assert.Equal(output.Length, written);
+        var joined = new List<byte>();
+        int at = 0, frames = 0;
+        while (at < written)
+        {
+            Assert.Equal(WsOpcode.Fin | WsOpcode.Binary, output[at]);
+            int len = output[at + 1] == 126 ? (output[at + 2] << 8) | output[at + 3] : output[at + 1];
+            int header = output[at + 1] == 126 ? 4 : 2;
+            Assert.InRange(len, 1, 4096);
+            joined.AddRange(output.AsSpan(at + header, len).ToArray());
+            at += header + len;
+            frames++;
+        }
+        Assert.Equal((length + 4095) / 4096, frames);
+        Assert.Equal(payload, joined.ToArray());
+    }
+
     [Fact]
     public void Accept_key_is_rfc6455s_example() =>
         Assert.Equal("s3pPLMBiTxaQ9kYGzzhZRbK+xOo=", UpgradeRequest.AcceptKey("dGhlIHNhbXBsZSBub25jZQ=="));
