@@ -23,6 +23,7 @@ public sealed partial class JetStreamService
         var t = subject.Split('.');
         // t[0]="$JS", t[1]="API"
         if (t.Length < 3) return true;
+        if (StreamReadBy(t) is { } streamName && Account.TryGet(streamName, out var read)) await read.WaitIngestedAsync().ConfigureAwait(false);
         switch (t[2])
         {
             case "INFO" when t.Length == 3:
@@ -40,6 +41,25 @@ public sealed partial class JetStreamService
                 return true;
         }
         return true; // unknown API subject: nats-server has no handler for it either (no answer)
+    }
+
+    /// <summary>
+    /// The stream whose state the request reads or changes, when it must first see what was published to it before
+    /// (JsStream.Barrier.cs): stream info, purge, message get/delete, direct get, consumer create/info/list. Not pull
+    /// requests (CONSUMER.MSG.NEXT: they wait for messages anyway) and not stream create/update/delete.
+    /// </summary>
+    private static string? StreamReadBy(string[] t)
+    {
+        if (t.Length < 5) return null;
+        return t[2] switch
+        {
+            "STREAM" when t[3] is "INFO" or "PURGE" => t[4],
+            "STREAM" when t[3] == "MSG" && t.Length == 6 => t[5],
+            "DIRECT" when t[3] == "GET" => t[4],
+            "CONSUMER" when t[3] is "CREATE" or "INFO" or "LIST" or "NAMES" => t[4],
+            "CONSUMER" when t[3] == "DURABLE" && t.Length >= 6 && t[4] == "CREATE" => t[5],
+            _ => null,
+        };
     }
 
     private bool Respond(ApiRequest req, byte[] json)

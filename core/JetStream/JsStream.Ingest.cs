@@ -41,7 +41,11 @@ internal sealed partial class JsStream
         msg.Reply.CopyTo(buf.AsSpan(msg.Subject.Length));
         msg.Payload.CopyTo(buf.AsSpan(msg.Subject.Length + msg.Reply.Length));
         var inbound = new Inbound(buf, msg.Subject.Length, msg.Reply.Length, hdr, (int)msg.Payload.Length - hdr);
-        if (_inbound.Writer.TryWrite(inbound)) return;
+        if (_inbound.Writer.TryWrite(inbound))
+        {
+            CountQueued();
+            return;
+        }
         long n = Interlocked.Increment(ref _droppedInbound);
         if (!msg.Reply.IsEmpty) Js.Publish(msg.Reply, default, default, PubAckError(JsErrors.StreamTooManyRequests));
         inbound.Return();
@@ -54,9 +58,10 @@ internal sealed partial class JsStream
         var reader = _inbound.Reader;
         while (await reader.WaitToReadAsync().ConfigureAwait(false))
         {
-            int stored = 0;
+            int stored = 0, handled = 0;
             while (reader.TryRead(out var m))
             {
+                handled++;
                 try
                 {
                     if (Process(m)) stored++;
@@ -77,9 +82,16 @@ internal sealed partial class JsStream
                     KickConsumers();
                     stored = 0;
                 }
+                if (handled >= 256)
+                {
+                    CountHandled(handled);
+                    handled = 0;
+                }
             }
             FlushAcks();
             if (stored > 0) KickConsumers();
+            // After the acks and the consumers' wake-up: a request released now sees what they see.
+            CountHandled(handled);
         }
     }
 

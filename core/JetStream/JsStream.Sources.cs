@@ -120,6 +120,7 @@ internal sealed partial class JsStream
             {
                 if (!await _inbound.Writer.WaitToWriteAsync(token).ConfigureAwait(false)) throw new OperationCanceledException();
             }
+            CountQueued();
         }
         catch
         {
