@@ -28,7 +28,6 @@ namespace NatsBroker.MqttGateway;
 internal sealed partial class MqttSession : INatsDelivery
 {
     private const int MaxPacketOverhead = 64 * 1024;
-    private static readonly System.Buffers.SearchValues<char> s_invalidIdChars = System.Buffers.SearchValues.Create(" \t\r\n.*>");
 
     private readonly Socket _socket;
     private readonly MqttOptions _options;
@@ -186,9 +185,13 @@ internal sealed partial class MqttSession : INatsDelivery
             clientId = Guid.NewGuid().ToString("N");
             assigned = true;
         }
-        else if (clientId.AsSpan().IndexOfAny(s_invalidIdChars) >= 0)
+        else if (clientId.Contains('\0', StringComparison.Ordinal))
         {
-            // nats-server: the client ID must be a valid name (isValidName) as it becomes part of subjects.
+            // [MQTT-1.5.3-2]: a UTF-8 string must not contain U+0000. Anything else is a valid client ID
+            // ([MQTT-3.1.3-5] lets a server accept more than the minimum), as nats-server 2.9.10 and Mosquitto accept
+            // it. nats-server since 2026-03 refuses IDs that are not valid NATS names because its session subjects
+            // contain the ID; ours never puts the ID in a subject (sessions are stored under its SHA-256, durables have
+            // random names), so "clean retained" (paho.mqtt.testing's cleanup client) is accepted.
             await RefuseAsync(MqttConnectReasonCode.ClientIdentifierNotValid, drain).ConfigureAwait(false);
             return false;
         }
