@@ -60,6 +60,7 @@ internal sealed partial class MqttSession
     private async Task AfterConnAckAsync(CancellationToken ct)
     {
         OpenSendWindow();
+        if (_cleanSession) _registry.TakeParked(_clientId, _options.AckWait); // [MQTT-3.1.2-6]: nothing of a previous session is kept
         if (_js is null || _cleanSession) return;
         // Resubscribe what the stored session had (server/mqtt.go mqttProcessConnect: "Process possible saved subscriptions").
         if (_restored?["subs"] is JsonObject subs)
@@ -71,6 +72,7 @@ internal sealed partial class MqttSession
             }
         }
         await SaveSessionAsync(ct).ConfigureAwait(false);
+        await ResendParkedAsync(ct).ConfigureAwait(false);
     }
 
     /// <summary>server/mqtt.go mqttHandlePubRetain: the last retained message per subject (an empty one is a deletion marker).</summary>

@@ -151,7 +151,7 @@ internal sealed partial class MqttSession
         var topic = new byte[subject.Length];
         int topicLength = TopicMapping.SubjectToTopic(subject.Span, topic);
         ushort packetId = 0;
-        if (qos > 0) packetId = await AcquirePacketIdAsync(qos, ack).ConfigureAwait(false);
+        if (qos > 0) packetId = await AcquirePacketIdAsync(qos, ack, topic.AsSpan(0, topicLength).ToArray(), payload.ToArray()).ConfigureAwait(false);
         var ct = _end.Token;
         List<KeyValuePair<string, string>>? props = _v5 ? NatsHeaders.UserProperties(headers.Span) : null;
         if (_v5 && (props is not null || !reply.IsEmpty || sub?.Identifier > 0))

@@ -110,7 +110,11 @@ internal sealed partial class MqttSession : INatsDelivery
         finally
         {
             if (!_end.IsCancellationRequested) await _end.CancelAsync().ConfigureAwait(false);
-            if (_clientId.Length > 0) _registry.Unregister(_clientId, this);
+            if (_clientId.Length > 0)
+            {
+                ParkInflight();
+                _registry.Unregister(_clientId, this);
+            }
             if (_nats is not null) await _nats.DisposeAsync().ConfigureAwait(false);
             _out?.Dispose();
         }

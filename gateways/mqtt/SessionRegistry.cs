@@ -28,4 +28,23 @@ internal sealed class SessionRegistry
         _sessions.TryRemove(new KeyValuePair<string, MqttSession>(clientId, session));
 
     public int Count => _sessions.Count;
+
+    // Unacknowledged deliveries of persistent sessions whose connection ended, by client ID, until the client comes
+    // back (MqttSession.Outbound.cs). An entry lives at most ack_wait: after that the JetStream consumers redeliver
+    // the messages themselves, and a resend would only duplicate them; expired entries are swept at each Park. Each
+    // entry is bounded by what its session had in flight (Receive Maximum / the consumers' max_ack_pending).
+    private readonly ConcurrentDictionary<string, (long ParkedAt, KeyValuePair<ushort, MqttSession.Inflight>[] Inflight)> _parked = new(StringComparer.Ordinal);
+
+    public void Park(string clientId, KeyValuePair<ushort, MqttSession.Inflight>[] inflight, TimeSpan keep)
+    {
+        long now = Environment.TickCount64;
+        foreach (var (id, entry) in _parked)
+        {
+            if (now - entry.ParkedAt > keep.TotalMilliseconds) _parked.TryRemove(new(id, entry));
+        }
+        _parked[clientId] = (now, inflight);
+    }
+
+    public KeyValuePair<ushort, MqttSession.Inflight>[]? TakeParked(string clientId, TimeSpan keep) =>
+        _parked.TryRemove(clientId, out var parked) && Environment.TickCount64 - parked.ParkedAt <= keep.TotalMilliseconds ? parked.Inflight : null;
 }
