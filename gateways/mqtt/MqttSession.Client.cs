@@ -128,7 +128,7 @@ internal sealed partial class MqttSession
                 if (_takenOver) return;
             }
             using var timeout = new CancellationTokenSource(_options.JsApiTimeout);
-            await PublishToNatsAsync(packet, will.UserProperties, timeout.Token).ConfigureAwait(false);
+            await PublishToNatsAsync(packet, will.WillUserProperties, timeout.Token).ConfigureAwait(false);
             await _nats.FlushAsync(timeout.Token).ConfigureAwait(false);
         }
         catch (Exception ex) when (ex is IOException or ObjectDisposedException or OperationCanceledException or TimeoutException)

@@ -76,7 +76,7 @@ internal sealed partial class MqttSession
     }
 
     /// <summary>server/mqtt.go mqttHandlePubRetain: the last retained message per subject (an empty one is a deletion marker).</summary>
-    private async Task StoreRetainedAsync(MqttPublishPacket p, string subject, CancellationToken ct)
+    private async Task StoreRetainedAsync(MqttPublishPacket p, string subject, List<KeyValuePair<string, string>>? userProperties, CancellationToken ct)
     {
         if (_js is null) return;
         bool delete = p.Payload.Length == 0;
@@ -86,6 +86,8 @@ internal sealed partial class MqttSession
             .Append("Nmqtt-RFlags:").Append(delete ? "-" : "").Append(flags.ToString("x", CultureInfo.InvariantCulture)).Append("\r\n")
             .Append("Nmqtt-ROrigin:").Append(s_origin).Append("\r\n");
         if (_username.Length > 0) sb.Append("Nmqtt-RSource:").Append(_username).Append("\r\n");
+        // MQTT 5 user properties are part of the application message [MQTT-3.3.2-17]: kept with it, sent with it.
+        if (!delete) NatsHeaders.AppendUserProperties(sb, userProperties);
         sb.Append("\r\n");
         try
         {
@@ -129,7 +131,7 @@ internal sealed partial class MqttSession
                 var plain = m.Subject[JetStreamApi.RetainedPrefix.Length..];
                 if (sub.Reserved && plain.StartsWith('$')) continue;
                 byte storedQos = (byte)((int.Parse(flags, NumberStyles.HexNumber, CultureInfo.InvariantCulture) >> 1) & 3);
-                await SendPublishAsync(sub, Encoding.UTF8.GetBytes(plain), ReadOnlyMemory<byte>.Empty, ReadOnlyMemory<byte>.Empty, m.Payload,
+                await SendPublishAsync(sub, Encoding.UTF8.GetBytes(plain), ReadOnlyMemory<byte>.Empty, m.Headers, m.Payload,
                     Math.Min(storedQos, sub.Qos), retain: true, ack: null).ConfigureAwait(false);
             }
         }

@@ -103,7 +103,9 @@ internal sealed partial class MqttSession
             props = new(userProperties.Count);
             foreach (var u in userProperties) props.Add(new(u.Name, System.Text.Encoding.UTF8.GetString(u.ValueBuffer.Span)));
         }
-        byte[] headers = NatsHeaders.ForPublish(qos, props);
+        byte[] headers = _v5
+            ? NatsHeaders.ForPublish(qos, props, p.ContentType, p.PayloadFormatIndicator == MQTTnet.Protocol.MqttPayloadFormatIndicator.CharacterData, p.CorrelationData)
+            : NatsHeaders.ForPublish(qos, props);
         if (headers.Length + p.Payload.Length > _options.MaxPayload)
         {
             // nats-server mqttProcessPub: a maximum payload violation closes the client.
@@ -112,7 +114,7 @@ internal sealed partial class MqttSession
         }
         string? reply = _v5 && !string.IsNullOrEmpty(p.ResponseTopic) ? TopicMapping.TopicToSubject(p.ResponseTopic) : null;
         await _nats!.PublishAsync(subject, reply, headers, p.Payload, ct).ConfigureAwait(false);
-        if (p.Retain) await StoreRetainedAsync(p, subject, ct).ConfigureAwait(false);
+        if (p.Retain) await StoreRetainedAsync(p, subject, props, ct).ConfigureAwait(false);
         if (qos > 0) await StoreQoSMessageAsync(subject, headers, p.Payload, ct).ConfigureAwait(false);
         return PublishOutcome.Published;
     }

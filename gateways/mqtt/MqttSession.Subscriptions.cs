@@ -154,7 +154,7 @@ internal sealed partial class MqttSession
         if (qos > 0) packetId = await AcquirePacketIdAsync(qos, ack, topic.AsSpan(0, topicLength).ToArray(), payload.ToArray()).ConfigureAwait(false);
         var ct = _end.Token;
         List<KeyValuePair<string, string>>? props = _v5 ? NatsHeaders.UserProperties(headers.Span) : null;
-        if (_v5 && (props is not null || !reply.IsEmpty || sub?.Identifier > 0))
+        if (_v5 && (props is not null || !reply.IsEmpty || sub?.Identifier > 0 || NatsHeaders.HasMessageProperties(headers.Span)))
         {
             var packet = new MqttPublishPacket
             {
@@ -167,6 +167,13 @@ internal sealed partial class MqttSession
             if (props is not null) packet.UserProperties = [.. props.Select(p => new MqttUserProperty(p.Key, Encoding.UTF8.GetBytes(p.Value).AsMemory()))];
             if (!reply.IsEmpty) packet.ResponseTopic = TopicMapping.SubjectToTopic(Encoding.UTF8.GetString(reply.Span));
             if (sub?.Identifier > 0) packet.SubscriptionIdentifiers = [sub.Identifier];
+            if (NatsHeaders.Get(headers.Span, NatsHeaders.ContentType) is { } contentType) packet.ContentType = contentType;
+            if (NatsHeaders.Get(headers.Span, NatsHeaders.PayloadFormat) == "1") packet.PayloadFormatIndicator = MqttPayloadFormatIndicator.CharacterData;
+            if (NatsHeaders.Get(headers.Span, NatsHeaders.CorrelationData) is { } cd)
+            {
+                try { packet.CorrelationData = Convert.FromBase64String(cd); }
+                catch (FormatException) { } // not ours (a NATS publisher's own header): no correlation data
+            }
             await _out.SendAsync(packet, ct).ConfigureAwait(false);
             return;
         }

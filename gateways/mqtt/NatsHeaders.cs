@@ -17,18 +17,51 @@ internal static class NatsHeaders
         "NATS/1.0\r\nNmqtt-Pub:2\r\n\r\n"u8.ToArray(),
     ];
 
-    /// <summary>The header block for a PUBLISH: cached when there are no user properties.</summary>
-    public static byte[] ForPublish(int qos, IReadOnlyList<KeyValuePair<string, string>>? userProperties)
+    /// <summary>MQTT 5 message properties carried in headers of ours (nats-server has no MQTT 5): content type,
+    /// payload format indicator, correlation data (base64), so an MQTT 5 subscriber gets them back.</summary>
+    public const string ContentType = "Nmqtt-CT", PayloadFormat = "Nmqtt-PFI", CorrelationData = "Nmqtt-CD";
+
+    /// <summary>The header block for a PUBLISH: cached when there are no user properties and no MQTT 5 message properties.</summary>
+    public static byte[] ForPublish(int qos, IReadOnlyList<KeyValuePair<string, string>>? userProperties,
+        string? contentType = null, bool utf8Payload = false, ReadOnlySpan<byte> correlationData = default)
     {
-        if (userProperties is null || userProperties.Count == 0) return s_qosOnly[qos];
+        bool props = !string.IsNullOrEmpty(contentType) || utf8Payload || !correlationData.IsEmpty;
+        if ((userProperties is null || userProperties.Count == 0) && !props) return s_qosOnly[qos];
         var sb = new StringBuilder("NATS/1.0\r\nNmqtt-Pub:").Append((char)('0' + qos)).Append("\r\n");
+        if (!string.IsNullOrEmpty(contentType) && contentType.AsSpan().IndexOfAny('\r', '\n') < 0)
+            sb.Append(ContentType).Append(':').Append(contentType).Append("\r\n");
+        if (utf8Payload) sb.Append(PayloadFormat).Append(":1\r\n");
+        if (!correlationData.IsEmpty) sb.Append(CorrelationData).Append(':').Append(Convert.ToBase64String(correlationData)).Append("\r\n");
+        AppendUserProperties(sb, userProperties);
+        return Encoding.UTF8.GetBytes(sb.Append("\r\n").ToString());
+    }
+
+    /// <summary>The value of header <paramref name="name"/> (first occurrence), or null.</summary>
+    public static string? Get(ReadOnlySpan<byte> headers, string name)
+    {
+        if (headers.IsEmpty) return null;
+        var key = Encoding.ASCII.GetBytes("\r\n" + name + ":");
+        int at = headers.IndexOf(key);
+        if (at < 0) return null;
+        var rest = headers[(at + key.Length)..];
+        int eol = rest.IndexOf("\r\n"u8);
+        return eol < 0 ? null : Encoding.UTF8.GetString(rest[..eol]).Trim();
+    }
+
+    /// <summary>Whether the headers carry MQTT 5 message properties of ours (see <see cref="ContentType"/>).</summary>
+    public static bool HasMessageProperties(ReadOnlySpan<byte> headers) =>
+        !headers.IsEmpty && (headers.IndexOf("\r\nNmqtt-CT:"u8) >= 0 || headers.IndexOf("\r\nNmqtt-PFI:"u8) >= 0 || headers.IndexOf("\r\nNmqtt-CD:"u8) >= 0);
+
+    /// <summary>MQTT 5 user properties as header lines (also kept with retained messages).</summary>
+    public static void AppendUserProperties(StringBuilder sb, IEnumerable<KeyValuePair<string, string>>? userProperties)
+    {
+        if (userProperties is null) return;
         foreach (var (name, value) in userProperties)
         {
             // A header name cannot hold ':' or whitespace, nor a value CR/LF: such properties are not carried.
             if (name.Length == 0 || name.AsSpan().IndexOfAny(":\r\n \t") >= 0 || value.AsSpan().IndexOfAny('\r', '\n') >= 0) continue;
             sb.Append(name).Append(':').Append(value).Append("\r\n");
         }
-        return Encoding.UTF8.GetBytes(sb.Append("\r\n").ToString());
     }
 
     /// <summary>The QoS in <c>Nmqtt-Pub</c> (its first byte), or 0 when absent (a NATS publisher).</summary>

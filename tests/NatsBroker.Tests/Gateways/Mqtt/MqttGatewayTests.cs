@@ -218,6 +218,38 @@ public sealed class MqttGatewayTests(MqttGatewayFixture fixture, ITestOutputHelp
         Assert.Equal("inbox/1", m.ResponseTopic);
     }
 
+    /// <summary>
+    /// MQTT 5 message properties reach MQTT 5 subscribers: content type, payload format indicator and correlation
+    /// data on a live message, and user properties kept with a retained message (paho.mqtt.testing's
+    /// test_payload_format, test_request_response, test_retained_message).
+    /// </summary>
+    [SkippableFact]
+    public async Task Mqtt5_message_properties_and_retained_user_properties_reach_subscribers()
+    {
+        var s = S;
+        string topic = "mprops/" + Guid.NewGuid().ToString("N")[..8];
+        using var publisher = await s.ConnectAsync(Id("v5pub"), MqttProtocolVersion.V500);
+        await publisher.PublishAsync(new MqttApplicationMessageBuilder().WithTopic(topic + "/kept").WithPayload("r").WithRetainFlag()
+            .WithQualityOfServiceLevel(MqttQualityOfServiceLevel.AtLeastOnce)
+            .WithUserProperty("origin", Encoding.UTF8.GetBytes("sensor-7").AsMemory()).Build());
+
+        using var subscriber = await s.ConnectAsync(Id("v5sub"), MqttProtocolVersion.V500);
+        var received = new Received(subscriber);
+        await subscriber.SubscribeAsync(topic + "/#");
+        var retained = await received.NextAsync();
+        Assert.True(retained.Retain);
+        Assert.Equal("sensor-7", Encoding.UTF8.GetString(Assert.Single(retained.UserProperties!).ValueBuffer.Span));
+
+        await publisher.PublishAsync(new MqttApplicationMessageBuilder().WithTopic(topic + "/live").WithPayload("{}")
+            .WithContentType("application/json").WithPayloadFormatIndicator(MqttPayloadFormatIndicator.CharacterData)
+            .WithCorrelationData([1, 2, 3]).Build());
+        var live = await received.NextAsync();
+        Assert.Equal("application/json", live.ContentType);
+        Assert.Equal(MqttPayloadFormatIndicator.CharacterData, live.PayloadFormatIndicator);
+        Assert.Equal(new byte[] { 1, 2, 3 }, live.CorrelationData);
+        Assert.Null(live.UserProperties); // the carrier headers are not user properties
+    }
+
     [SkippableFact]
     public async Task Mqtt5_shared_subscriptions_are_queue_groups()
     {
