@@ -37,6 +37,8 @@ public static class WebSocketConfig
         if (!saw) errors.Add(new ConfigError(null, "the websocket gateway needs a \"websocket {}\" block in the configuration"));
         else if (o.Tls is null && !o.NoTls) errors.Add(new ConfigError(null, "websocket requires TLS configuration"));
         if (errors.Count > 0) throw new ConfigException(errors);
+        // nats-server serves MQTT over WebSocket on the websocket port when MQTT is configured (server/mqtt.go).
+        if (tree.Root.Any(e => e.Key.Equals("mqtt", StringComparison.OrdinalIgnoreCase))) o.Mqtt = NatsBroker.MqttGateway.MqttConfig.Load(tree);
         return o;
     }
 

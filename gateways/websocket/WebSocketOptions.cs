@@ -38,4 +38,6 @@ public sealed class WebSocketOptions : NatsBroker.Gateways.Link.IGatewayListenOp
     /// <summary>Longest CONNECT line looked at (top-level max_control_line).</summary>
     public int MaxControlLine { get; set; } = 4096;
     public TimeSpan DrainTimeout { get; set; } = TimeSpan.FromSeconds(10);
+    /// <summary>The config's <c>mqtt {}</c> block when it has one: <c>/mqtt</c> upgrades then carry MQTT (null: refused, 501).</summary>
+    public NatsBroker.MqttGateway.MqttOptions? Mqtt { get; set; }
 }

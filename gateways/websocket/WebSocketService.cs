@@ -17,12 +17,14 @@ internal sealed class WebSocketService(WebSocketOptions options, GatewayEnvironm
     : GatewayListenerService(options, link, sessions, loggers.CreateLogger("NatsBroker.WebSocketGateway"))
 {
     private CertificateSet? _certificates;
+    private NatsBroker.MqttGateway.MqttOverWebSocketHost? _mqtt;
 
     protected override TimeSpan DrainTimeout => options.DrainTimeout;
 
     protected override void OnStarting()
     {
         if (options.Tls is { } tls) _certificates = new CertificateSet(tls);
+        if (options.Mqtt is { } mqtt) _mqtt = new NatsBroker.MqttGateway.MqttOverWebSocketHost(mqtt, Link, Signer, Log);
     }
 
     protected override void OnReload() => _certificates?.ReloadAndLog(Log);
@@ -35,5 +37,5 @@ internal sealed class WebSocketService(WebSocketOptions options, GatewayEnvironm
     }
 
     protected override Func<CancellationToken, Task> NewSession(Socket socket) =>
-        new WebSocketSession(socket, options, _certificates, Link, Signer, Log).RunAsync;
+        new WebSocketSession(socket, options, _certificates, Link, Signer, Log, _mqtt).RunAsync;
 }

@@ -23,7 +23,7 @@ namespace NatsBroker.WebSocketGateway;
 /// a close frame whose status follows the core's last -ERR as nats-server's wsEnqueueCloseMessage maps reasons.
 /// </summary>
 internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, CertificateSet? certificates, GatewayEnvironment link,
-    ProxySigner signer, ILogger log) : IFrameSink
+    ProxySigner signer, ILogger log, NatsBroker.MqttGateway.MqttOverWebSocketHost? mqtt = null) : IFrameSink
 {
     private const int BufferSize = 32 * 1024, MaxRequestHead = 16 * 1024, CompressThreshold = 64, BrowserFrameSize = 4096;
 
@@ -61,12 +61,20 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
                 {
                     if (certificates is not null) _user = await TlsAsync(handshake.Token).ConfigureAwait(false);
                     if (!await UpgradeAsync(handshake.Token).ConfigureAwait(false)) return;
+                    if (_upgrade.Kind == UpgradeKind.Mqtt)
+                        await _user.WriteAsync(UpgradeRequest.SwitchingProtocols(_upgrade), handshake.Token).ConfigureAwait(false);
                 }
                 catch (OperationCanceledException) when (!drain.IsCancellationRequested)
                 {
                     log.LogError("{Ip}:{Port} - websocket handshake error: timeout", RemoteIp, _remote.Port);
                     return;
                 }
+            }
+            if (_upgrade.Kind == UpgradeKind.Mqtt)
+            {
+                // MQTT over WebSocket: the MQTT session logic over the unframed bytes; it opens its own link.
+                await mqtt!.RunAsync(socket, new WebSocketMessageStream(_user, requireMask: !_upgrade.NoMasking, _upgrade.Compress), drain).ConfigureAwait(false);
+                return;
             }
             try
             {
@@ -146,11 +154,10 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
             var outcome = UpgradeRequest.Check(buffer.AsSpan(0, headLength), filled > headLength, options, certificates is not null);
             if (outcome.Upgrade is { } upgrade)
             {
-                // The MQTT seam (IMqttOverWebSocket) has no implementation until the MQTT gateway lands; handing
-                // over needs a framing-aware stream that comes with it. Refused before the upgrade until then.
-                if (upgrade.Kind == UpgradeKind.Mqtt)
+                // MQTT over WebSocket needs an mqtt {} block (nats-server: MQTT not configured); refused before the upgrade.
+                if (upgrade.Kind == UpgradeKind.Mqtt && mqtt is null)
                 {
-                    log.LogError("{Ip}:{Port} - websocket handshake error: MQTT over WebSocket needs the MQTT gateway, which is not available", RemoteIp, _remote.Port);
+                    log.LogError("{Ip}:{Port} - websocket handshake error: MQTT over WebSocket needs an mqtt {{}} block in the configuration", RemoteIp, _remote.Port);
                     await _user.WriteAsync(UpgradeRequest.ErrorResponse("HTTP/1.1", HttpStatusCode.NotImplemented), ct).ConfigureAwait(false);
                     return false;
                 }

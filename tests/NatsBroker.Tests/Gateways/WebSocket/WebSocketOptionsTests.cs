@@ -283,9 +283,9 @@ public sealed class WebSocketOptionsTests(ITestOutputHelper output) : IDisposabl
         Assert.Equal("http://app.example", conn.GetProperty("proxy").GetProperty("ws_origin").GetString());
     }
 
-    /// <summary>/mqtt is refused before the upgrade (501) until the MQTT gateway exists; the NATS path still works.</summary>
+    /// <summary>/mqtt is refused before the upgrade (501) when the config has no mqtt {} block; the NATS path still works.</summary>
     [SkippableFact]
-    public async Task Mqtt_over_websocket_is_refused_cleanly_until_the_mqtt_gateway_exists()
+    public async Task Mqtt_over_websocket_is_refused_cleanly_without_an_mqtt_block()
     {
         var (server, port) = await Start(ServerKind.Ours, "no_tls: true");
         await using var _ = server;

@@ -1,0 +1,157 @@
+using System.Buffers;
+
+namespace NatsBroker.WebSocketGateway;
+
+/// <summary>
+/// A byte stream over an upgraded WebSocket connection, for protocols carried in its messages (MQTT over
+/// WebSocket, [MQTT-6.0.0]): reads return the unmasked payload bytes of the client's binary frames (any frame
+/// split, many frames per read, control frames answered), writes go out as one binary frame each. A close frame
+/// from the client is echoed and ends the stream (a read returns 0). Used by one reader and one writer at a time;
+/// writes are serialized.
+/// </summary>
+internal sealed class WebSocketMessageStream(Stream user, bool requireMask, bool compressed) : Stream, IFrameSink
+{
+    private const int ReadSize = 16 * 1024;
+    private readonly FrameDecoder _decoder = new(requireMask, compressed);
+    private readonly byte[] _raw = new byte[ReadSize];
+    private readonly ArrayBufferWriter<byte> _decoded = new(ReadSize);
+    private readonly ArrayBufferWriter<byte> _control = new(256);
+    private readonly ArrayBufferWriter<byte> _out = new(ReadSize);
+    private readonly SemaphoreSlim _writeLock = new(1, 1);
+    private int _decodedRead;
+    private bool _closed;
+
+    public override bool CanRead => true;
+    public override bool CanWrite => true;
+    public override bool CanSeek => false;
+    public override long Length => throw new NotSupportedException();
+    public override long Position { get => throw new NotSupportedException(); set => throw new NotSupportedException(); }
+
+    public override async ValueTask<int> ReadAsync(Memory<byte> buffer, CancellationToken cancellationToken = default)
+    {
+        while (true)
+        {
+            int available = _decoded.WrittenCount - _decodedRead;
+            if (available > 0)
+            {
+                int n = Math.Min(available, buffer.Length);
+                _decoded.WrittenSpan.Slice(_decodedRead, n).CopyTo(buffer.Span);
+                _decodedRead += n;
+                if (_decodedRead == _decoded.WrittenCount)
+                {
+                    _decoded.ResetWrittenCount();
+                    _decodedRead = 0;
+                }
+                return n;
+            }
+            if (_closed) return 0;
+            int read = await user.ReadAsync(_raw, cancellationToken).ConfigureAwait(false);
+            if (read == 0) return 0;
+            if (!_decoder.Decode(_raw.AsSpan(0, read), this))
+            {
+                await WriteFrameAsync(WsOpcode.Close, CloseBody(_decoder.ErrorStatus, _decoder.Error ?? ""), cancellationToken).ConfigureAwait(false);
+                throw new IOException("websocket protocol error: " + _decoder.Error);
+            }
+            if (_control.WrittenCount > 0)
+            {
+                await WriteRawAsync(_control.WrittenMemory, cancellationToken).ConfigureAwait(false);
+                _control.ResetWrittenCount();
+            }
+        }
+    }
+
+    public override int Read(byte[] buffer, int offset, int count) => ReadAsync(buffer.AsMemory(offset, count)).AsTask().GetAwaiter().GetResult();
+
+    public override async ValueTask WriteAsync(ReadOnlyMemory<byte> buffer, CancellationToken cancellationToken = default)
+    {
+        await _writeLock.WaitAsync(cancellationToken).ConfigureAwait(false);
+        try
+        {
+            // One binary frame per write, built in a reused buffer (one write to the socket).
+            _out.ResetWrittenCount();
+            AppendFrame(_out, WsOpcode.Binary, buffer.Span);
+            await user.WriteAsync(_out.WrittenMemory, cancellationToken).ConfigureAwait(false);
+            await user.FlushAsync(cancellationToken).ConfigureAwait(false);
+        }
+        finally
+        {
+            _writeLock.Release();
+        }
+    }
+
+    public override void Write(byte[] buffer, int offset, int count) => WriteAsync(buffer.AsMemory(offset, count)).AsTask().GetAwaiter().GetResult();
+
+    public override Task FlushAsync(CancellationToken cancellationToken) => user.FlushAsync(cancellationToken);
+
+    public override void Flush() => user.Flush();
+
+    public override long Seek(long offset, SeekOrigin origin) => throw new NotSupportedException();
+
+    public override void SetLength(long value) => throw new NotSupportedException();
+
+    void IFrameSink.Data(ReadOnlySpan<byte> payload) => _decoded.Write(payload);
+
+    void IFrameSink.Control(byte opcode, ReadOnlySpan<byte> payload)
+    {
+        switch (opcode)
+        {
+            case WsOpcode.Ping:
+                AppendFrame(_control, WsOpcode.Pong, payload);
+                break;
+            case WsOpcode.Close:
+                // RFC 6455 section 5.5.1: echo the status, then the stream ends.
+                AppendFrame(_control, WsOpcode.Close, payload.Length >= 2 ? payload[..2] : []);
+                _closed = true;
+                break;
+        }
+    }
+
+    private async Task WriteFrameAsync(byte opcode, byte[] payload, CancellationToken ct)
+    {
+        var frame = new ArrayBufferWriter<byte>(payload.Length + WsOpcode.MaxServerHeader);
+        AppendFrame(frame, opcode, payload);
+        await WriteRawAsync(frame.WrittenMemory, ct).ConfigureAwait(false);
+    }
+
+    private async Task WriteRawAsync(ReadOnlyMemory<byte> bytes, CancellationToken ct)
+    {
+        await _writeLock.WaitAsync(ct).ConfigureAwait(false);
+        try
+        {
+            await user.WriteAsync(bytes, ct).ConfigureAwait(false);
+            await user.FlushAsync(ct).ConfigureAwait(false);
+        }
+        finally
+        {
+            _writeLock.Release();
+        }
+    }
+
+    private static void AppendFrame(ArrayBufferWriter<byte> to, byte opcode, ReadOnlySpan<byte> payload)
+    {
+        int size = FrameHeader.Size(payload.Length);
+        var span = to.GetSpan(size + payload.Length);
+        FrameHeader.WriteBefore(span, size, opcode, false, payload.Length);
+        payload.CopyTo(span[size..]);
+        to.Advance(size + payload.Length);
+    }
+
+    private static byte[] CloseBody(ushort status, string reason)
+    {
+        var body = new byte[2 + System.Text.Encoding.UTF8.GetByteCount(reason)];
+        System.Buffers.Binary.BinaryPrimitives.WriteUInt16BigEndian(body, status);
+        System.Text.Encoding.UTF8.GetBytes(reason, body.AsSpan(2));
+        return body;
+    }
+
+    protected override void Dispose(bool disposing)
+    {
+        if (disposing)
+        {
+            _decoder.Dispose();
+            _writeLock.Dispose();
+            user.Dispose();
+        }
+        base.Dispose(disposing);
+    }
+}
