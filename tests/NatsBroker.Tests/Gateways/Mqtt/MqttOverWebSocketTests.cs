@@ -1,5 +1,3 @@
-using System.Net;
-using System.Net.Sockets;
 using System.Text;
 using NATS.Client.Core;
 using NatsBroker.Tests.Infrastructure;
@@ -22,7 +20,7 @@ public sealed class MqttOverWebSocketTests(ITestOutputHelper output)
         Prerequisites.RequireServer(kind, output);
         int wsPort = MqttTestServer.FreePort();
         await using var s = await MqttTestServer.StartAsync(kind, output, rest: MqttTestServer.Users + $"\nwebsocket {{ host: \"127.0.0.1\", port: {wsPort}, no_tls: true }}\n");
-        await WaitListening(wsPort);
+        await MqttTestServer.WaitListening(wsPort);
         await using var nats = s.Nats();
         await using var fromMqtt = await nats.SubscribeCoreAsync<byte[]>("wsmqtt.up");
 
@@ -66,23 +64,5 @@ public sealed class MqttOverWebSocketTests(ITestOutputHelper output)
             have += r.Count;
         }
         return buffer;
-    }
-
-    private static async Task WaitListening(int port)
-    {
-        var deadline = DateTime.UtcNow.AddSeconds(20);
-        while (true)
-        {
-            try
-            {
-                using var c = new TcpClient();
-                await c.ConnectAsync(IPAddress.Loopback, port);
-                return;
-            }
-            catch (SocketException) when (DateTime.UtcNow < deadline)
-            {
-                await Task.Delay(50);
-            }
-        }
     }
 }

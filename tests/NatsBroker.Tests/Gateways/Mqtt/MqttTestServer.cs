@@ -93,7 +93,7 @@ internal sealed class MqttTestServer : IAsyncDisposable
     }
 
     /// <summary>The supervised gateway starts a moment after the core.</summary>
-    private static async Task WaitListening(int port)
+    internal static async Task WaitListening(int port)
     {
         var sw = Stopwatch.StartNew();
         while (true)
