@@ -68,6 +68,32 @@ public static class FrameHeader
         return at;
     }
 
+    /// <summary>Appends one unmasked, final frame (header and payload) to <paramref name="to"/>.</summary>
+    public static void Append(System.Buffers.ArrayBufferWriter<byte> to, byte opcode, ReadOnlySpan<byte> payload)
+    {
+        ArgumentNullException.ThrowIfNull(to);
+        int size = Size(payload.Length);
+        var span = to.GetSpan(size + payload.Length);
+        WriteBefore(span, size, opcode, false, payload.Length);
+        payload.CopyTo(span[size..]);
+        to.Advance(size + payload.Length);
+    }
+
+    /// <summary>
+    /// A close frame's body (RFC 6455 section 5.5.1): the status, then the reason, cut to fit the 125-byte control
+    /// payload; empty for "no status" without a reason.
+    /// </summary>
+    public static byte[] CloseBody(ushort status, string text)
+    {
+        ArgumentNullException.ThrowIfNull(text);
+        if (status == WsCloseStatus.NoStatus && text.Length == 0) return [];
+        if (text.Length > WsOpcode.MaxControlPayload - 2) text = text[..(WsOpcode.MaxControlPayload - 5)] + "...";
+        var body = new byte[2 + System.Text.Encoding.UTF8.GetByteCount(text)];
+        BinaryPrimitives.WriteUInt16BigEndian(body, status);
+        System.Text.Encoding.UTF8.GetBytes(text, body.AsSpan(2));
+        return body;
+    }
+
     /// <summary>Bytes <see cref="WriteFrames"/> needs for <paramref name="length"/> payload bytes.</summary>
     public static int FramedSize(int length, int maxFrame)
     {

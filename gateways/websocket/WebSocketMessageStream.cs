@@ -49,35 +49,20 @@ internal sealed class WebSocketMessageStream(Stream user, bool requireMask, bool
             if (read == 0) return 0;
             if (!_decoder.Decode(_raw.AsSpan(0, read), this))
             {
-                await WriteFrameAsync(WsOpcode.Close, CloseBody(_decoder.ErrorStatus, _decoder.Error ?? ""), cancellationToken).ConfigureAwait(false);
+                await WriteFrameAsync(WsOpcode.Close, FrameHeader.CloseBody(_decoder.ErrorStatus, _decoder.Error ?? ""), cancellationToken).ConfigureAwait(false);
                 throw new IOException("websocket protocol error: " + _decoder.Error);
             }
             if (_control.WrittenCount > 0)
             {
-                await WriteRawAsync(_control.WrittenMemory, cancellationToken).ConfigureAwait(false);
-                _control.ResetWrittenCount();
+                await WriteControlAsync(cancellationToken).ConfigureAwait(false);
             }
         }
     }
 
     public override int Read(byte[] buffer, int offset, int count) => ReadAsync(buffer.AsMemory(offset, count)).AsTask().GetAwaiter().GetResult();
 
-    public override async ValueTask WriteAsync(ReadOnlyMemory<byte> buffer, CancellationToken cancellationToken = default)
-    {
-        await _writeLock.WaitAsync(cancellationToken).ConfigureAwait(false);
-        try
-        {
-            // One binary frame per write, built in a reused buffer (one write to the socket).
-            _out.ResetWrittenCount();
-            AppendFrame(_out, WsOpcode.Binary, buffer.Span);
-            await user.WriteAsync(_out.WrittenMemory, cancellationToken).ConfigureAwait(false);
-            await user.FlushAsync(cancellationToken).ConfigureAwait(false);
-        }
-        finally
-        {
-            _writeLock.Release();
-        }
-    }
+    public override ValueTask WriteAsync(ReadOnlyMemory<byte> buffer, CancellationToken cancellationToken = default) =>
+        new(WriteFrameAsync(WsOpcode.Binary, buffer, cancellationToken));
 
     public override void Write(byte[] buffer, int offset, int count) => WriteAsync(buffer.AsMemory(offset, count)).AsTask().GetAwaiter().GetResult();
 
@@ -96,29 +81,25 @@ internal sealed class WebSocketMessageStream(Stream user, bool requireMask, bool
         switch (opcode)
         {
             case WsOpcode.Ping:
-                AppendFrame(_control, WsOpcode.Pong, payload);
+                FrameHeader.Append(_control, WsOpcode.Pong, payload);
                 break;
             case WsOpcode.Close:
                 // RFC 6455 section 5.5.1: echo the status, then the stream ends.
-                AppendFrame(_control, WsOpcode.Close, payload.Length >= 2 ? payload[..2] : []);
+                FrameHeader.Append(_control, WsOpcode.Close, payload.Length >= 2 ? payload[..2] : []);
                 _closed = true;
                 break;
         }
     }
 
-    private async Task WriteFrameAsync(byte opcode, byte[] payload, CancellationToken ct)
-    {
-        var frame = new ArrayBufferWriter<byte>(payload.Length + WsOpcode.MaxServerHeader);
-        AppendFrame(frame, opcode, payload);
-        await WriteRawAsync(frame.WrittenMemory, ct).ConfigureAwait(false);
-    }
-
-    private async Task WriteRawAsync(ReadOnlyMemory<byte> bytes, CancellationToken ct)
+    /// <summary>One frame per write, built in a reused buffer under the write lock (one write to the socket).</summary>
+    private async Task WriteFrameAsync(byte opcode, ReadOnlyMemory<byte> payload, CancellationToken ct)
     {
         await _writeLock.WaitAsync(ct).ConfigureAwait(false);
         try
         {
-            await user.WriteAsync(bytes, ct).ConfigureAwait(false);
+            _out.ResetWrittenCount();
+            FrameHeader.Append(_out, opcode, payload.Span);
+            await user.WriteAsync(_out.WrittenMemory, ct).ConfigureAwait(false);
             await user.FlushAsync(ct).ConfigureAwait(false);
         }
         finally
@@ -127,21 +108,20 @@ internal sealed class WebSocketMessageStream(Stream user, bool requireMask, bool
         }
     }
 
-    private static void AppendFrame(ArrayBufferWriter<byte> to, byte opcode, ReadOnlySpan<byte> payload)
+    /// <summary>Sends the pongs and the close echo the decoder asked for.</summary>
+    private async Task WriteControlAsync(CancellationToken ct)
     {
-        int size = FrameHeader.Size(payload.Length);
-        var span = to.GetSpan(size + payload.Length);
-        FrameHeader.WriteBefore(span, size, opcode, false, payload.Length);
-        payload.CopyTo(span[size..]);
-        to.Advance(size + payload.Length);
-    }
-
-    private static byte[] CloseBody(ushort status, string reason)
-    {
-        var body = new byte[2 + System.Text.Encoding.UTF8.GetByteCount(reason)];
-        System.Buffers.Binary.BinaryPrimitives.WriteUInt16BigEndian(body, status);
-        System.Text.Encoding.UTF8.GetBytes(reason, body.AsSpan(2));
-        return body;
+        await _writeLock.WaitAsync(ct).ConfigureAwait(false);
+        try
+        {
+            await user.WriteAsync(_control.WrittenMemory, ct).ConfigureAwait(false);
+            await user.FlushAsync(ct).ConfigureAwait(false);
+            _control.ResetWrittenCount();
+        }
+        finally
+        {
+            _writeLock.Release();
+        }
     }
 
     protected override void Dispose(bool disposing)

@@ -271,7 +271,7 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
         switch (opcode)
         {
             case WsOpcode.Ping:
-                WriteControl(_controlOut, WsOpcode.Pong, payload);
+                FrameHeader.Append(_controlOut, WsOpcode.Pong, payload);
                 break;
             case WsOpcode.Close:
                 // server/websocket.go wsHandleControlFrame: echo the status (1005 when none) and body; an invalid
@@ -287,7 +287,7 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
                         else (status, body) = (WsCloseStatus.InvalidPayload, "invalid utf8 body in close frame");
                     }
                 }
-                WriteControl(_controlOut, WsOpcode.Close, CloseBody(status, body));
+                FrameHeader.Append(_controlOut, WsOpcode.Close, FrameHeader.CloseBody(status, body));
                 _closeSent = true;
                 _userClosed = true;
                 break;
@@ -461,7 +461,7 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
             if (_closeSent) return;
             _closeSent = true;
             var frame = new ArrayBufferWriter<byte>(132);
-            WriteControl(frame, WsOpcode.Close, CloseBody(status, reason));
+            FrameHeader.Append(frame, WsOpcode.Close, FrameHeader.CloseBody(status, reason));
             await _user.WriteAsync(frame.WrittenMemory).ConfigureAwait(false);
             await _user.FlushAsync().ConfigureAwait(false);
         }
@@ -469,26 +469,6 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
         {
             _writeLock.Release();
         }
-    }
-
-    /// <summary>server/websocket.go wsCreateCloseMessage: 2-byte status, then the text cut to fit with "...".</summary>
-    private static byte[] CloseBody(ushort status, string text)
-    {
-        if (status == WsCloseStatus.NoStatus && text.Length == 0) return [];
-        if (text.Length > WsOpcode.MaxControlPayload - 2) text = text[..(WsOpcode.MaxControlPayload - 5)] + "...";
-        var body = new byte[2 + Encoding.UTF8.GetByteCount(text)];
-        System.Buffers.Binary.BinaryPrimitives.WriteUInt16BigEndian(body, status);
-        Encoding.UTF8.GetBytes(text, body.AsSpan(2));
-        return body;
-    }
-
-    private static void WriteControl(ArrayBufferWriter<byte> to, byte opcode, ReadOnlySpan<byte> payload)
-    {
-        var span = to.GetSpan(2 + payload.Length);
-        span[0] = (byte)(WsOpcode.Fin | opcode);
-        span[1] = (byte)payload.Length;
-        payload.CopyTo(span[2..]);
-        to.Advance(2 + payload.Length);
     }
 
     /// <summary>

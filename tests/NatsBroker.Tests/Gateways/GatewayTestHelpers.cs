@@ -1,3 +1,6 @@
+using System.Diagnostics;
+using System.Net;
+using System.Net.Sockets;
 using System.Text.RegularExpressions;
 using NatsBroker.Tests.Infrastructure;
 
@@ -16,6 +19,28 @@ internal static partial class GatewayTestHelpers
             await Task.Delay(50);
         }
         throw new InvalidOperationException("no monitoring port in the server output:\n" + server.OutputTail());
+    }
+
+    /// <summary>
+    /// Waits until a loopback port accepts connections (a supervised gateway listens a moment after the core);
+    /// bounded by 30 s, generous for a loaded CI machine.
+    /// </summary>
+    public static async Task WaitListeningAsync(int port)
+    {
+        var sw = Stopwatch.StartNew();
+        while (true)
+        {
+            try
+            {
+                using var c = new TcpClient();
+                await c.ConnectAsync(IPAddress.Loopback, port);
+                return;
+            }
+            catch (SocketException) when (sw.Elapsed < TimeSpan.FromSeconds(30))
+            {
+                await Task.Delay(50);
+            }
+        }
     }
 
     [GeneratedRegex(@"Starting http monitor on [^\s:]+:(\d+)")]

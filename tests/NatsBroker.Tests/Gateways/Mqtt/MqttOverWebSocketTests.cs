@@ -20,7 +20,7 @@ public sealed class MqttOverWebSocketTests(ITestOutputHelper output)
         Prerequisites.RequireServer(kind, output);
         int wsPort = MqttTestServer.FreePort();
         await using var s = await MqttTestServer.StartAsync(kind, output, rest: MqttTestServer.Users + $"\nwebsocket {{ host: \"127.0.0.1\", port: {wsPort}, no_tls: true }}\n");
-        await MqttTestServer.WaitListening(wsPort);
+        await GatewayTestHelpers.WaitListeningAsync(wsPort);
         await using var nats = s.Nats();
         await using var fromMqtt = await nats.SubscribeCoreAsync<byte[]>("wsmqtt.up");
 

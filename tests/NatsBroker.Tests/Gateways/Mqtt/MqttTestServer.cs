@@ -52,7 +52,7 @@ internal sealed class MqttTestServer : IAsyncDisposable
                 """,
             Port = FreePort(),
         }, output);
-        await WaitListening(mqttPort);
+        await GatewayTestHelpers.WaitListeningAsync(mqttPort);
         return new MqttTestServer(server, mqttPort, storeDir);
     }
 
@@ -90,25 +90,6 @@ internal sealed class MqttTestServer : IAsyncDisposable
         using var l = new TcpListener(IPAddress.Loopback, 0);
         l.Start();
         return ((IPEndPoint)l.LocalEndpoint).Port;
-    }
-
-    /// <summary>The supervised gateway starts a moment after the core.</summary>
-    internal static async Task WaitListening(int port)
-    {
-        var sw = Stopwatch.StartNew();
-        while (true)
-        {
-            try
-            {
-                using var c = new TcpClient();
-                await c.ConnectAsync(IPAddress.Loopback, port);
-                return;
-            }
-            catch (SocketException) when (sw.Elapsed < TimeSpan.FromSeconds(30))
-            {
-                await Task.Delay(50);
-            }
-        }
     }
 
     public async ValueTask DisposeAsync()

@@ -47,27 +47,8 @@ public sealed partial class WebSocketGatewayTests(ITestOutputHelper output)
             Port = FreePort(),
             Monitoring = monitoring,
         }, output);
-        await WaitListening(wsPort);
+        await GatewayTestHelpers.WaitListeningAsync(wsPort);
         return new Running(server, wsPort);
-    }
-
-    /// <summary>The supervised gateway starts a moment after the core.</summary>
-    private static async Task WaitListening(int port)
-    {
-        var sw = Stopwatch.StartNew();
-        while (true)
-        {
-            try
-            {
-                using var c = new TcpClient();
-                await c.ConnectAsync(IPAddress.Loopback, port);
-                return;
-            }
-            catch (SocketException) when (sw.Elapsed < TimeSpan.FromSeconds(20))
-            {
-                await Task.Delay(50);
-            }
-        }
     }
 
     private static NatsOpts WsOpts(int port) => new()
@@ -323,7 +304,7 @@ public sealed partial class WebSocketGatewayTests(ITestOutputHelper output)
         var sw = Stopwatch.StartNew();
         while (GatewayPid().Count(s.Server.Output) < 2 && sw.Elapsed < TimeSpan.FromSeconds(20)) await Task.Delay(100);
         Assert.Equal(2, GatewayPid().Count(s.Server.Output));
-        await WaitListening(s.WsPort);
+        await GatewayTestHelpers.WaitListeningAsync(s.WsPort);
         using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(20));
         while (nc.ConnectionState != NatsConnectionState.Open) await Task.Delay(100, cts.Token);
         await using var sub = await nc.SubscribeCoreAsync<string>("after");

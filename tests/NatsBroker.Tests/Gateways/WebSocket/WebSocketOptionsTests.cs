@@ -39,20 +39,7 @@ public sealed class WebSocketOptionsTests(ITestOutputHelper output) : IDisposabl
             Port = FreePort(),
             Monitoring = monitoring,
         }, output);
-        var deadline = DateTime.UtcNow.AddSeconds(20);
-        while (true)
-        {
-            try
-            {
-                using var c = new TcpClient();
-                await c.ConnectAsync(IPAddress.Loopback, wsPort);
-                break;
-            }
-            catch (SocketException) when (DateTime.UtcNow < deadline)
-            {
-                await Task.Delay(50);
-            }
-        }
+        await GatewayTestHelpers.WaitListeningAsync(wsPort);
         return (server, wsPort);
     }
 
