@@ -13,8 +13,14 @@ namespace NatsBroker.Auth.Jwt;
 /// </summary>
 public static class Jwt
 {
-    /// <summary>The v2 algorithm name. v1 tokens ("ed25519") are refused as nats-server 2.x refuses them for v2 claims.</summary>
+    /// <summary>The v2 algorithm name.</summary>
     public const string AlgorithmV2 = "ed25519-nkey";
+
+    /// <summary>
+    /// The v1 algorithm name. nats-server 2.x still accepts v1 tokens (jwt v2 header.go accepts both names;
+    /// decoder.go loadClaims migrates v1 claims): nats.node's auth tests and older deployments use them.
+    /// </summary>
+    public const string AlgorithmV1 = "ed25519";
 
     /// <summary>Decodes and verifies a JWT; null with <paramref name="error"/> set when it is malformed or its signature is wrong.</summary>
     public static JsonElement? TryDecode(string? token, out string error)
@@ -42,7 +48,8 @@ public static class Jwt
             error = "not supported type";
             return null;
         }
-        if (!h.TryGetProperty("alg", out var alg) || !string.Equals(alg.GetString(), AlgorithmV2, StringComparison.OrdinalIgnoreCase))
+        if (!h.TryGetProperty("alg", out var alg) || alg.GetString() is not { } algName
+            || !(string.Equals(algName, AlgorithmV2, StringComparison.OrdinalIgnoreCase) || string.Equals(algName, AlgorithmV1, StringComparison.OrdinalIgnoreCase)))
         {
             error = "unexpected algorithm";
             return null;
@@ -55,13 +62,21 @@ public static class Jwt
         }
         string? issuer = p.TryGetProperty("iss", out var iss) && iss.ValueKind == JsonValueKind.String ? iss.GetString() : null;
         var sig = Base64UrlDecode(parts[2]);
-        if (issuer is null || sig is null || !VerifySignature(issuer, Encoding.ASCII.GetBytes(parts[0] + "." + parts[1]), sig))
+        // decoder.go: a v1 claim (its type at the top level, not in "nats") is signed over the payload part only,
+        // a v2 claim over "header.payload"; which one is decided by the claims, not by the header's algorithm.
+        bool v1 = IsV1(p);
+        string signed = v1 ? parts[1] : parts[0] + "." + parts[1];
+        if (issuer is null || sig is null || !VerifySignature(issuer, Encoding.ASCII.GetBytes(signed), sig))
         {
-            error = "claim failed V2 signature verification";
+            error = v1 ? "claim failed V1 signature verification" : "claim failed V2 signature verification";
             return null;
         }
         return p;
     }
+
+    /// <summary>decoder.go identifier.Version: a top-level <c>type</c> marks a v1 claim.</summary>
+    internal static bool IsV1(JsonElement payload) =>
+        payload.TryGetProperty("type", out var t) && t.ValueKind == JsonValueKind.String && t.GetString() is { Length: > 0 };
 
     private static bool VerifySignature(string publicKey, byte[] data, byte[] sig)
     {

@@ -20,8 +20,13 @@ public abstract class JwtClaims
         Expires = Long(payload, "exp");
         NotBefore = Long(payload, "nbf");
         Nats = payload.TryGetProperty("nats", out var n) && n.ValueKind == JsonValueKind.Object ? n : default;
-        Type = Str(Nats, "type") ?? "";
+        // v1 claims (jwt v1compat) keep the type, and a user's issuer_account, at the top level; migrateV1 moves them.
+        Type = Str(Nats, "type") ?? Str(payload, "type") ?? "";
+        V1IssuerAccount = Jwt.IsV1(payload) ? Str(payload, "issuer_account") : null;
     }
+
+    /// <summary>A v1 claim's top-level issuer_account (moved into "nats" by jwt's v1 migration); null for v2.</summary>
+    protected string? V1IssuerAccount { get; }
 
     /// <summary>The encoded JWT these claims came from.</summary>
     public string Token { get; }
@@ -222,7 +227,7 @@ public sealed class UserClaims : JwtClaims
     {
         Permissions = ParsePermissions(Nats);
         BearerToken = Bool(Nats, "bearer_token");
-        IssuerAccount = Str(Nats, "issuer_account");
+        IssuerAccount = Str(Nats, "issuer_account") ?? V1IssuerAccount;
         AllowedConnectionTypes = Strings(Nats, "allowed_connection_types");
         Src = Strings(Nats, "src");
         TimesLocation = Str(Nats, "times_location");

@@ -65,6 +65,28 @@ internal static class JwtFactory
         return Encode(signer, user.GetPublicKey(), "user", nats, iat, exp);
     }
 
+    /// <summary>
+    /// A v1 JWT (nats-io/jwt v1, still accepted by nats-server 2.x): header alg "ed25519", the type (and a user's
+    /// issuer_account) at the top level, "nats" without type/version, and the signature over the payload part only.
+    /// </summary>
+    public static string EncodeV1(KeyPair issuer, string subject, string type, JsonObject? nats = null, string? issuerAccount = null)
+    {
+        var payload = new JsonObject
+        {
+            ["jti"] = Convert.ToHexString(RandomNumberGenerator.GetBytes(16)),
+            ["iat"] = DateTimeOffset.UtcNow.ToUnixTimeSeconds(),
+            ["iss"] = issuer.GetPublicKey(),
+            ["sub"] = subject,
+            ["type"] = type,
+            ["nats"] = nats ?? [],
+        };
+        if (issuerAccount is not null) payload["issuer_account"] = issuerAccount;
+        string body = B64(Encoding.UTF8.GetBytes(payload.ToJsonString()));
+        var sig = new byte[64];
+        issuer.Sign(Encoding.ASCII.GetBytes(body), sig);
+        return B64(Encoding.UTF8.GetBytes("""{"typ":"jwt","alg":"ed25519"}""")) + "." + body + "." + B64(sig);
+    }
+
     /// <summary>A .creds file as nsc writes it (the decorated JWT, then the decorated seed).</summary>
     public static string Creds(string jwt, KeyPair user) => $"""
         -----BEGIN NATS USER JWT-----
