@@ -30,7 +30,8 @@ internal sealed class RawConnection : IDisposable
     public long BytesSent { get; private set; }
 
     /// <param name="webSocket">NATS over a WebSocket on <paramref name="ep"/> (a server's <c>websocket {}</c> port) instead of plain TCP.</param>
-    public static RawConnection Connect(IPEndPoint ep, string name, TimeSpan timeout, bool headers = false, int readBuffer = 256 * 1024, string? user = null, string? pass = null, bool webSocket = false)
+    /// <param name="auth">CONNECT's credentials: JSON fields, each after a comma, made from INFO's nonce (null without one).</param>
+    public static RawConnection Connect(IPEndPoint ep, string name, TimeSpan timeout, bool headers = false, int readBuffer = 256 * 1024, string? user = null, string? pass = null, bool webSocket = false, Func<string?, string>? auth = null)
     {
         var s = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp) { NoDelay = true };
         try
@@ -56,7 +57,8 @@ internal sealed class RawConnection : IDisposable
             string connect = "CONNECT {\"verbose\":false,\"pedantic\":false,\"tls_required\":false,\"name\":\"" + name +
                              "\",\"lang\":\"raw-bench\",\"version\":\"1.0\",\"protocol\":1,\"headers\":" + h +
                              ",\"no_responders\":" + h +
-                             (user is null ? "" : ",\"user\":\"" + user + "\",\"pass\":\"" + pass + "\"") + "}\r\nPING\r\n";
+                             (user is null ? "" : ",\"user\":\"" + user + "\",\"pass\":\"" + pass + "\"") +
+                             (auth is null ? "" : auth(Nonce(c.ServerInfo))) + "}\r\nPING\r\n";
             c.Send(Encoding.ASCII.GetBytes(connect));
             c.WaitPong();
             s.ReceiveTimeout = 0;
@@ -67,6 +69,20 @@ internal sealed class RawConnection : IDisposable
             s.Dispose();
             throw;
         }
+    }
+
+    /// <summary>INFO's <c>nonce</c> (nkey and JWT users sign it), or null.</summary>
+    private static string? Nonce(string infoLine)
+    {
+        int i = infoLine.IndexOf("\"nonce\":\"", StringComparison.Ordinal);
+        if (i < 0)
+        {
+            return null;
+        }
+
+        i += 9;
+        int end = infoLine.IndexOf('"', i);
+        return end < 0 ? null : infoLine[i..end];
     }
 
     public void SetReceiveTimeout(TimeSpan t) => _socket.ReceiveTimeout = (int)t.TotalMilliseconds;

@@ -1,3 +1,4 @@
+using NatsBroker.Bench.Scenarios.Accounts;
 using NatsBroker.Bench.Scenarios.Core;
 using NatsBroker.Bench.Scenarios.Gateways;
 using System.Text.Json.Nodes;
@@ -16,6 +17,13 @@ internal static class ScenarioCatalog
         .. CoreRows(cold: false),
         .. CoreRows(cold: true),
         new AuthFloodScenario("authflood-reqrep", flooders: 4, payload: 16, defaultSeconds: 5),
+
+        // Accounts (issue 14): traffic across an export/import, and logins with nkey and JWT users.
+        new AccountsScenario(new RequestReplyScenario("acct-svc-reqrep-128", "service import request/reply 1 client, 1 service", clients: 1, services: 1, queue: false, payload: 128, defaultCount: 4_000), "acct-svc-reqrep-128", BenchAccounts.ImportsConfig, BenchAccounts.ServiceUser),
+        new AccountsScenario(new RequestReplyScenario("acct-svc-qreqrep-16", "service import request/reply 10 clients, 2 queue services", clients: 10, services: 2, queue: true, payload: 16, defaultCount: 20_000), "acct-svc-qreqrep-16", BenchAccounts.ImportsConfig, BenchAccounts.ServiceUser),
+        new AccountsScenario(new PubSubScenario("acct-stream-fanout-128", "stream import fan-out 1:4 (one importing account per subscriber)", pubs: 1, subs: BenchAccounts.FanOutAccounts, payload: 128, defaultCount: 400_000), "acct-stream-fanout-128", BenchAccounts.ImportsConfig, BenchAccounts.StreamUser),
+        new ConnectRateScenario("connect-nkey", "login rate, nkey user (4 threads)", BenchAccounts.NkeyConfig, BenchAccounts.NkeyFields),
+        new ConnectRateScenario("connect-jwt", "login rate, JWT user in operator mode (4 threads)", BenchAccounts.OperatorConfig, BenchAccounts.JwtFields),
 
         // JetStream, raw generator ("not supported" rows when the server has no JetStream).
         new JsSyncPublishScenario("js-syncpub-16-mem", 16, "memory", defaultCount: 4_000),

@@ -82,10 +82,17 @@ internal sealed class ScenarioContext : IDisposable
 
     public ScenarioResult Result { get; } = new();
 
+    /// <summary>Credentials per connection name (a scenario wrapper's accounts), used when Connect is given no user.</summary>
+    private Func<string, Func<string?, string>?>? _credentials;
+
+    /// <summary>From now on <see cref="Connect"/> asks <paramref name="credentials"/> for each connection's CONNECT fields.</summary>
+    public void UseCredentials(Func<string, Func<string?, string>?> credentials) => _credentials = credentials;
+
     public RawConnection Connect(string name, bool headers = false, int readBuffer = 256 * 1024, string? user = null, string? pass = null)
     {
         ThrowIfFailed();
-        var c = RawConnection.Connect(Endpoint, name, TimeSpan.FromSeconds(5), headers, readBuffer, user, pass, OverWebSocket);
+        var auth = user is null ? _credentials?.Invoke(name) : null;
+        var c = RawConnection.Connect(Endpoint, name, TimeSpan.FromSeconds(5), headers, readBuffer, user, pass, OverWebSocket, auth);
         _tracked.Add(c);
         return c;
     }
