@@ -82,6 +82,7 @@ internal sealed partial class OptionMapper
         }
         var auth = new ListenerAuthOverride(user, pass, token, noAuthUser, timeout);
         o.WebSocketAuth = auth.IsOverride ? auth : null;
+        o.WebSocketAuthTimeout = timeout;
         _webSocketAt = block.KeyPosition;
     }
 

@@ -37,6 +37,13 @@ public sealed class ServerOptions
     /// websocket gateway; null when it has none. Read by the core because it is the core that authenticates them.
     /// </summary>
     public ListenerAuthOverride? WebSocketAuth { get; set; }
+
+    /// <summary>
+    /// <c>websocket { authorization { timeout } }</c>: the WebSocket clients' auth timeout (server/websocket.go
+    /// createWSClient). The websocket gateway applies it; the core, which cannot tell a WebSocket link from another
+    /// Unix-socket client before CONNECT, only waits at least this long on its Unix socket (ClientConnection.OnHeartbeat).
+    /// </summary>
+    public TimeSpan? WebSocketAuthTimeout { get; set; }
     /// <summary>The file has an <c>mqtt {}</c> block: served by the MQTT gateway process (gateways/mqtt).</summary>
     public bool MqttConfigured { get; set; }
     /// <summary><c>gateways { managed: external }</c>: gateways run elsewhere (systemd units); the core does not start them.</summary>

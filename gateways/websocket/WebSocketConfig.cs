@@ -130,8 +130,10 @@ public static class WebSocketConfig
                                 if (av.Kind == ConfigValueKind.String) o.Token = av.AsString(); else BadA("a string");
                                 break;
                             case "timeout":
-                                // The core's authorization timeout applies: it opens the link before CONNECT.
-                                if (av.Kind is not (ConfigValueKind.Integer or ConfigValueKind.Float)) BadA("a number of seconds");
+                                // parseSimpleAuth: seconds, an integer or a float.
+                                if (av.Kind == ConfigValueKind.Integer) o.AuthTimeout = TimeSpan.FromSeconds(av.AsInteger());
+                                else if (av.Kind == ConfigValueKind.Float) o.AuthTimeout = TimeSpan.FromSeconds(av.AsFloat());
+                                else BadA("a number of seconds");
                                 break;
                             default:
                                 if (!av.UsedAsVariable) errors.Add(new ConfigError(a.KeyPosition, $"unknown field \"{a.Key}\""));

@@ -28,10 +28,18 @@ public sealed class WebSocketOptions : NatsBroker.Gateways.Link.IGatewayListenOp
     /// <summary>
     /// <c>authorization { user, password, token }</c>: the block's own simple auth, checked by the core
     /// (core/Configuration/ListenerAuthOverride.cs). The gateway needs to know only whether it makes auth required
-    /// (INFO). Its <c>timeout</c> is validated, not applied: the core's auth timeout runs from when the link opens.
+    /// (INFO).
     /// </summary>
     public string? Username { get; set; }
     public string? Token { get; set; }
+
+    /// <summary>
+    /// The block's <c>authorization { timeout }</c>, which replaces auth_timeout for WebSocket clients
+    /// (server/websocket.go createWSClient). Applied here, from the upgrade until CONNECT is forwarded, because the
+    /// core cannot tell a WebSocket link from another Unix-socket client before CONNECT (the core only makes sure
+    /// its own timer does not fire first: ServerOptions.WebSocketAuthTimeout). Null: the core's auth_timeout.
+    /// </summary>
+    public TimeSpan? AuthTimeout { get; set; }
 
     /// <summary>server/websocket.go wsConfigAuth: a user, a token or a no_auth_user in the block is an auth override.</summary>
     public bool AuthOverride => !string.IsNullOrEmpty(Username) || !string.IsNullOrEmpty(Token) || !string.IsNullOrEmpty(NoAuthUser);

@@ -203,6 +203,7 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
     private async Task RelayAsync(CoreLink core, CancellationToken drain)
     {
         var fromCore = Task.Run(() => CoreToUserAsync(core), CancellationToken.None);
+        using var authTimer = StartAuthTimer(core);
         await UserToCoreAsync(core, drain).ConfigureAwait(false);
         // The user is done (close frame, end of input, protocol error, drain): the core sees end of input and what
         // it still sends reaches the user.
@@ -211,6 +212,47 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
             await core.DisposeAsync().ConfigureAwait(false);
         try { await fromCore.ConfigureAwait(false); }
         catch (Exception ex) when (ex is IOException or ObjectDisposedException or SocketException) { }
+    }
+
+    /// <summary>
+    /// websocket { authorization { timeout } }: when the core requires auth (its INFO, or this block's override) and
+    /// no CONNECT has been forwarded when the block's timeout passes, the user gets what the core would send at its
+    /// own auth timeout (server/client.go authTimeout): <c>-ERR 'Authentication Timeout'</c>, then the close frame
+    /// nats-server sends for it. Null when the block sets no timeout.
+    /// </summary>
+    private Timer? StartAuthTimer(CoreLink core)
+    {
+        if (options.AuthTimeout is not { } timeout) return null;
+        bool required = options.AuthOverride || (core.Info["auth_required"]?.GetValueKind() == System.Text.Json.JsonValueKind.True);
+        if (!required) return null;
+        return new Timer(_ => _ = AuthTimeoutAsync(), null, timeout, Timeout.InfiniteTimeSpan);
+    }
+
+    private async Task AuthTimeoutAsync()
+    {
+        if (Volatile.Read(ref _connectForwarded)) return;
+        log.LogError("{Ip}:{Port} - Authentication Timeout", RemoteIp, _remote.Port);
+        try
+        {
+            await _writeLock.WaitAsync().ConfigureAwait(false);
+            try
+            {
+                if (_closeSent || Volatile.Read(ref _connectForwarded)) return;
+                var frame = new ArrayBufferWriter<byte>(64);
+                FrameHeader.Append(frame, WsOpcode.Binary, "-ERR 'Authentication Timeout'\r\n"u8);
+                await _user.WriteAsync(frame.WrittenMemory).ConfigureAwait(false);
+            }
+            finally
+            {
+                _writeLock.Release();
+            }
+            await SendCloseAsync(WsCloseStatus.PolicyViolation, "Authentication Timeout").ConfigureAwait(false);
+            socket.Shutdown(SocketShutdown.Both);
+        }
+        catch (Exception ex) when (ex is IOException or ObjectDisposedException or SocketException)
+        {
+            // The user or the session is already gone.
+        }
     }
 
     private async Task UserToCoreAsync(CoreLink core, CancellationToken drain)

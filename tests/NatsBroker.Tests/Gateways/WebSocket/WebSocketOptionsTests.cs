@@ -204,6 +204,42 @@ public sealed class WebSocketOptionsTests(ITestOutputHelper output) : IDisposabl
     }
 
     /// <summary>
+    /// websocket { authorization { timeout } } (server/websocket.go createWSClient: the block's timeout replaces
+    /// auth_timeout for WebSocket clients): a WebSocket client that sends no CONNECT is told
+    /// <c>-ERR 'Authentication Timeout'</c> and closed after the block's 1 s, well before the top-level 6 s, with the
+    /// close frame nats-server sends (1008, "Authentication Timeout").
+    /// </summary>
+    [SkippableTheory]
+    [InlineData(ServerKind.Ours)]
+    [InlineData(ServerKind.Go)]
+    public async Task Websocket_authorization_timeout_replaces_auth_timeout(ServerKind kind)
+    {
+        var (server, port) = await Start(kind, "no_tls: true\nauthorization { user: wsuser, password: wspass, timeout: 1 }", "authorization { timeout: 6 }");
+        await using var _ = server;
+        using var ws = await RawWs.Connect(port);
+        var started = System.Diagnostics.Stopwatch.StartNew();
+        var (opcode, info) = await ws.ReadFrame();
+        Assert.Equal(2, opcode);
+        Assert.StartsWith("INFO ", Encoding.ASCII.GetString(info), StringComparison.Ordinal);
+        var text = new StringBuilder();
+        while (true)
+        {
+            var (op, payload) = await ws.ReadFrame();
+            if (op == 8)
+            {
+                Assert.Equal(1008, (payload[0] << 8) | payload[1]);
+                Assert.Equal("Authentication Timeout", Encoding.UTF8.GetString(payload, 2, payload.Length - 2));
+                break;
+            }
+            text.Append(Encoding.ASCII.GetString(payload));
+        }
+        var elapsed = started.Elapsed;
+        output.WriteLine($"{kind}: closed after {elapsed.TotalMilliseconds:0} ms: {text}");
+        Assert.Contains("-ERR 'Authentication Timeout'", text.ToString(), StringComparison.Ordinal);
+        Assert.InRange(elapsed, TimeSpan.FromMilliseconds(500), TimeSpan.FromSeconds(4));
+    }
+
+    /// <summary>
     /// A websocket user or token beside a users list is refused with nats-server's text (validateWebsocketOptions).
     /// nats-server refuses it when it starts (its <c>-t</c> does not run that check); ours already at <c>-t</c>, with
     /// the block's file:line.
