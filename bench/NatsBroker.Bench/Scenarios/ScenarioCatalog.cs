@@ -29,6 +29,8 @@ internal static class ScenarioCatalog
         new JsSyncPublishScenario("js-syncpub-16-mem", 16, "memory", defaultCount: 4_000),
         new JsAsyncPublishScenario("js-asyncpub-128-file", 128, "file", defaultCount: 60_000),
         new JsOrderedConsumerScenario("js-ordered-128", 128, defaultCount: 100_000),
+        new JsKvScenario("js-kv-put-128", 128, get: false, defaultCount: 4_000),
+        new JsKvScenario("js-kv-get-128", 128, get: true, defaultCount: 10_000),
 
         // JetStream 2.12-2.14 (issue 10): one publisher, 256 B; the seed's Apple M3 figures (NATS 2.14 RC 1) in the title.
         new JsSyncPublishScenario("js-syncpub-256-mem", 256, "memory", defaultCount: 4_000),
