@@ -269,7 +269,8 @@ internal sealed class Harness
                     throw new ScenarioFailedException(ctx.Failure.Message, ctx.Failure);
                 }
 
-                res.ServerPeakRssBytes = server.PeakRssBytes();
+                // The measured process: the server, or the broker a scenario measures instead (ctx.MeasureProcess).
+                res.ServerPeakRssBytes = ProcStats.TreePeakRssBytes(ctx.ServerPid);
                 if (server.HasExited)
                 {
                     throw new InvalidOperationException("server exited during the run: " + server.LogTail());
