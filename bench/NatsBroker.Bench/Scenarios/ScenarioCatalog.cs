@@ -118,14 +118,14 @@ internal static class ScenarioCatalog
     /// </summary>
     private static IEnumerable<IScenario> MqttRows()
     {
-        IScenario QoS0() => new MqttPubSubScenario("mqtt-pubsub-qos0-128", "MQTT pub/sub 1:1 QoS 0", MqttFlow.MqttToMqtt, qos: 0, subs: 1, payload: 128, defaultCount: 500_000);
-        IScenario QoS1() => new MqttPubSubScenario("mqtt-pubsub-qos1-128", "MQTT pub/sub 1:1 QoS 1, 64 in flight", MqttFlow.MqttToMqtt, qos: 1, subs: 1, payload: 128, defaultCount: 40_000, window: 64);
-        IScenario FanOut() => new MqttPubSubScenario("mqtt-fanout1k-128", "MQTT fan-out 1:1,000 QoS 0", MqttFlow.MqttToMqtt, qos: 0, subs: 1000, payload: 128, defaultCount: 2_000);
+        IScenario QoS0() => new MqttPubSubScenario("mqtt-pubsub-qos0-128", "MQTT pub/sub 1:1 QoS 0", MqttFlow.MqttToMqtt, qos: 0, subs: 1, payload: 128, defaultCount: 300_000);
+        IScenario QoS1() => new MqttPubSubScenario("mqtt-pubsub-qos1-128", "MQTT pub/sub 1:1 QoS 1, 64 in flight", MqttFlow.MqttToMqtt, qos: 1, subs: 1, payload: 128, defaultCount: 20_000, window: 64);
+        IScenario FanOut() => new MqttPubSubScenario("mqtt-fanout1k-128", "MQTT fan-out 1:1,000 QoS 0", MqttFlow.MqttToMqtt, qos: 0, subs: 1000, payload: 128, defaultCount: 1_000);
         IScenario Sessions() => new MqttSessionsScenario("mqtt-sessions10k", "10,000 idle MQTT sessions (clean): rate column = sessions per MB of RSS, higher is better", sessions: 10_000);
         yield return QoS0();
         yield return QoS1();
-        yield return new MqttPubSubScenario("mqtt-nats2mqtt-128", "NATS publisher to MQTT subscriber, QoS 0", MqttFlow.NatsToMqtt, qos: 0, subs: 1, payload: 128, defaultCount: 500_000);
-        yield return new MqttPubSubScenario("mqtt-mqtt2nats-128", "MQTT publisher (QoS 0) to NATS subscriber", MqttFlow.MqttToNats, qos: 0, subs: 1, payload: 128, defaultCount: 500_000);
+        yield return new MqttPubSubScenario("mqtt-nats2mqtt-128", "NATS publisher to MQTT subscriber, QoS 0", MqttFlow.NatsToMqtt, qos: 0, subs: 1, payload: 128, defaultCount: 300_000);
+        yield return new MqttPubSubScenario("mqtt-mqtt2nats-128", "MQTT publisher (QoS 0) to NATS subscriber", MqttFlow.MqttToNats, qos: 0, subs: 1, payload: 128, defaultCount: 300_000);
         yield return FanOut();
         yield return Sessions();
         yield return new MosquittoScenario(QoS0(), "mqtt-pubsub-qos0-128-mosq");
