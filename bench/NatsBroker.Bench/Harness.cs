@@ -178,7 +178,7 @@ internal sealed class Harness
         return all.Where(s =>
                 (_o.Filters.Count == 0 || _o.Filters.Any(f => NameMatches(s.Name, f))) &&
                 (_o.Generators == "all" || _o.Generators.Split(',').Any(g =>
-                    (g == "raw" && s.Generator == "raw") || (g == "natsjs" && s.Generator == "nats.js") || (g == "natsnet" && s.Generator == "nats.net"))))
+                    (g == "raw" && s.Generator == "raw") || (g == "mqtt" && s.Generator == "mqtt") || (g == "natsjs" && s.Generator == "nats.js") || (g == "natsnet" && s.Generator == "nats.net"))))
             .ToList();
     }
 

@@ -23,7 +23,7 @@ internal sealed class MqttSessionsScenario(string name, string title, int sessio
 
     public string Title => title;
 
-    public string Generator => "raw";
+    public string Generator => "mqtt";
 
     public int PayloadBytes => 0;
 
