@@ -178,7 +178,7 @@ internal sealed class Harness
         return all.Where(s =>
                 (_o.Filters.Count == 0 || _o.Filters.Any(f => NameMatches(s.Name, f))) &&
                 (_o.Generators == "all" || _o.Generators.Split(',').Any(g =>
-                    (g == "raw" && s.Generator == "raw") || (g == "natsjs" && s.Generator == "nats.js") || (g == "natsnet" && s.Generator == "nats.net"))))
+                    (g == "raw" && s.Generator == "raw") || (g == "mqtt" && s.Generator == "mqtt") || (g == "natsjs" && s.Generator == "nats.js") || (g == "natsnet" && s.Generator == "nats.net"))))
             .ToList();
     }
 
@@ -269,7 +269,8 @@ internal sealed class Harness
                     throw new ScenarioFailedException(ctx.Failure.Message, ctx.Failure);
                 }
 
-                res.ServerPeakRssBytes = server.PeakRssBytes();
+                // The measured process: the server, or the broker a scenario measures instead (ctx.MeasureProcess).
+                res.ServerPeakRssBytes = ProcStats.TreePeakRssBytes(ctx.ServerPid);
                 if (server.HasExited)
                 {
                     throw new InvalidOperationException("server exited during the run: " + server.LogTail());

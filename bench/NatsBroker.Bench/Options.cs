@@ -60,7 +60,7 @@ internal sealed class Options
           (default)             full mode (5 reps, counts x 3; < 25 min on 2 cores)
           --filter a,b          only scenarios whose name contains any of the strings (e.g. pubsub,reqrep)
                                 or, with a leading '=', is exactly it (e.g. =pub-16,=fanout-128)
-          --gen raw,natsnet,natsjs|all  which load generators to run, comma-separated (default all)
+          --gen raw,mqtt,natsnet,natsjs|all  which load generators to run, comma-separated (default all)
           --reps N              repetitions per server (alternating ours, Go, ours, Go ...)
           --msgs N              message/request count for every selected scenario (overrides the mode counts)
           --scale X             multiply the mode's default counts by X

@@ -76,7 +76,7 @@ internal static class Report
         sb.AppendLine();
         foreach (var gen in r.Summaries.Select(s => s.Generator).Distinct())
         {
-            sb.AppendLine(CultureInfo.InvariantCulture, $"## {(gen == "raw" ? "Raw-protocol generator (C#)" : "Client library generator (" + gen + ")")}");
+            sb.AppendLine(CultureInfo.InvariantCulture, $"## {gen switch { "raw" => "Raw-protocol generator (C#)", "mqtt" => "Raw MQTT 3.1.1 generator (C#)", _ => "Client library generator (" + gen + ")" }}");
             sb.AppendLine();
             sb.AppendLine("| Scenario | Payload | Go msg/s | Go MB/s | ours msg/s | ours MB/s | Ratio | Go P50/P95/P99 µs | ours P50/P95/P99 µs |");
             sb.AppendLine("|---|---|---|---|---|---|---|---|---|");

@@ -82,6 +82,20 @@ internal static partial class ProcStats
         return total;
     }
 
+    /// <summary>Sum of the current resident set sizes (VmRSS) of the process and its live descendants, or -1.</summary>
+    public static long TreeRssBytes(int pid)
+    {
+        long total = RssBytes(pid);
+        if (total < 0) return total;
+        foreach (int child in Descendants(pid))
+        {
+            long c = RssBytes(child);
+            if (c > 0) total += c;
+        }
+
+        return total;
+    }
+
     /// <summary>Live descendants of <paramref name="root"/>, found from the parent pid in each /proc/N/stat.</summary>
     public static List<int> Descendants(int root)
     {

@@ -3,8 +3,14 @@ using NatsBroker.Bench.Scenarios;
 
 namespace NatsBroker.Bench.Raw;
 
+/// <summary>A subscriber whose received-message count a <see cref="FlowGate"/> watches (NATS or MQTT).</summary>
+internal interface IReceiveCounter
+{
+    long Received { get; }
+}
+
 /// <summary>A subscriber connection counting MSG frames on a dedicated thread and checking their size.</summary>
-internal sealed class CountingSubscriber
+internal sealed class CountingSubscriber : IReceiveCounter
 {
     private long _received;
 
@@ -98,12 +104,12 @@ internal sealed class CountingSubscriber
 /// </summary>
 internal sealed class FlowGate
 {
-    private readonly CountingSubscriber[] _subs;
+    private readonly IReadOnlyList<IReceiveCounter> _subs;
     private readonly long _window;
     private readonly ScenarioContext _ctx;
     private long _published;
 
-    public FlowGate(CountingSubscriber[] subs, long windowMessages, ScenarioContext ctx)
+    public FlowGate(IReadOnlyList<IReceiveCounter> subs, long windowMessages, ScenarioContext ctx)
     {
         _subs = subs;
         _window = windowMessages;
@@ -114,7 +120,7 @@ internal sealed class FlowGate
 
     public void BeforeSend(int k)
     {
-        if (_subs.Length == 0)
+        if (_subs.Count == 0)
         {
             return;
         }
@@ -122,9 +128,9 @@ internal sealed class FlowGate
         while (true)
         {
             long min = long.MaxValue;
-            foreach (var s in _subs)
+            for (int i = 0; i < _subs.Count; i++)
             {
-                min = Math.Min(min, s.Received);
+                min = Math.Min(min, _subs[i].Received);
             }
 
             if (Volatile.Read(ref _published) + k - min <= _window)

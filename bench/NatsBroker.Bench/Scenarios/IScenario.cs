@@ -12,7 +12,7 @@ internal interface IScenario
     /// <summary>Human readable description, e.g. "pub/sub 1:1".</summary>
     string Title { get; }
 
-    /// <summary>"raw" (C# raw-protocol generator), "nats.net" (NATS.Client.Core) or "nats.js".</summary>
+    /// <summary>"raw" (C# raw-protocol generator), "mqtt" (C# raw MQTT generator), "nats.net" (NATS.Client.Core) or "nats.js".</summary>
     string Generator { get; }
 
     int PayloadBytes { get; }

@@ -3,6 +3,7 @@ using NatsBroker.Bench.Scenarios.Core;
 using NatsBroker.Bench.Scenarios.Gateways;
 using System.Text.Json.Nodes;
 using NatsBroker.Bench.Scenarios.JetStream;
+using NatsBroker.Bench.Scenarios.Mqtt;
 using NatsBroker.Bench.Scenarios.NatsJs;
 using NatsBroker.Bench.Scenarios.NatsNet;
 
@@ -94,6 +95,10 @@ internal static class ScenarioCatalog
         new WebSocketScenario(new PubSubScenario("ws-pubsub-16k", "pub/sub 1:1", pubs: 1, subs: 1, payload: 16 * 1024, defaultCount: 20_000), "ws-pubsub-16k"),
         new WebSocketScenario(new RequestReplyScenario("ws-reqrep-128", "request/reply 1 client, 1 service", clients: 1, services: 1, queue: false, payload: 128, defaultCount: 4_000), "ws-reqrep-128"),
 
+        // MQTT 3.1.1 (issue 13), hand-encoded raw MQTT generator: nats-server's in-process MQTT vs ours through the MQTT
+        // gateway the core supervises (hop and gateway CPU included); the -mosq rows put Mosquitto in the Go column.
+        .. MqttRows(),
+
         // The same workloads through the nats.js client library (smaller counts): what a library user sees.
         new NatsJsScenario("njs-pub-16", "publish only", "pubsub", 16, 300_000, extra: new() { ["pubs"] = 1, ["subs"] = 0 }),
         new NatsJsScenario("njs-pub-128", "publish only", "pubsub", 128, 200_000, extra: new() { ["pubs"] = 1, ["subs"] = 0 }),
@@ -108,6 +113,28 @@ internal static class ScenarioCatalog
         new NatsJsScenario("njs-js-ordered-128", "JetStream ordered consumer, file", "js-ordered", 128, 30_000, jetStream: true),
         new NatsJsScenario("njs-js-fetch-128", "JetStream durable pull fetch (batch 500), file", "js-fetch", 128, 20_000, jetStream: true),
     ];
+
+    /// <summary>
+    /// The MQTT rows: 128 B pub/sub at QoS 0 and 1 (64 PUBLISHes awaiting PUBACK), NATS⇄MQTT both ways, fan-out to
+    /// 1,000 subscribers, and the memory of 10,000 idle clean sessions; then the rows Mosquitto can serve against it.
+    /// </summary>
+    private static IEnumerable<IScenario> MqttRows()
+    {
+        IScenario QoS0() => new MqttPubSubScenario("mqtt-pubsub-qos0-128", "MQTT pub/sub 1:1 QoS 0", MqttFlow.MqttToMqtt, qos: 0, subs: 1, payload: 128, defaultCount: 300_000);
+        IScenario QoS1() => new MqttPubSubScenario("mqtt-pubsub-qos1-128", "MQTT pub/sub 1:1 QoS 1, 64 in flight", MqttFlow.MqttToMqtt, qos: 1, subs: 1, payload: 128, defaultCount: 20_000, window: 64);
+        IScenario FanOut() => new MqttPubSubScenario("mqtt-fanout1k-128", "MQTT fan-out 1:1,000 QoS 0", MqttFlow.MqttToMqtt, qos: 0, subs: 1000, payload: 128, defaultCount: 1_000);
+        IScenario Sessions() => new MqttSessionsScenario("mqtt-sessions10k", "10,000 idle MQTT sessions (clean): rate column = sessions per MB of RSS, higher is better", sessions: 10_000);
+        yield return QoS0();
+        yield return QoS1();
+        yield return new MqttPubSubScenario("mqtt-nats2mqtt-128", "NATS publisher to MQTT subscriber, QoS 0", MqttFlow.NatsToMqtt, qos: 0, subs: 1, payload: 128, defaultCount: 300_000);
+        yield return new MqttPubSubScenario("mqtt-mqtt2nats-128", "MQTT publisher (QoS 0) to NATS subscriber", MqttFlow.MqttToNats, qos: 0, subs: 1, payload: 128, defaultCount: 300_000);
+        yield return FanOut();
+        yield return Sessions();
+        yield return new MosquittoScenario(QoS0(), "mqtt-pubsub-qos0-128-mosq");
+        yield return new MosquittoScenario(QoS1(), "mqtt-pubsub-qos1-128-mosq");
+        yield return new MosquittoScenario(FanOut(), "mqtt-fanout1k-128-mosq");
+        yield return new MosquittoScenario(Sessions(), "mqtt-sessions10k-mosq");
+    }
 
     /// <summary>
     /// The core rows. Counts are quick-mode defaults (full mode x3, smoke mode /100). Cold rows ("-cold") skip the

@@ -15,7 +15,7 @@ internal sealed class ScenarioContext : IDisposable
 {
     private readonly ConcurrentBag<IDisposable> _tracked = [];
     private readonly List<Thread> _threads = [];
-    private readonly int _serverPid;
+    private int _serverPid;
     private volatile Exception? _failure;
     private volatile bool _stopping;
     private long _startTs;
@@ -59,6 +59,18 @@ internal sealed class ScenarioContext : IDisposable
     }
 
     public string Url => $"nats://{Endpoint.Address}:{Endpoint.Port}";
+
+    /// <summary>Where MQTT clients of this run connect (the server's <c>mqtt {}</c> port, or another broker's), once set.</summary>
+    public IPEndPoint? MqttEndpoint { get; private set; }
+
+    /// <summary>MQTT connections of this run go to <paramref name="endpoint"/>.</summary>
+    public void UseMqtt(IPEndPoint endpoint) => MqttEndpoint = endpoint;
+
+    /// <summary>
+    /// CPU and peak RSS of this run are read from <paramref name="pid"/> (and its children) instead of the server the
+    /// harness started: a row whose "go" side is another broker (Mosquitto). Call before <see cref="MarkStart"/>.
+    /// </summary>
+    public void MeasureProcess(int pid) => _serverPid = pid;
 
     public int ServerPid => _serverPid;
 

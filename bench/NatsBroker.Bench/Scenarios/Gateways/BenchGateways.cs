@@ -117,6 +117,8 @@ internal sealed class RelayProcess(Process process) : IDisposable
 
     public bool HasExited => process.HasExited;
 
+    public int Pid => process.Id;
+
     public string Log
     {
         get
