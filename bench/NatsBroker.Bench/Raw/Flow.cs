@@ -152,20 +152,28 @@ internal sealed class FlowGate
     public void AfterSend(int k) => Interlocked.Add(ref _published, k);
 }
 
-/// <summary>Writes pre-built PUB buffers in large socket sends.</summary>
+/// <summary>A connection a <see cref="BulkPublisher"/> writes to: NATS (flushed by PING/PONG) or MQTT (PINGREQ/PINGRESP).</summary>
+internal interface IBulkConnection
+{
+    void Send(ReadOnlySpan<byte> data);
+
+    /// <summary>Returns once the server has read everything sent before.</summary>
+    void Flush();
+}
+
+/// <summary>Writes pre-built PUB (or MQTT PUBLISH) buffers in large socket sends.</summary>
 internal sealed class BulkPublisher
 {
+    private readonly IBulkConnection _conn;
     private readonly byte[] _buf;
     private readonly int _frameLen;
     private readonly int _framesPerBuf;
 
-    public BulkPublisher(RawConnection conn, byte[] frame, int chunkBytes = 256 * 1024)
+    public BulkPublisher(IBulkConnection conn, byte[] frame, int chunkBytes = 256 * 1024)
     {
-        Conn = conn;
+        _conn = conn;
         (_buf, _frameLen, _framesPerBuf) = Frames.Repeat(frame, chunkBytes);
     }
-
-    public RawConnection Conn { get; }
 
     /// <summary>Frames written per socket send.</summary>
     public int FramesPerBatch => _framesPerBuf;
@@ -178,17 +186,17 @@ internal sealed class BulkPublisher
         {
             int k = (int)Math.Min(_framesPerBuf, n);
             gate?.BeforeSend(k);
-            Conn.Send(_buf.AsSpan(0, k * _frameLen));
+            _conn.Send(_buf.AsSpan(0, k * _frameLen));
             gate?.AfterSend(k);
             n -= k;
         }
     }
 
-    /// <summary>Publishes then waits for the PONG that follows them; records the time.</summary>
+    /// <summary>Publishes then waits until the server has read them (PONG or PINGRESP); records the time.</summary>
     public void PublishAndFlush(long n, FlowGate? gate)
     {
         Publish(n, gate);
-        Conn.Flush();
+        _conn.Flush();
         EndTimestamp = Stopwatch.GetTimestamp();
     }
 }

@@ -9,7 +9,7 @@ namespace NatsBroker.Bench.Raw;
 /// lock (taken once per batch, not per message). Every wait is bounded: the handshake by a receive timeout, later
 /// reads by the scenario watchdog, which disposes the connection.
 /// </summary>
-internal sealed class RawConnection : IDisposable
+internal sealed class RawConnection : IDisposable, IBulkConnection
 {
     private readonly Socket _socket;
     private readonly RawTransport _transport;

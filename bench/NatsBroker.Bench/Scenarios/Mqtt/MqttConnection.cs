@@ -1,3 +1,4 @@
+using NatsBroker.Bench.Raw;
 using System.Net;
 using System.Net.Sockets;
 
@@ -9,7 +10,7 @@ namespace NatsBroker.Bench.Scenarios.Mqtt;
 /// reads bounded by the scenario watchdog, which disposes the connection. Packets are parsed in place in one reusable
 /// buffer: <see cref="TryNext"/> takes a whole packet that is already buffered, <see cref="Fill"/> reads more.
 /// </summary>
-internal sealed class MqttConnection : IDisposable
+internal sealed class MqttConnection : IDisposable, IBulkConnection
 {
     private readonly Socket _socket;
     private readonly byte[] _buf;
@@ -120,6 +121,8 @@ internal sealed class MqttConnection : IDisposable
     }
 
     /// <summary>PINGREQ, then reads until PINGRESP: the broker has read everything sent before. Only for connections no other thread reads.</summary>
+    void IBulkConnection.Flush() => Ping();
+
     public void Ping()
     {
         Send(MqttPackets.PingReq);

@@ -134,7 +134,7 @@ internal sealed class MqttPubSubScenario : IScenario
         else if (_qos == 0)
         {
             var frame = MqttPackets.PublishPacket(topic, 0, PayloadBytes, out _);
-            var p = new MqttBulkPublisher(BenchMqtt.Connect(ctx, "pub0"), frame, chunk);
+            var p = new BulkPublisher(BenchMqtt.Connect(ctx, "pub0"), frame, chunk);
             gate = new FlowGate(counters, Math.Max(2L * p.FramesPerBatch, windowBytes / frame.Length), ctx);
             publish = n => p.PublishAndFlush(n, gate);
             publishEnd = () => p.EndTimestamp;
