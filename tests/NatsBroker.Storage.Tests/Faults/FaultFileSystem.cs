@@ -90,6 +90,24 @@ internal sealed class FaultFileSystem
         f.Pending.Clear();
     }
 
+    /// <summary>
+    /// The content <paramref name="path"/> would have after a power cut that keeps nothing pending: reached through
+    /// durable directory entries only, with the file's durable bytes; null if the durable tree has no such file.
+    /// </summary>
+    public byte[]? DurableContent(string path)
+    {
+        lock (_gate)
+        {
+            object node = _root;
+            foreach (var p in Parts(path))
+            {
+                if (node is not Dir d || !d.Durable.TryGetValue(p, out var next)) return null;
+                node = next;
+            }
+            return node is Inode f ? [.. f.Durable] : null;
+        }
+    }
+
     private void Check(int epoch, string op, string path)
     {
         if (epoch != _epoch) throw new IOException($"power lost: {op} {path} after the cut");
