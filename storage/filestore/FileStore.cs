@@ -281,15 +281,22 @@ internal sealed partial class FileStore : IndexedStore
     {
         StopTimers();
         CloseFiles();
-        try
+        // A tick's checkpoint may be writing a snapshot temp file in idx/ right now (outside the store lock); it
+        // cannot create another one (it installs nothing once the store is closed, and creates idx/ only under
+        // the lock), so a second attempt removes what the first one raced with.
+        for (int attempt = 0; ; attempt++)
         {
-            _fs.DeleteDirectory(_dir);
-            return StoreStatus.Ok;
-        }
-        catch (Exception e) when (e is IOException or UnauthorizedAccessException)
-        {
-            LastError = e.Message;
-            return StoreStatus.IoError;
+            try
+            {
+                _fs.DeleteDirectory(_dir);
+                return StoreStatus.Ok;
+            }
+            catch (Exception e) when (e is IOException or UnauthorizedAccessException)
+            {
+                if (attempt == 0 && e is IOException) continue;
+                LastError = e.Message;
+                return StoreStatus.IoError;
+            }
         }
     }
 }

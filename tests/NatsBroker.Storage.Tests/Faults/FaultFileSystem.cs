@@ -31,6 +31,9 @@ internal sealed class FaultFileSystem
     /// <summary>Called with the path before a file read, outside the file system's lock (tests stall a reader here).</summary>
     public Action<string>? BeforeRead { get; set; }
 
+    /// <summary>Called with the path before a file fsync, outside the file system's lock (tests stall a checkpoint here).</summary>
+    public Action<string>? BeforeSync { get; set; }
+
     /// <summary>Bytes read from block files (*.blk) and from all files, through every session (open-cost tests).</summary>
     public long BlockBytesRead => Interlocked.Read(ref _blockBytesRead);
     public long BytesRead => Interlocked.Read(ref _bytesRead);
@@ -393,6 +396,7 @@ internal sealed class FaultFileSystem
 
         public void Sync()
         {
+            fs.BeforeSync?.Invoke(path);
             lock (fs._gate)
             {
                 Alive();
