@@ -150,6 +150,21 @@ internal sealed partial class FileStore
         }
     }
 
+    /// <summary>idx/ was created (or found) and the stream directory fsynced since this store opened.</summary>
+    private bool _indexDirDurable;
+
+    /// <summary>
+    /// Creates idx/ if needed and, once per open, fsyncs the stream directory so that the idx/ entry itself
+    /// survives a power cut (otherwise every snapshot in it could vanish with it, and the next open scans).
+    /// </summary>
+    private void EnsureIndexDirectory()
+    {
+        _fs.CreateDirectory(IndexDir);
+        if (_indexDirDurable) return;
+        _fs.SyncDirectory(_dir);
+        _indexDirDurable = true;
+    }
+
     /// <summary>1 while a checkpoint runs (one at a time; its candidate list and the tmp file names are its own).</summary>
     private int _checkpointing;
     private readonly List<(MsgBlock Block, int Size, int EraseGen)> _checkpointList = [];
@@ -185,7 +200,7 @@ internal sealed partial class FileStore
                 {
                     CollectSnapshotCandidatesLocked(list);
                     // Under the lock: a store deleted meanwhile must not get its directory back.
-                    if (list.Count > 0) _fs.CreateDirectory(IndexDir);
+                    if (list.Count > 0) EnsureIndexDirectory();
                 }
             }
             catch (Exception e) when (e is IOException or UnauthorizedAccessException)
@@ -283,7 +298,7 @@ internal sealed partial class FileStore
                 if (snap is null) continue;
                 try
                 {
-                    if (!wrote) _fs.CreateDirectory(IndexDir);
+                    if (!wrote) EnsureIndexDirectory();
                     DurableFile.Replace(_fs, SnapshotPath(b.Id), snap, syncDirectory: false);
                     _snapshotted.Add(b.Id);
                     wrote = true;

@@ -111,6 +111,28 @@ internal sealed class FaultFileSystem
         }
     }
 
+    /// <summary>Changes under <paramref name="path"/> (its directory tree and the files in it) not yet made durable by an fsync.</summary>
+    public int PendingUnder(string path)
+    {
+        lock (_gate)
+        {
+            var d = FindDir(path);
+            return d is null ? 0 : CountPending(d, new HashSet<object>(ReferenceEqualityComparer.Instance));
+        }
+    }
+
+    private static int CountPending(Dir d, HashSet<object> seen)
+    {
+        if (!seen.Add(d)) return 0;
+        int n = d.Pending.Count;
+        foreach (var node in d.Entries.Values)
+        {
+            if (node is Dir sub) n += CountPending(sub, seen);
+            else if (node is Inode f && seen.Add(f)) n += f.Pending.Count;
+        }
+        return n;
+    }
+
     private void Check(int epoch, string op, string path)
     {
         if (epoch != _epoch) throw new IOException($"power lost: {op} {path} after the cut");

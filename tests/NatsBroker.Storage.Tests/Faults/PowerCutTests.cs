@@ -384,6 +384,51 @@ public sealed class PowerCutTests
     }
 
     [Fact]
+    public async Task The_periodic_sync_tick_alone_makes_appends_removes_consumer_acks_and_index_files_durable()
+    {
+        // No explicit flush: the timers alone (flush tick, sync tick SyncInterval after the first unsynced write,
+        // checkpoint after it) must leave nothing under the store's directory that a power cut could take away.
+        var fs = NewFileSystem();
+        var dir = Root + "/tick";
+        var cfg = new StreamStoreConfig { StreamName = "P", Sync = SyncPolicy.Periodic, SyncInterval = TimeSpan.FromMilliseconds(50) };
+        var opt = new FileStoreOptions { BlockSize = 4096, FileSystem = fs.Session(), ConsumerWriteInterval = TimeSpan.Zero };
+        var r = FileStore.Open(cfg, dir, opt);
+        Assert.True(r.IsOk, r.Error);
+        var s = r.Store!;
+        for (ulong q = 1; q <= 300; q++) Assert.True(s.Append(B("t." + (q % 3)), default, B(Payload(q))).IsOk);
+        Assert.Equal(StoreStatus.Ok, s.Remove(10));
+        Assert.Equal(StoreStatus.Ok, s.Remove(20));
+        Assert.Equal(StoreStatus.Ok, s.OpenConsumer("c", out var c));
+        Assert.Equal(StoreStatus.Ok, c!.Update(new ConsumerState { Delivered = new(100, 100), AckFloor = new(100, 100) }));
+        var deadline = DateTime.UtcNow + TimeSpan.FromSeconds(20);
+        while (fs.PendingUnder(dir) > 0)
+        {
+            Assert.True(DateTime.UtcNow < deadline, $"{fs.PendingUnder(dir)} changes under {dir} never became durable");
+            await Task.Delay(10);
+        }
+        Assert.Null(s.Failure);
+        fs.PowerCut(new Random(11));
+        s.Dispose();
+        var s2 = Open(fs, dir, SyncPolicy.Periodic);
+        var m = new StoredMessage();
+        for (ulong q = 1; q <= 300; q++)
+        {
+            if (q is 10 or 20)
+            {
+                Assert.Equal(StoreStatus.Deleted, s2.Load(q, m));
+                continue;
+            }
+            Assert.Equal(StoreStatus.Ok, s2.Load(q, m));
+            Assert.Equal(Payload(q), S(m.Payload));
+        }
+        Assert.Equal(StoreStatus.Ok, s2.OpenConsumer("c", out var c2));
+        var cs = new ConsumerState();
+        c2!.GetState(cs);
+        Assert.Equal(new SequencePair(100, 100), cs.AckFloor);
+        s2.Dispose();
+    }
+
+    [Fact]
     public void Sync_always_acknowledged_appends_survive_a_block_roll_and_a_power_cut()
     {
         var fs = NewFileSystem();
