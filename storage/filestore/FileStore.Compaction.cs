@@ -27,6 +27,7 @@ internal sealed partial class FileStore
 
     private void EraseInPlace(MsgBlock b, int off, int len, ulong seq)
     {
+        b.EraseGen++;
         var buf = new byte[len];
         Format.WriteRecord(buf, Format.TypeErased, seq, 0, 0, default, default, new byte[len - Format.RecordOverhead]);
         if (b.Cache is not null && off + len <= b.Size) buf.CopyTo(b.Cache.AsSpan(off));

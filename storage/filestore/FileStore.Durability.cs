@@ -197,7 +197,6 @@ internal sealed partial class FileStore
                 if (IsClosed || Failure is not null) return;
                 if (_persistedFloor < First) WriteFloorRecord();
                 if (FlushTailLocked() == StoreStatus.DiskFull) ArmFlush(); // retry (a full disk may clear)
-                WriteSnapshotsLocked(); // checkpoint: sealed blocks made durable since the last tick
                 if (_sync == SyncPolicy.AsyncPersist) toSync = CollectUnsyncedLocked(includeConsumerDir: true);
                 // Consumer files cost an fsync each; in periodic mode they are rewritten at most every ConsumerWriteInterval.
                 long now = Environment.TickCount64;
@@ -215,6 +214,7 @@ internal sealed partial class FileStore
             // fsync and consumer writes outside the lock: appends go on meanwhile.
             if (toSync is not null) SyncCollected(toSync);
             if (consumers is not null) foreach (var c in consumers) c.FlushIfDirty();
+            Checkpoint(wait: false); // sealed blocks made durable since the last tick get their snapshots
         }
         finally
         {
@@ -231,10 +231,9 @@ internal sealed partial class FileStore
         {
             if (IsClosed || Failure is not null) return;
             FlushTailLocked();
-            WriteSnapshotsLocked();
             toSync = CollectUnsyncedLocked(includeConsumerDir: true);
         }
-        SyncCollected(toSync);
+        if (SyncCollected(toSync) == StoreStatus.Ok) Checkpoint(wait: false);
     }
 
     public override ValueTask<StoreStatus> FlushAsync(CancellationToken cancellationToken = default)
@@ -247,9 +246,9 @@ internal sealed partial class FileStore
             if (_persistedFloor < First) WriteFloorRecord();
             st = FlushTailLocked();
             if (st == StoreStatus.Ok) st = SyncAllLocked();
-            if (st == StoreStatus.Ok) WriteSnapshotsLocked(); // an explicit flush is a checkpoint
             consumers.AddRange(_fileConsumers);
         }
+        if (st == StoreStatus.Ok) Checkpoint(wait: true); // an explicit flush is a checkpoint
         foreach (var c in consumers)
         {
             var s3 = c.FlushIfDirty();

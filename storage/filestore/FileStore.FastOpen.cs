@@ -191,7 +191,7 @@ internal sealed partial class FileStore
         var tmp = ImagePath + ".tmp";
         try
         {
-            _fs.CreateDirectory(IndexDir);
+            EnsureIndexDirectory();
             bool ok;
             using (var f = _fs.OpenFile(tmp, create: true))
             {

@@ -1,3 +1,4 @@
+using System.Buffers;
 using System.Buffers.Binary;
 using System.Globalization;
 using NatsBroker.Contracts;
@@ -135,102 +136,235 @@ internal sealed partial class FileStore
     }
 
     /// <summary>
-    /// Checkpoint: writes the snapshot of every sealed, fully durable block that has none (under the store lock),
-    /// then fsyncs idx/ once. Called from the flush and sync ticks and at clean close. A failure here is not
-    /// fatal (nothing acknowledged depends on a snapshot): it is reported and the block is scanned at next open.
+    /// Sealed, fully durable blocks without a snapshot (under the store lock), with what the checkpoint must find
+    /// unchanged before it installs a snapshot: the block's size and erase count.
     /// </summary>
-    private void WriteSnapshotsLocked()
+    private void CollectSnapshotCandidatesLocked(List<(MsgBlock Block, int Size, int EraseGen)> into, bool atClose = false)
     {
-        if (_recovering || Failure is not null || _blocks.Count - 1 <= _snapshotted.Count) return;
-        bool wrote = false;
+        into.Clear();
+        if (_recovering || (IsClosed && !atClose) || Failure is not null || _blocks.Count - 1 <= _snapshotted.Count) return;
         foreach (var b in _blocks)
         {
             if (b == _tail || b.Removed || _snapshotted.Contains(b.Id) || b.NeedsSync || b.Size != b.Flushed) continue;
-            var snap = BuildSnapshot(b);
-            if (snap is null) continue;
-            try
-            {
-                if (!wrote) _fs.CreateDirectory(IndexDir);
-                DurableFile.Replace(_fs, SnapshotPath(b.Id), snap, syncDirectory: false);
-                _snapshotted.Add(b.Id);
-                wrote = true;
-            }
-            catch (Exception e) when (e is IOException or UnauthorizedAccessException)
-            {
-                LastError = $"cannot write index snapshot for {b.Path}: {e.Message}";
-                return;
-            }
-        }
-        if (!wrote) return;
-        try
-        {
-            _fs.SyncDirectory(IndexDir);
-        }
-        catch (Exception e) when (e is IOException or UnauthorizedAccessException)
-        {
-            LastError = $"cannot fsync {IndexDir}: {e.Message}";
+            into.Add((b, (int)b.Size, b.EraseGen));
         }
     }
 
-    /// <summary>The snapshot of a sealed block, or null if the block does not parse cleanly to its end.</summary>
-    private byte[]? BuildSnapshot(MsgBlock b)
+    /// <summary>idx/ was created (or found) and the stream directory fsynced since this store opened.</summary>
+    private bool _indexDirDurable;
+
+    /// <summary>
+    /// Creates idx/ if needed and, once per open, fsyncs the stream directory so that the idx/ entry itself
+    /// survives a power cut (otherwise every snapshot in it could vanish with it, and the next open scans).
+    /// </summary>
+    private void EnsureIndexDirectory()
     {
-        int size = (int)b.Size;
-        byte[]? rented = null;
-        var data = b.Cache;
+        _fs.CreateDirectory(IndexDir);
+        if (_indexDirDurable) return;
+        _fs.SyncDirectory(_dir);
+        _indexDirDurable = true;
+    }
+
+    /// <summary>1 while a checkpoint runs (one at a time; its candidate list and the tmp file names are its own).</summary>
+    private int _checkpointing;
+    private readonly List<(MsgBlock Block, int Size, int EraseGen)> _checkpointList = [];
+
+    /// <summary>
+    /// Checkpoint from the flush and sync ticks and explicit flushes, WITHOUT the store lock: for each candidate
+    /// the block is read from its file (a pooled buffer, returned at once), its snapshot built, written to a temp
+    /// file and fsynced; only the rename is done under the lock, and only if the block was neither deleted nor
+    /// erased meanwhile (Erase bumps <see cref="MsgBlock.EraseGen"/> under the lock before it rewrites anything,
+    /// and durably deletes a snapshot already installed). idx/ is fsynced once at the end. A periodic sync tick
+    /// can find thousands of newly durable blocks; done under the lock, their reads and fsyncs stalled every
+    /// publisher for seconds. Not fatal on failure (nothing acknowledged depends on a snapshot): reported in
+    /// LastError, and the block is scanned at the next open. <paramref name="wait"/>: wait for a running
+    /// checkpoint instead of leaving the work to it (explicit flush); never called with the store lock held.
+    /// </summary>
+    private void Checkpoint(bool wait)
+    {
+        if (wait)
+        {
+            var spin = new SpinWait();
+            while (Interlocked.CompareExchange(ref _checkpointing, 1, 0) != 0) spin.SpinOnce();
+        }
+        else if (Interlocked.CompareExchange(ref _checkpointing, 1, 0) != 0)
+        {
+            return;
+        }
         try
         {
-            if (data is null)
+            var list = _checkpointList;
+            try
             {
-                rented = RentBuffer(size);
-                if (b.File.Read(rented.AsSpan(0, size), 0) < size) return null;
-                data = rented;
+                lock (Sync)
+                {
+                    CollectSnapshotCandidatesLocked(list);
+                    // Under the lock: a store deleted meanwhile must not get its directory back.
+                    if (list.Count > 0) EnsureIndexDirectory();
+                }
             }
-            var span = data.AsSpan(0, size);
-            using var ms = new MemoryStream(size / 16 + 64);
-            Span<byte> head = stackalloc byte[SnapshotHeaderSize];
-            SnapshotMagic.CopyTo(head);
-            BinaryPrimitives.WriteUInt16LittleEndian(head[4..], SnapshotVersion);
-            BinaryPrimitives.WriteUInt16LittleEndian(head[6..], 0);
-            BinaryPrimitives.WriteUInt32LittleEndian(head[8..], b.Id);
-            BinaryPrimitives.WriteUInt32LittleEndian(head[12..], 0);
-            BinaryPrimitives.WriteInt64LittleEndian(head[16..], size);
-            BinaryPrimitives.WriteUInt64LittleEndian(head[24..], b.StartSeq);
-            BinaryPrimitives.WriteUInt64LittleEndian(head[32..], b.Floor);
-            ms.Write(head);
-            uint count = 0;
-            int off = Format.BlockHeaderSize;
-            Span<byte> e = stackalloc byte[SnapshotEntryHeader];
-            while (off < size)
+            catch (Exception e) when (e is IOException or UnauthorizedAccessException)
             {
-                if (!Format.TryRecord(span[off..], out var rec)) return null; // damaged blocks are always scanned
-                int subjLen = rec.Type == Format.TypeMessage ? rec.SubjectLength : 0;
-                e[0] = rec.Type;
-                BinaryPrimitives.WriteUInt16LittleEndian(e[1..], (ushort)subjLen);
-                BinaryPrimitives.WriteUInt32LittleEndian(e[3..], (uint)rec.Length);
-                BinaryPrimitives.WriteUInt32LittleEndian(e[7..], (uint)off);
-                BinaryPrimitives.WriteUInt64LittleEndian(e[11..], rec.Seq);
-                BinaryPrimitives.WriteInt64LittleEndian(e[19..], rec.Timestamp);
-                BinaryPrimitives.WriteInt64LittleEndian(e[27..], rec.Ttl);
-                ms.Write(e);
-                ms.Write(span.Slice(off + Format.RecordHeaderSize, subjLen));
-                count++;
-                off += rec.Length;
+                LastError = $"cannot create {IndexDir}: {e.Message}";
+                list.Clear();
+                return;
             }
-            var result = new byte[ms.Length + 4];
-            ms.GetBuffer().AsSpan(0, (int)ms.Length).CopyTo(result);
-            BinaryPrimitives.WriteUInt32LittleEndian(result.AsSpan(40), count);
-            BinaryPrimitives.WriteUInt32LittleEndian(result.AsSpan(result.Length - 4), Crc32C.Compute(result.AsSpan(0, result.Length - 4)));
-            return result;
+            bool wrote = false;
+            foreach (var (b, size, eraseGen) in list)
+            {
+                var snap = ReadAndBuildSnapshot(b, size);
+                if (snap is null) continue; // deleted meanwhile, or damaged (always scanned)
+                var path = SnapshotPath(b.Id);
+                var tmp = path + ".tmp";
+                try
+                {
+                    DurableFile.WriteSynced(_fs, tmp, snap);
+                    bool installed = false;
+                    lock (Sync)
+                    {
+                        if (!IsClosed && Failure is null && !b.Removed && b.EraseGen == eraseGen)
+                        {
+                            _fs.Rename(tmp, path);
+                            _snapshotted.Add(b.Id);
+                            installed = true;
+                        }
+                    }
+                    if (installed) wrote = true;
+                    else _fs.DeleteFile(tmp);
+                }
+                catch (Exception e) when (e is IOException or UnauthorizedAccessException)
+                {
+                    LastError = $"cannot write index snapshot for {b.Path}: {e.Message}";
+                    try { if (_fs.FileExists(tmp)) _fs.DeleteFile(tmp); }
+                    catch (Exception e2) when (e2 is IOException or UnauthorizedAccessException) { _ = e2; }
+                    break;
+                }
+            }
+            list.Clear();
+            if (!wrote) return;
+            try
+            {
+                _fs.SyncDirectory(IndexDir);
+            }
+            catch (Exception e) when (e is IOException or UnauthorizedAccessException)
+            {
+                LastError = $"cannot fsync {IndexDir}: {e.Message}";
+            }
         }
-        catch (Exception ex) when (ex is IOException or UnauthorizedAccessException or ObjectDisposedException)
+        finally
+        {
+            Volatile.Write(ref _checkpointing, 0);
+        }
+    }
+
+    /// <summary>Reads a sealed block from its file (outside the store lock) and builds its snapshot; null if that fails.</summary>
+    private byte[]? ReadAndBuildSnapshot(MsgBlock b, int size)
+    {
+        var buf = ArrayPool<byte>.Shared.Rent(size);
+        try
+        {
+            if (b.File.Read(buf.AsSpan(0, size), 0) < size) return null;
+            return BuildSnapshot(b, buf.AsSpan(0, size));
+        }
+        catch (Exception e) when (e is IOException or UnauthorizedAccessException or ObjectDisposedException)
         {
             return null;
         }
         finally
         {
-            if (rented is not null) ReturnBuffer(rented);
+            ArrayPool<byte>.Shared.Return(buf);
         }
+    }
+
+    /// <summary>
+    /// Checkpoint at a clean close, under the store lock (nothing is appended any more): the snapshot of every
+    /// sealed, fully durable block that has none, then one fsync of idx/. Skipped when a tick's checkpoint is
+    /// still running (it gives up when it sees the store closed; those blocks are scanned at the next open,
+    /// which the index image written at close usually makes unnecessary).
+    /// </summary>
+    private void WriteSnapshotsLocked()
+    {
+        if (Interlocked.CompareExchange(ref _checkpointing, 1, 0) != 0) return;
+        try
+        {
+            var list = _checkpointList;
+            CollectSnapshotCandidatesLocked(list, atClose: true);
+            bool wrote = false;
+            foreach (var (b, size, _) in list)
+            {
+                byte[]? snap;
+                if (b.Cache is { } cache) snap = BuildSnapshot(b, cache.AsSpan(0, size));
+                else snap = ReadAndBuildSnapshot(b, size);
+                if (snap is null) continue;
+                try
+                {
+                    if (!wrote) EnsureIndexDirectory();
+                    DurableFile.Replace(_fs, SnapshotPath(b.Id), snap, syncDirectory: false);
+                    _snapshotted.Add(b.Id);
+                    wrote = true;
+                }
+                catch (Exception e) when (e is IOException or UnauthorizedAccessException)
+                {
+                    LastError = $"cannot write index snapshot for {b.Path}: {e.Message}";
+                    break;
+                }
+            }
+            list.Clear();
+            if (!wrote) return;
+            try
+            {
+                _fs.SyncDirectory(IndexDir);
+            }
+            catch (Exception e) when (e is IOException or UnauthorizedAccessException)
+            {
+                LastError = $"cannot fsync {IndexDir}: {e.Message}";
+            }
+        }
+        finally
+        {
+            Volatile.Write(ref _checkpointing, 0);
+        }
+    }
+
+    /// <summary>The snapshot of a sealed block from its bytes, or null if the block does not parse cleanly to its end.</summary>
+    private static byte[]? BuildSnapshot(MsgBlock b, ReadOnlySpan<byte> span)
+    {
+        int size = span.Length;
+        using var ms = new MemoryStream(size / 16 + 64);
+        Span<byte> head = stackalloc byte[SnapshotHeaderSize];
+        SnapshotMagic.CopyTo(head);
+        BinaryPrimitives.WriteUInt16LittleEndian(head[4..], SnapshotVersion);
+        BinaryPrimitives.WriteUInt16LittleEndian(head[6..], 0);
+        BinaryPrimitives.WriteUInt32LittleEndian(head[8..], b.Id);
+        BinaryPrimitives.WriteUInt32LittleEndian(head[12..], 0);
+        BinaryPrimitives.WriteInt64LittleEndian(head[16..], size);
+        BinaryPrimitives.WriteUInt64LittleEndian(head[24..], b.StartSeq);
+        BinaryPrimitives.WriteUInt64LittleEndian(head[32..], b.Floor);
+        ms.Write(head);
+        uint count = 0;
+        int off = Format.BlockHeaderSize;
+        Span<byte> e = stackalloc byte[SnapshotEntryHeader];
+        while (off < size)
+        {
+            if (!Format.TryRecord(span[off..], out var rec)) return null; // damaged blocks are always scanned
+            int subjLen = rec.Type == Format.TypeMessage ? rec.SubjectLength : 0;
+            e[0] = rec.Type;
+            BinaryPrimitives.WriteUInt16LittleEndian(e[1..], (ushort)subjLen);
+            BinaryPrimitives.WriteUInt32LittleEndian(e[3..], (uint)rec.Length);
+            BinaryPrimitives.WriteUInt32LittleEndian(e[7..], (uint)off);
+            BinaryPrimitives.WriteUInt64LittleEndian(e[11..], rec.Seq);
+            BinaryPrimitives.WriteInt64LittleEndian(e[19..], rec.Timestamp);
+            BinaryPrimitives.WriteInt64LittleEndian(e[27..], rec.Ttl);
+            ms.Write(e);
+            ms.Write(span.Slice(off + Format.RecordHeaderSize, subjLen));
+            count++;
+            off += rec.Length;
+        }
+        var result = new byte[ms.Length + 4];
+        ms.GetBuffer().AsSpan(0, (int)ms.Length).CopyTo(result);
+        BinaryPrimitives.WriteUInt32LittleEndian(result.AsSpan(40), count);
+        BinaryPrimitives.WriteUInt32LittleEndian(result.AsSpan(result.Length - 4), Crc32C.Compute(result.AsSpan(0, result.Length - 4)));
+        return result;
     }
 
     /// <summary>

@@ -121,10 +121,12 @@ internal sealed partial class FileStore : IndexedStore
         }
         else
         {
-            bool existed = _fs.DirectoryExists(_dir);
+            // Every directory created here (the stream directory and any missing ancestor) becomes durable in
+            // its parent: a directory entry survives a power cut only after its parent's fsync, and a lost
+            // ancestor loses the whole store with everything acknowledged in it.
+            var created = MissingDirectories(Path.GetFullPath(_dir));
             _fs.CreateDirectory(_dir);
-            var parent = Path.GetDirectoryName(Path.GetFullPath(_dir));
-            if (!existed && parent is not null) _fs.SyncDirectory(parent);
+            foreach (var d in created) _fs.SyncDirectory(Path.GetDirectoryName(d)!);
             _fs.CreateDirectory(_blockDir);
             _fs.CreateDirectory(_consumerDir);
             DurableFile.Replace(_fs, metaPath, System.Text.Encoding.UTF8.GetBytes($"{Format.MetaMagic}\nversion={Format.Version}\nstream={Config.StreamName}\n"), syncDirectory: true);
@@ -132,6 +134,15 @@ internal sealed partial class FileStore : IndexedStore
         _fs.CreateDirectory(_blockDir);
         _fs.CreateDirectory(_consumerDir);
         return (StoreStatus.Ok, null);
+    }
+
+    /// <summary>The directories that <see cref="IStoreFileSystem.CreateDirectory"/> of <paramref name="dir"/> will create, innermost first.</summary>
+    private List<string> MissingDirectories(string dir)
+    {
+        var missing = new List<string>();
+        for (string? d = dir; d is not null && Path.GetDirectoryName(d) is not null && !_fs.DirectoryExists(d); d = Path.GetDirectoryName(d))
+            missing.Add(d);
+        return missing;
     }
 
     /// <summary>A creation cut short by a crash leaves only store.meta.tmp (and maybe empty msgs/ obs/): start again.</summary>
@@ -185,8 +196,20 @@ internal sealed partial class FileStore : IndexedStore
     internal IStoreFileSystem FileSystem => _fs;
     internal bool SyncAlways => _sync == SyncPolicy.Always;
 
-    /// <summary>A consumer file was created, replaced or deleted: the obs/ directory needs an fsync.</summary>
-    internal void ConsumerDirectoryChanged() => _consumerDirState.Touch();
+    /// <summary>
+    /// A consumer file was created, replaced or deleted: the obs/ directory needs an fsync, and that fsync is
+    /// scheduled here. A consumer acking a backlog writes nothing to the blocks, so nothing else would arm the
+    /// sync tick: its renames would stay in the page cache until the next publish, and a power cut would take
+    /// the consumer back to an older state, or lose a new consumer, however long ago it was acknowledged.
+    /// Periodic: the sync tick (SyncInterval); async persist: the next flush tick; sync always: the caller
+    /// fsyncs the directory itself before it returns.
+    /// </summary>
+    internal void ConsumerDirectoryChanged()
+    {
+        _consumerDirState.Touch();
+        if (_sync == SyncPolicy.Periodic) ArmSync();
+        else if (_sync == SyncPolicy.AsyncPersist) ArmFlush();
+    }
 
     /// <summary>Sync-always consumer writes make their directory entry durable before they return.</summary>
     internal StoreStatus SyncConsumerDirectory()
@@ -258,15 +281,22 @@ internal sealed partial class FileStore : IndexedStore
     {
         StopTimers();
         CloseFiles();
-        try
+        // A tick's checkpoint may be writing a snapshot temp file in idx/ right now (outside the store lock); it
+        // cannot create another one (it installs nothing once the store is closed, and creates idx/ only under
+        // the lock), so a second attempt removes what the first one raced with.
+        for (int attempt = 0; ; attempt++)
         {
-            _fs.DeleteDirectory(_dir);
-            return StoreStatus.Ok;
-        }
-        catch (Exception e) when (e is IOException or UnauthorizedAccessException)
-        {
-            LastError = e.Message;
-            return StoreStatus.IoError;
+            try
+            {
+                _fs.DeleteDirectory(_dir);
+                return StoreStatus.Ok;
+            }
+            catch (Exception e) when (e is IOException or UnauthorizedAccessException)
+            {
+                if (attempt == 0 && e is IOException) continue;
+                LastError = e.Message;
+                return StoreStatus.IoError;
+            }
         }
     }
 }

@@ -24,6 +24,8 @@ internal sealed class MsgBlock
     public byte[]? Cache;
     /// <summary>Disk space accounted to the block (its preallocation, or its size if larger).</summary>
     public long Reserved;
+    /// <summary>Bumped (under the store lock) before an Erase rewrites bytes of the block: a checkpoint that read the block before must not install its snapshot.</summary>
+    public int EraseGen;
     public int Live;
     public int Tombstones;
 

@@ -121,12 +121,16 @@ internal static class DurableFile
     public static void Replace(IStoreFileSystem fs, string path, ReadOnlySpan<byte> content, bool syncDirectory)
     {
         var tmp = path + ".tmp";
-        using (var f = fs.OpenFile(tmp, create: true))
-        {
-            f.Write(content, 0);
-            f.Sync();
-        }
+        WriteSynced(fs, tmp, content);
         fs.Rename(tmp, path);
         if (syncDirectory) fs.SyncDirectory(Path.GetDirectoryName(path)!);
+    }
+
+    /// <summary>Creates (or truncates) <paramref name="path"/>, writes <paramref name="content"/> and fsyncs it: the first half of a replace.</summary>
+    public static void WriteSynced(IStoreFileSystem fs, string path, ReadOnlySpan<byte> content)
+    {
+        using var f = fs.OpenFile(path, create: true);
+        f.Write(content, 0);
+        f.Sync();
     }
 }

@@ -77,7 +77,33 @@ public sealed class FormatFixtureTests : IDisposable
         Assert.Equal(new SequencePair(3, 7), cs.Delivered);
         Assert.Equal(new SequencePair(1, 5), cs.AckFloor);
         Assert.Equal(2, cs.Pending.Count);
-        // The old store takes new writes and reopens.
+        // The old store takes new writes and reopens (its first clean close adds idx/: snapshots and the index image).
         Assert.Equal(201UL, s.Put("fx.1", "after-upgrade"));
+        s.Dispose();
+        Assert.True(Directory.Exists(Path.Combine(_dir, "idx")), "no index files after the first clean close");
+        var r2 = new File.FileStoreFactory().Open(new StreamStoreConfig { StreamName = "fixture", EngineOptions = new Dictionary<string, string> { ["block_size"] = "4096" } }, _dir);
+        Assert.True(r2.IsOk, r2.Error);
+        using var s2 = r2.Store!;
+        Assert.Empty(s2.RecoveryReport);
+        var st2 = s2.GetState();
+        Assert.Equal(5UL, st2.FirstSequence);
+        Assert.Equal(201UL, st2.LastSequence);
+        Assert.Equal(194UL, st2.Messages);
+        for (int i = 5; i <= 200; i++)
+        {
+            var ls = s2.Load((ulong)i, m);
+            if (i is 10 or 20 or 30)
+            {
+                Assert.Equal(StoreStatus.Deleted, ls);
+                continue;
+            }
+            Assert.Equal(StoreStatus.Ok, ls);
+            Assert.Equal(Payload(i), S(m.Payload));
+        }
+        Assert.Equal(StoreStatus.Ok, s2.Load(201, m));
+        Assert.Equal("after-upgrade", S(m.Payload));
+        Assert.Equal(StoreStatus.Ok, s2.OpenConsumer("dur", out var c2));
+        c2!.GetState(cs);
+        Assert.Equal(new SequencePair(1, 5), cs.AckFloor);
     }
 }

@@ -31,6 +31,9 @@ internal sealed class FaultFileSystem
     /// <summary>Called with the path before a file read, outside the file system's lock (tests stall a reader here).</summary>
     public Action<string>? BeforeRead { get; set; }
 
+    /// <summary>Called with the path before a file fsync, outside the file system's lock (tests stall a checkpoint here).</summary>
+    public Action<string>? BeforeSync { get; set; }
+
     /// <summary>Bytes read from block files (*.blk) and from all files, through every session (open-cost tests).</summary>
     public long BlockBytesRead => Interlocked.Read(ref _blockBytesRead);
     public long BytesRead => Interlocked.Read(ref _bytesRead);
@@ -88,6 +91,46 @@ internal sealed class FaultFileSystem
         f.Data = data;
         f.Durable = [.. data];
         f.Pending.Clear();
+    }
+
+    /// <summary>
+    /// The content <paramref name="path"/> would have after a power cut that keeps nothing pending: reached through
+    /// durable directory entries only, with the file's durable bytes; null if the durable tree has no such file.
+    /// </summary>
+    public byte[]? DurableContent(string path)
+    {
+        lock (_gate)
+        {
+            object node = _root;
+            foreach (var p in Parts(path))
+            {
+                if (node is not Dir d || !d.Durable.TryGetValue(p, out var next)) return null;
+                node = next;
+            }
+            return node is Inode f ? [.. f.Durable] : null;
+        }
+    }
+
+    /// <summary>Changes under <paramref name="path"/> (its directory tree and the files in it) not yet made durable by an fsync.</summary>
+    public int PendingUnder(string path)
+    {
+        lock (_gate)
+        {
+            var d = FindDir(path);
+            return d is null ? 0 : CountPending(d, new HashSet<object>(ReferenceEqualityComparer.Instance));
+        }
+    }
+
+    private static int CountPending(Dir d, HashSet<object> seen)
+    {
+        if (!seen.Add(d)) return 0;
+        int n = d.Pending.Count;
+        foreach (var node in d.Entries.Values)
+        {
+            if (node is Dir sub) n += CountPending(sub, seen);
+            else if (node is Inode f && seen.Add(f)) n += f.Pending.Count;
+        }
+        return n;
     }
 
     private void Check(int epoch, string op, string path)
@@ -375,6 +418,7 @@ internal sealed class FaultFileSystem
 
         public void Sync()
         {
+            fs.BeforeSync?.Invoke(path);
             lock (fs._gate)
             {
                 Alive();

@@ -259,4 +259,46 @@ public sealed class IndexSnapshotTests
         }
         Assert.True(keptErased > 0, "some power cut should have kept an erase");
     }
+
+    [Fact]
+    public async Task A_checkpoint_stalled_on_the_disk_does_not_block_appends()
+    {
+        // The flush tick writes the snapshots of sealed blocks (a read of the block, a write and two fsyncs each).
+        // It did that under the store lock, so a slow disk (or thousands of blocks made durable by one periodic
+        // sync) stalled every publisher. Here the snapshot's fsync hangs until the appends are done.
+        var fs = NewFileSystem();
+        var cfg = new StreamStoreConfig { StreamName = "X", Sync = SyncPolicy.Always };
+        var opt = new FileStoreOptions { BlockSize = BlockSize, CacheBlocks = 0, FileSystem = fs.Session() };
+        var r = FileStore.Open(cfg, Root + "/x", opt);
+        Assert.True(r.IsOk, r.Error);
+        var s = r.Store!;
+        using var entered = new ManualResetEventSlim();
+        using var release = new ManualResetEventSlim();
+        int stalled = 0;
+        fs.BeforeSync = path =>
+        {
+            // Only the first snapshot fsync stalls (later ones may run after the test gave up on a blocked store).
+            if (!path.EndsWith(".idx.tmp", StringComparison.Ordinal) || Interlocked.Exchange(ref stalled, 1) == 1) return;
+            entered.Set();
+            release.Wait(TimeSpan.FromSeconds(60));
+        };
+        ulong n = 0;
+        var appender = Task.Run(() =>
+        {
+            // Appends roll 4 KiB blocks; the flush tick that follows a roll checkpoints the sealed block and stalls.
+            var until = DateTime.UtcNow + TimeSpan.FromSeconds(30);
+            while (!entered.IsSet && DateTime.UtcNow < until) Assert.True(s.Append(B("s." + ((n + 1) % 7)), default, B(Payload(++n))).IsOk);
+            Assert.True(entered.IsSet, "no checkpoint reached the disk");
+            for (int i = 0; i < 200; i++) Assert.True(s.Append(B("s." + ((n + 1) % 7)), default, B(Payload(++n))).IsOk);
+        });
+        bool finished = await Task.WhenAny(appender, Task.Delay(TimeSpan.FromSeconds(40))) == appender;
+        release.Set();
+        Assert.True(finished, "appends were blocked by a checkpoint waiting on the disk");
+        await appender;
+        fs.BeforeSync = null;
+        Assert.Equal(StoreStatus.Ok, await s.FlushAsync());
+        s.Dispose();
+        using var s2 = Open(fs);
+        AssertContent(s2, n, new HashSet<ulong>());
+    }
 }

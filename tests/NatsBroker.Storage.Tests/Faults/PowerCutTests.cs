@@ -319,6 +319,116 @@ public sealed class PowerCutTests
     }
 
     [Fact]
+    public void A_new_stream_in_new_parent_directories_keeps_its_acknowledged_appends_after_a_power_cut()
+    {
+        // The store creates <Root>/acct/streams/S: each of the three new entries is durable only after an fsync
+        // of its own parent. A cut keeps a random prefix of each directory's pending entries, so over 16 cuts a
+        // store whose ancestors were not fsynced vanishes (it did, with only the direct parent fsynced).
+        for (int seed = 0; seed < 16; seed++)
+        {
+            var fs = NewFileSystem();
+            var dir = Root + "/acct/streams/S";
+            var s = Open(fs, dir, SyncPolicy.Always);
+            for (ulong q = 1; q <= 5; q++) Assert.True(s.Append(B("a"), default, B(Payload(q))).IsOk);
+            fs.PowerCut(new Random(seed));
+            s.Dispose();
+            var s2 = Open(fs, dir, SyncPolicy.Always);
+            var m = new StoredMessage();
+            for (ulong q = 1; q <= 5; q++)
+            {
+                Assert.True(s2.Load(q, m) == StoreStatus.Ok, $"seed {seed}: acknowledged sequence {q} lost with the new directories");
+                Assert.Equal(Payload(q), S(m.Payload));
+            }
+            s2.Dispose();
+        }
+    }
+
+    [Theory]
+    [InlineData(SyncPolicy.Periodic)]
+    [InlineData(SyncPolicy.AsyncPersist)]
+    public async Task Consumer_acks_without_new_messages_become_durable_without_waiting_for_a_publish(SyncPolicy sync)
+    {
+        // A consumer draining a backlog on an idle stream: only its state file changes. Its rename must still be
+        // made durable (obs/ fsynced) within the sync interval; it used to wait for the next append to arm the
+        // sync tick, so a power cut any time later reset the consumer to its last durable state.
+        var fs = NewFileSystem();
+        var dir = Root + "/idle";
+        var cfg = new StreamStoreConfig { StreamName = "P", Sync = sync, SyncInterval = TimeSpan.FromMilliseconds(50) };
+        var opt = new FileStoreOptions { BlockSize = 4096, FileSystem = fs.Session(), ConsumerWriteInterval = TimeSpan.Zero };
+        var r = FileStore.Open(cfg, dir, opt);
+        Assert.True(r.IsOk, r.Error);
+        var s = r.Store!;
+        for (ulong q = 1; q <= 20; q++) Assert.True(s.Append(B("a"), default, B(Payload(q))).IsOk);
+        Assert.Equal(StoreStatus.Ok, s.OpenConsumer("c", out var c));
+        Assert.Equal(StoreStatus.Ok, await s.FlushAsync());
+        // From here on only the consumer changes.
+        Assert.Equal(StoreStatus.Ok, c!.Update(new ConsumerState { Delivered = new(15, 15), AckFloor = new(15, 15) }));
+        var path = dir + "/obs/c.cs";
+        var deadline = DateTime.UtcNow + TimeSpan.FromSeconds(20);
+        var durable = new ConsumerState();
+        while (true)
+        {
+            var bytes = fs.DurableContent(path);
+            if (bytes is not null && ConsumerStateCodec.Decode(bytes, durable, out _) == StoreStatus.Ok && durable.AckFloor.Stream == 15) break;
+            Assert.True(DateTime.UtcNow < deadline, $"{sync}: the consumer's acknowledged state never became durable (durable ack floor {durable.AckFloor.Stream})");
+            await Task.Delay(10);
+        }
+        fs.PowerCut(new Random(3));
+        s.Dispose();
+        var s2 = Open(fs, dir, sync);
+        Assert.Equal(StoreStatus.Ok, s2.OpenConsumer("c", out var c2));
+        var cs = new ConsumerState();
+        c2!.GetState(cs);
+        Assert.Equal(new SequencePair(15, 15), cs.AckFloor);
+        s2.Dispose();
+    }
+
+    [Fact]
+    public async Task The_periodic_sync_tick_alone_makes_appends_removes_consumer_acks_and_index_files_durable()
+    {
+        // No explicit flush: the timers alone (flush tick, sync tick SyncInterval after the first unsynced write,
+        // checkpoint after it) must leave nothing under the store's directory that a power cut could take away.
+        var fs = NewFileSystem();
+        var dir = Root + "/tick";
+        var cfg = new StreamStoreConfig { StreamName = "P", Sync = SyncPolicy.Periodic, SyncInterval = TimeSpan.FromMilliseconds(50) };
+        var opt = new FileStoreOptions { BlockSize = 4096, FileSystem = fs.Session(), ConsumerWriteInterval = TimeSpan.Zero };
+        var r = FileStore.Open(cfg, dir, opt);
+        Assert.True(r.IsOk, r.Error);
+        var s = r.Store!;
+        for (ulong q = 1; q <= 300; q++) Assert.True(s.Append(B("t." + (q % 3)), default, B(Payload(q))).IsOk);
+        Assert.Equal(StoreStatus.Ok, s.Remove(10));
+        Assert.Equal(StoreStatus.Ok, s.Remove(20));
+        Assert.Equal(StoreStatus.Ok, s.OpenConsumer("c", out var c));
+        Assert.Equal(StoreStatus.Ok, c!.Update(new ConsumerState { Delivered = new(100, 100), AckFloor = new(100, 100) }));
+        var deadline = DateTime.UtcNow + TimeSpan.FromSeconds(20);
+        while (fs.PendingUnder(dir) > 0)
+        {
+            Assert.True(DateTime.UtcNow < deadline, $"{fs.PendingUnder(dir)} changes under {dir} never became durable");
+            await Task.Delay(10);
+        }
+        Assert.Null(s.Failure);
+        fs.PowerCut(new Random(11));
+        s.Dispose();
+        var s2 = Open(fs, dir, SyncPolicy.Periodic);
+        var m = new StoredMessage();
+        for (ulong q = 1; q <= 300; q++)
+        {
+            if (q is 10 or 20)
+            {
+                Assert.Equal(StoreStatus.Deleted, s2.Load(q, m));
+                continue;
+            }
+            Assert.Equal(StoreStatus.Ok, s2.Load(q, m));
+            Assert.Equal(Payload(q), S(m.Payload));
+        }
+        Assert.Equal(StoreStatus.Ok, s2.OpenConsumer("c", out var c2));
+        var cs = new ConsumerState();
+        c2!.GetState(cs);
+        Assert.Equal(new SequencePair(100, 100), cs.AckFloor);
+        s2.Dispose();
+    }
+
+    [Fact]
     public void Sync_always_acknowledged_appends_survive_a_block_roll_and_a_power_cut()
     {
         var fs = NewFileSystem();
