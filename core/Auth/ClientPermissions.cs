@@ -44,6 +44,16 @@ public sealed class ClientPermissions
         permissions is null ? null : new ClientPermissions(new PermissionRules(permissions), time);
 
     /// <summary>
+    /// <paramref name="permissions"/> (null = allow all) with publishing to <paramref name="subject"/> denied as well:
+    /// users bound to the auth callout account may not publish authorization requests (auth.go mergeDenyPermissions
+    /// of <c>$SYS.REQ.USER.AUTH</c>). Returns a fresh per-connection object.
+    /// </summary>
+    public static ClientPermissions DenyPublish(ClientPermissions? permissions, string subject, TimeProvider? time = null) =>
+        permissions is null
+            ? new ClientPermissions(new PermissionRules(new Permissions { Publish = new SubjectPermission { Deny = [subject] } }), time)
+            : new ClientPermissions(permissions._rules.WithPublishDeny(subject), time);
+
+    /// <summary>
     /// allow_responses tracking, or null. The delivery path calls <see cref="ResponseTracker.OnDelivered"/> with the
     /// reply subject of every message it hands to this client (client.go deliverMsg, only when non-null).
     /// </summary>

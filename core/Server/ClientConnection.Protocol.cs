@@ -261,6 +261,8 @@ public sealed partial class ClientConnection
         var opts = _server.Options;
         if (AwaitingAuth)
         {
+            // An auth callout in flight ends itself within auth_timeout (PasswordHashingRequest.BoundsItsOwnWait).
+            if (_pendingAuth is { BoundsItsOwnWait: true }) return;
             if (nowTicks - _connectedTicks >= (long)opts.AuthTimeout.TotalMilliseconds)
             {
                 SendErrorAndClose(ErrorMessages.AuthenticationTimeout, CloseReason.AuthenticationTimeout);
