@@ -40,7 +40,7 @@ public sealed class AuthCalloutTests(ITestOutputHelper output, ServerPool pool) 
             ["sub"] = new JsonObject { ["allow"] = new JsonArray("app.>", "_INBOX.>") },
         }),
         "dave" => svc.Allow(r, "AUTH"),
-        "short" => svc.Allow(r, "APP", exp: DateTimeOffset.UtcNow.ToUnixTimeSeconds() + 2),
+        "short" => svc.Allow(r, "APP", exp: DateTimeOffset.UtcNow.ToUnixTimeSeconds() + 4),
         "expired" => svc.Allow(r, "APP", exp: DateTimeOffset.UtcNow.ToUnixTimeSeconds() - 10),
         "nowhere" => svc.Allow(r, "NOWHERE"),
         "forged" => svc.Allow(r, "APP", signer: Stranger),
@@ -111,6 +111,12 @@ public sealed class AuthCalloutTests(ITestOutputHelper output, ServerPool pool) 
         Assert.Equal("alice", request.Nats.GetProperty("client_info").GetProperty("user").GetString());
         Assert.Equal("Client", request.Nats.GetProperty("client_info").GetProperty("kind").GetString());
         Assert.True(request.Claims.GetProperty("exp").GetInt64() > request.Claims.GetProperty("iat").GetInt64());
+
+        // $SYS.REQ.USER.INFO: the callout user as the server sees it.
+        var info = await Accounts.UserInfoTests.UserInfoAsync(alice1);
+        Assert.Equal(
+            """{"user":"alice","account":"APP","account_name":"APP","permissions":{"publish":{"allow":["app.\u003E","$SYS.REQ.USER.INFO"]},"subscribe":{"allow":["app.\u003E","_INBOX.\u003E"]}}}""",
+            info.GetRawText());
 
         // Permissions from the user JWT: publish outside app.> is refused.
         await using var raw = await Connected(s, UserConnect("alice", "secret"));
@@ -198,6 +204,12 @@ public sealed class AuthCalloutTests(ITestOutputHelper output, ServerPool pool) 
     {
         var (s, svc) = await StartAsync();
         await using var service = svc;
+        await using (var nc = Client(s, "short", "x"))
+        {
+            var info = await Accounts.UserInfoTests.UserInfoAsync(nc);
+            Assert.Equal("APP", info.GetProperty("account").GetString());
+            Assert.InRange(info.GetProperty("expires").GetInt64(), 1_000_000_000L, 4_000_000_000L);
+        }
         await using var raw = await Connected(s, UserConnect("short", "x"));
         await raw.ExpectErrAsync("User Authentication Expired", TimeSpan.FromSeconds(10));
     }
