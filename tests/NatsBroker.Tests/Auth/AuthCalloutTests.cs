@@ -214,6 +214,27 @@ public sealed class AuthCalloutTests(ITestOutputHelper output, ServerPool pool) 
         await raw.ExpectErrAsync("User Authentication Expired", TimeSpan.FromSeconds(10));
     }
 
+    [SkippableFact]
+    public async Task With_an_xkey_requests_and_answers_are_sealed()
+    {
+        var xkey = KeyPair.CreatePair(PrefixByte.Curve);
+        string config = Config.Replace("auth_users: [auth]", $"auth_users: [auth]\n    xkey: {xkey.GetPublicKey()}", StringComparison.Ordinal);
+        var s = await SharedAsync(ServerKind.Ours, config);
+        await using var svc = await CalloutService.StartAsync(s.Url, "auth", "pwd", Issuer, Decide, xkey);
+        await using var alice = Client(s, "alice", "secret");
+        await alice.ConnectAsync();
+        var info = await Accounts.UserInfoTests.UserInfoAsync(alice);
+        Assert.Equal("APP", info.GetProperty("account").GetString());
+
+        var request = svc.Snapshot().Single(r => r.User == "alice");
+        Assert.True(request.Sealed);
+        Assert.True(request.SignatureVerifies());
+        Assert.StartsWith("X", request.Nats.GetProperty("server_id").GetProperty("xkey").GetString(), StringComparison.Ordinal);
+
+        await ExpectRefusedAsync(s, "bob");
+        await WaitForLogAsync(s, "Auth callout service returned an error: bob is not welcome");
+    }
+
     private static async Task WaitForLogAsync(ServerProcess s, string text)
     {
         var deadline = DateTime.UtcNow + TimeSpan.FromSeconds(10);
