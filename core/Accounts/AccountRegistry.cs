@@ -72,6 +72,12 @@ public sealed class AccountRegistry
         }
     }
 
+    /// <summary>
+    /// An account was created (config, reload or JWT), raised once it is findable: services every account answers
+    /// (<c>$SYS.REQ.USER.INFO</c>) subscribe in it. Handlers must be quick; they run under the registry's lock.
+    /// </summary>
+    public event Action<Account>? Added;
+
     private Account Configure(Dictionary<string, Account> next, AccountConfig config)
     {
         if (!next.TryGetValue(config.Name, out var account))
@@ -82,7 +88,13 @@ public sealed class AccountRegistry
 
     private void Publish(Dictionary<string, Account> next)
     {
+        var previous = _accounts;
         _accounts = next;
         foreach (var account in next.Values) account.WireImports(Find);
+        if (Added is { } added)
+        {
+            foreach (var account in next.Values)
+                if (!previous.ContainsKey(account.Name)) added(account);
+        }
     }
 }

@@ -53,6 +53,31 @@ internal sealed class SystemEventWriter(NatsServer server)
     /// <summary>The SHUTDOWN event: the ServerInfo object alone.</summary>
     public byte[] ServerInfo() => Build(WriteServer);
 
+    /// <summary>
+    /// <c>$SYS.REQ.USER.INFO</c>'s answer (events.go userInfoReq, UserInfo): <c>{"server":..,"data":{"user","account",
+    /// "account_name","user_name"?,"permissions"?,"expires"?}}</c>; expires is a Go duration in nanoseconds, whole seconds.
+    /// </summary>
+    public byte[] UserInfo(string user, string account, string accountName, string? userName, Auth.ClientPermissions? permissions, TimeSpan? expires) =>
+        Build(w =>
+        {
+            w.WriteStartObject("server");
+            WriteServer(w);
+            w.WriteEndObject();
+            w.WriteStartObject("data");
+            w.WriteString("user", user);
+            w.WriteString("account", account);
+            if (accountName.Length > 0) w.WriteString("account_name", accountName);
+            if (!string.IsNullOrEmpty(userName)) w.WriteString("user_name", userName);
+            if (permissions is not null)
+            {
+                w.WritePropertyName("permissions");
+                permissions.WritePublic(w);
+            }
+            // time.Until(expires).Truncate(time.Second), omitted when zero.
+            if (expires is { } e && (long)e.TotalSeconds != 0) w.WriteNumber("expires", (long)e.TotalSeconds * 1_000_000_000L);
+            w.WriteEndObject();
+        });
+
     /// <summary>A request's answer: <c>{"server":{..},"data":&lt;json&gt;}</c>.</summary>
     public byte[] Response(ReadOnlySpan<byte> dataJson)
     {

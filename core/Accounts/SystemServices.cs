@@ -26,7 +26,7 @@ namespace NatsBroker.Accounts;
 /// builds the JSON and publishes. When the queue is full the oldest work is dropped (nats-server's send queue
 /// likewise never blocks a client on an advisory); <see cref="Dropped"/> counts it.
 /// </summary>
-public sealed class SystemServices : IAsyncDisposable
+public sealed partial class SystemServices : IAsyncDisposable
 {
     private static readonly TimeSpan StatszInterval = TimeSpan.FromSeconds(10);
     private readonly NatsServer _server;
@@ -59,6 +59,7 @@ public sealed class SystemServices : IAsyncDisposable
         _subs.Add(router.SubscribeInternal("$SYS.REQ.ACCOUNT.*.*", null, (Subscription _, in InternalMessage m) => QueueAccount(m)));
         _subs.Add(router.SubscribeInternal("$SYS.REQ.ACCOUNT.*.CLAIMS.*", null, (Subscription _, in InternalMessage m) => QueueClaims(m)));
         _subs.Add(router.SubscribeInternal("$SYS.REQ.CLAIMS.UPDATE", null, (Subscription _, in InternalMessage m) => QueueClaims(m)));
+        SubscribeUserInfoInEveryAccount();
         _worker = Task.Run(RunAsync);
         _statsz = TimeProvider.System.CreateTimer(static s => ((SystemServices)s!).Enqueue(((SystemServices)s!).PublishStatszIfWanted), this, StatszInterval, StatszInterval);
     }
@@ -281,5 +282,6 @@ public sealed class SystemServices : IAsyncDisposable
         await _worker.ConfigureAwait(false);
         Publish($"$SYS.SERVER.{_server.ServerId}.SHUTDOWN", _json.ServerInfo());
         foreach (var s in _subs) _system.Router.Unsubscribe(s);
+        UnsubscribeUserInfo();
     }
 }

@@ -44,6 +44,61 @@ public sealed class ClientPermissions
         permissions is null ? null : new ClientPermissions(new PermissionRules(permissions), time);
 
     /// <summary>
+    /// <paramref name="permissions"/> (null = allow all) with publishing to <paramref name="subject"/> denied as well:
+    /// users bound to the auth callout account may not publish authorization requests (auth.go mergeDenyPermissions
+    /// of <c>$SYS.REQ.USER.AUTH</c>). Returns a fresh per-connection object.
+    /// </summary>
+    public static ClientPermissions DenyPublish(ClientPermissions? permissions, string subject, TimeProvider? time = null) =>
+        permissions is null
+            ? new ClientPermissions(new PermissionRules(new Permissions { Publish = new SubjectPermission { Deny = [subject] } }), time)
+            : new ClientPermissions(permissions._rules.WithPublishDeny(subject), time);
+
+    /// <summary>
+    /// The permissions as nats-server shows them to their user (client.go publicPermissions, for
+    /// <c>$SYS.REQ.USER.INFO</c>): <c>{"publish":{"allow","deny"},"subscribe":{"allow","deny"},"responses":{"max","ttl"}}</c>,
+    /// subscribe entries as "subject" or "subject queue", empty lists left out, ttl in nanoseconds.
+    /// </summary>
+    public void WritePublic(System.Text.Json.Utf8JsonWriter w)
+    {
+        ArgumentNullException.ThrowIfNull(w);
+        w.WriteStartObject();
+        w.WriteStartObject("publish");
+        WriteList(w, "allow", _rules.PublishAllow);
+        WriteList(w, "deny", _rules.PublishDeny);
+        w.WriteEndObject();
+        w.WriteStartObject("subscribe");
+        WriteSubscribe(w, "allow", _rules.SubscribeAllow);
+        WriteSubscribe(w, "deny", _rules.SubscribeDeny);
+        w.WriteEndObject();
+        if (_rules.Response is { } rp)
+        {
+            w.WriteStartObject("responses");
+            w.WriteNumber("max", rp.MaxMsgs);
+            w.WriteNumber("ttl", rp.Expires.Ticks * 100);
+            w.WriteEndObject();
+        }
+        w.WriteEndObject();
+    }
+
+    private static void WriteList(System.Text.Json.Utf8JsonWriter w, string name, byte[][]? subjects)
+    {
+        if (subjects is not { Length: > 0 }) return;
+        w.WriteStartArray(name);
+        foreach (var s in subjects) w.WriteStringValue(s);
+        w.WriteEndArray();
+    }
+
+    private static void WriteSubscribe(System.Text.Json.Utf8JsonWriter w, string name, SubscribeRules? rules)
+    {
+        if (rules is null || rules.Plain.Length + rules.Queued.Length == 0) return;
+        w.WriteStartArray(name);
+        foreach (var s in rules.Plain) w.WriteStringValue(s);
+        foreach (var (s, q, _) in rules.Queued)
+            w.WriteStringValue(System.Text.Encoding.UTF8.GetString(s) + " " + System.Text.Encoding.UTF8.GetString(q));
+        w.WriteEndArray();
+    }
+
+    /// <summary>
     /// allow_responses tracking, or null. The delivery path calls <see cref="ResponseTracker.OnDelivered"/> with the
     /// reply subject of every message it hands to this client (client.go deliverMsg, only when non-null).
     /// </summary>

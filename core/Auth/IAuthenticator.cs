@@ -31,6 +31,13 @@ public interface IAuthenticator
     /// needs CPU-heavy work, which the caller then runs through <see cref="Authenticate"/> on a hashing worker.</summary>
     AuthResult? TryAuthenticateWithoutHashing(ConnectOptions connect, ClientAuthContext ctx);
 
+    /// <summary>
+    /// Starts the full decision when <see cref="TryAuthenticateWithoutHashing"/> could not make it: by default
+    /// <see cref="Authenticate"/> on a hashing worker; an auth callout sends its request and completes the returned
+    /// request when the service answers. Never blocks the caller.
+    /// </summary>
+    PasswordHashingRequest Begin(PasswordHashingQueue hashing, ConnectOptions connect, ClientAuthContext ctx) => hashing.Submit(this, connect, ctx);
+
     /// <summary>A client's first op is not CONNECT: nats-server admits it as no_auth_user when one is set.</summary>
     AuthResult AuthenticateWithoutConnect(ClientAuthContext ctx);
 }

@@ -184,7 +184,11 @@ public sealed partial class PasswordHashingQueue : IDisposable
     }
 }
 
-/// <summary>One queued authentication. The submitter awaits <see cref="Result"/> and may <see cref="Abandon"/> it.</summary>
+/// <summary>
+/// One authentication decided off the connection's thread: queued for a hashing worker, or (<see cref="External"/>)
+/// completed by someone else, such as an auth callout service's answer. The submitter awaits <see cref="Result"/>
+/// and may <see cref="Abandon"/> it.
+/// </summary>
 public sealed class PasswordHashingRequest
 {
     // Continuations run off the worker, so a hashing thread never runs protocol code.
@@ -192,15 +196,33 @@ public sealed class PasswordHashingRequest
     private readonly ConnectOptions _connect;
     private readonly ClientAuthContext _context;
 
-    internal PasswordHashingRequest(IAuthenticator authenticator, ConnectOptions connect, ClientAuthContext context)
+    internal PasswordHashingRequest(IAuthenticator authenticator, ConnectOptions connect, ClientAuthContext context, bool boundsItsOwnWait = false)
     {
         Authenticator = authenticator;
         _connect = connect;
         _context = context;
+        BoundsItsOwnWait = boundsItsOwnWait;
     }
+
+    /// <summary>A request its creator completes (<see cref="Complete"/>) instead of a hashing worker.</summary>
+    internal static PasswordHashingRequest External(IAuthenticator authenticator, ConnectOptions connect, ClientAuthContext context) =>
+        new(authenticator, connect, context, boundsItsOwnWait: true);
 
     /// <summary>The rules the decision is made with (a reload replaces the server's authenticator).</summary>
     public IAuthenticator Authenticator { get; }
+
+    /// <summary>
+    /// The decision ends itself within auth_timeout (an auth callout) and ends as a refusal, so the connection's own
+    /// auth timer must not cut it: nats-server stops that timer at CONNECT (client.go processConnect) and a callout
+    /// that gets no answer is an <c>Authorization Violation</c>, not an <c>Authentication Timeout</c>.
+    /// </summary>
+    public bool BoundsItsOwnWait { get; }
+
+    /// <summary>Completes an <see cref="External"/> request; ignored when it was abandoned or already decided.</summary>
+    internal void Complete(AuthResult result) => _done.TrySetResult(result);
+
+    /// <summary>Hands a fault to the awaiting connection, which logs it and closes.</summary>
+    internal void Fail(Exception ex) => _done.TrySetException(ex);
 
     /// <summary>The decision; null when abandoned. Faults if the authenticator threw.</summary>
     public Task<AuthResult?> Result => _done.Task;

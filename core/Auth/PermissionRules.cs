@@ -57,6 +57,24 @@ internal sealed class PermissionRules
         }
     }
 
+    private PermissionRules(PermissionRules other, byte[][]? publishDeny)
+    {
+        PublishAllow = other.PublishAllow;
+        PublishDeny = publishDeny;
+        SubscribeAllow = other.SubscribeAllow;
+        SubscribeDeny = other.SubscribeDeny;
+        DenyFilter = other.DenyFilter;
+        Response = other.Response;
+    }
+
+    /// <summary>These rules plus a publish deny of <paramref name="subject"/> (client.go mergeDenyPermissions).</summary>
+    public PermissionRules WithPublishDeny(string subject)
+    {
+        var extra = Encoding.UTF8.GetBytes(subject);
+        if (PublishDeny is { } deny && deny.Any(d => d.AsSpan().SequenceEqual(extra))) return this;
+        return new PermissionRules(this, [.. PublishDeny ?? [], extra]);
+    }
+
     private static byte[][] CompilePatterns(List<string> subjects) =>
         subjects.Select(Encoding.UTF8.GetBytes).Where(b => PermissionMatching.IsInsertable(b)).ToArray();
 

@@ -43,6 +43,7 @@ internal sealed partial class OptionMapper(ServerOptions o)
         ValidateAccounts();
         ValidateOperatorMode();
         ValidateWebSocketAuth();
+        ValidateAuthCallout();
     }
 
     private void Error(SourcePosition p, string message) => Errors.Add(new ConfigError(p, message));
@@ -433,6 +434,9 @@ internal sealed partial class OptionMapper(ServerOptions o)
                     break;
                 case "default_permission" or "default_permissions" or "permissions":
                     defaults = Permissions(e);
+                    break;
+                case "auth_callout" or "auth_hook":
+                    o.AuthCallout = AuthCallout(e);
                     break;
                 default:
                     Unknown(e);

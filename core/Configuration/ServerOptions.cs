@@ -75,6 +75,8 @@ public sealed class ServerOptions
     public bool ProxyRequired { get; set; }
     public List<UserConfig> Users { get; set; } = [];
     public string? NoAuthUser { get; set; }
+    /// <summary><c>authorization { auth_callout {} }</c>; null = no callout.</summary>
+    public AuthCalloutOptions? AuthCallout { get; set; }
     /// <summary>Accounts from the <c>accounts {}</c> block; users outside any account belong to <c>$G</c>.</summary>
     public List<AccountConfig> Accounts { get; set; } = [];
     /// <summary>Operator/JWT mode, resolvers and the system account (OperatorOptions.cs).</summary>

@@ -32,7 +32,7 @@ public sealed partial class ClientConnection
         var result = auth.TryAuthenticateWithoutHashing(opts, AuthContext());
         if (result is null)
         {
-            _pendingAuth = _server.PasswordHashing.Submit(auth, opts, AuthContext());
+            _pendingAuth = auth.Begin(_server.PasswordHashing, opts, AuthContext());
             return false;
         }
         lock (_authLock) return AcceptConnectAuth(result, opts);
@@ -73,7 +73,7 @@ public sealed partial class ClientConnection
                         FinishConnect(opts);
                         return;
                     }
-                    request = _server.PasswordHashing.Submit(current, opts, AuthContext());
+                    request = current.Begin(_server.PasswordHashing, opts, AuthContext());
                     _pendingAuth = request;
                 }
                 // An auth timeout that fired before the new request was visible could not abandon it.
@@ -139,7 +139,7 @@ public sealed partial class ClientConnection
     {
         try
         {
-            var result = await _server.PasswordHashing.Submit(auth, connect, AuthContext()).Result.ConfigureAwait(false);
+            var result = await auth.Begin(_server.PasswordHashing, connect, AuthContext()).Result.ConfigureAwait(false);
             lock (_authLock)
             {
                 // Closed, server stopping, or a newer reload (which re-checks again): this verdict is moot.

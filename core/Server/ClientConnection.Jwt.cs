@@ -33,6 +33,12 @@ public sealed partial class ClientConnection
 
     private DateTimeOffset _expiresAt;
 
+    /// <summary>When this connection's credentials expire (user JWT exp, time window end); null = never.</summary>
+    internal DateTimeOffset? CredentialsExpire => Volatile.Read(ref _expiry) is null ? null : _expiresAt;
+
+    /// <summary>This connection's permissions (null = allow all), for <c>$SYS.REQ.USER.INFO</c>.</summary>
+    internal ClientPermissions? Permissions => _permissions;
+
     private void OnCredentialsExpiryTimer()
     {
         if (_closing) return;

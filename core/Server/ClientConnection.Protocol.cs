@@ -261,6 +261,8 @@ public sealed partial class ClientConnection
         var opts = _server.Options;
         if (AwaitingAuth)
         {
+            // An auth callout in flight ends itself within auth_timeout (PasswordHashingRequest.BoundsItsOwnWait).
+            if (_pendingAuth is { BoundsItsOwnWait: true }) return;
             var authTimeout = opts.AuthTimeout;
             // A longer websocket auth timeout: the websocket gateway enforces it on its links, which arrive here on
             // the Unix socket and are not known to be WebSocket ones before CONNECT, so this timer must not fire first.

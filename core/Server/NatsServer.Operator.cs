@@ -29,7 +29,14 @@ public sealed partial class NatsServer
     private IAuthenticator CreateAuthenticator(ServerOptions options)
     {
         var op = options.Operator;
-        if (!op.Enabled) return new OptionsAuthenticator(options);
+        if (!op.Enabled)
+        {
+            var local = new OptionsAuthenticator(options);
+            if (options.AuthCallout is not { } callout) return local;
+            var info = new Auth.Callout.CalloutServerInfo(ServerName, options.Host, ServerId, CompatibleVersion,
+                [.. options.Tags.Select(t => t.Value.Length == 0 ? t.Key : t.Key + ":" + t.Value)]);
+            return new Auth.Callout.AuthCalloutAuthenticator(callout, local, Accounts, Identity, info, options.AuthTimeout, Log.AuthCalloutRefused);
+        }
         if (_resolver is null)
         {
             _resolver = new AccountResolver(op.Resolver ?? ResolverKind.Memory, op.Operators,

@@ -33,7 +33,7 @@ public sealed partial class NatsServer : IAsyncDisposable
     {
         _options = options;
         Log = new ServerLog(logger);
-        ServerId = NewServerId();
+        ServerId = Identity.PublicKey;
         ServerName = options.ServerName ?? ServerId;
         StartTime = DateTime.UtcNow;
         Accounts = new AccountRegistry(NewRouter);
@@ -60,15 +60,8 @@ public sealed partial class NatsServer : IAsyncDisposable
     public IEnumerable<ClientConnection> Clients => _clients.Values;
     public int ClientCount => _clients.Count;
 
-    /// <summary>A random server id shaped like nats-server's (56 base32 chars, 'N' prefix of a server nkey).</summary>
-    private static string NewServerId()
-    {
-        const string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-        Span<char> id = stackalloc char[56];
-        id[0] = 'N';
-        for (int i = 1; i < id.Length; i++) id[i] = alphabet[Random.Shared.Next(alphabet.Length)];
-        return new string(id);
-    }
+    /// <summary>The server nkey (its public key is the server id, as in nats-server) and curve key: they sign and seal auth callout requests.</summary>
+    internal ServerIdentity Identity { get; } = new();
 
     internal ServerInfo CreateInfo(ClientConnection? client)
     {

@@ -69,6 +69,9 @@ internal sealed partial class ServerLog(ILogger logger)
     [LoggerMessage(Level = LogLevel.Error, Message = "cid:{Cid} - connection loop fault")]
     public partial void ConnectionLoopFault(Exception ex, ulong cid);
 
+    [LoggerMessage(Level = LogLevel.Warning, Message = "{Reason}")]
+    public partial void AuthCalloutRefused(string reason);
+
     [LoggerMessage(Level = LogLevel.Error, Message = "internal subscription callback failed")]
     public partial void InternalCallbackFault(Exception ex);
 

@@ -78,6 +78,21 @@ public static class Jwt
     internal static bool IsV1(JsonElement payload) =>
         payload.TryGetProperty("type", out var t) && t.ValueKind == JsonValueKind.String && t.GetString() is { Length: > 0 };
 
+    private static readonly string EncodedHeader = Base64UrlEncode("{\"typ\":\"JWT\",\"alg\":\"ed25519-nkey\"}"u8);
+
+    /// <summary>
+    /// Encodes and signs a JWT (jwt v2 ClaimsData.doEncode): <paramref name="payloadJson"/> must already carry
+    /// <c>iss</c> = <paramref name="issuer"/>'s public key.
+    /// </summary>
+    public static string Encode(KeyPair issuer, ReadOnlySpan<byte> payloadJson)
+    {
+        ArgumentNullException.ThrowIfNull(issuer);
+        string toSign = EncodedHeader + "." + Base64UrlEncode(payloadJson);
+        var sig = new byte[64];
+        issuer.Sign(Encoding.ASCII.GetBytes(toSign), sig);
+        return toSign + "." + Base64UrlEncode(sig);
+    }
+
     private static bool VerifySignature(string publicKey, byte[] data, byte[] sig)
     {
         if (sig.Length != 64) return false;

@@ -15,6 +15,7 @@ public abstract class JwtClaims
         Token = token;
         Subject = Str(payload, "sub") ?? "";
         Issuer = Str(payload, "iss") ?? "";
+        Audience = Str(payload, "aud") ?? "";
         Name = Str(payload, "name") ?? "";
         IssuedAt = Long(payload, "iat");
         Expires = Long(payload, "exp");
@@ -32,6 +33,8 @@ public abstract class JwtClaims
     public string Token { get; }
     public string Subject { get; }
     public string Issuer { get; }
+    /// <summary><c>aud</c>; for a user JWT from an auth callout in config mode, the account to place the user in.</summary>
+    public string Audience { get; }
     public string Name { get; }
     public long IssuedAt { get; }
     /// <summary>Unix seconds; 0 = never.</summary>

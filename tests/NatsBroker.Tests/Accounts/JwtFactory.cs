@@ -17,7 +17,7 @@ internal static class JwtFactory
     public static string B64(ReadOnlySpan<byte> data) => Convert.ToBase64String(data).TrimEnd('=').Replace('+', '-').Replace('/', '_');
 
     /// <summary>Signs <paramref name="nats"/> (the type-specific claims) as a JWT about <paramref name="subject"/>.</summary>
-    public static string Encode(KeyPair issuer, string subject, string type, JsonObject? nats = null, long? iat = null, long? exp = null, string? name = null)
+    public static string Encode(KeyPair issuer, string subject, string type, JsonObject? nats = null, long? iat = null, long? exp = null, string? name = null, string? aud = null)
     {
         nats ??= [];
         nats["type"] = type;
@@ -32,6 +32,7 @@ internal static class JwtFactory
             ["nats"] = nats,
         };
         if (exp is { } e) payload["exp"] = e;
+        if (aud is not null) payload["aud"] = aud;
         string body = Header + "." + B64(Encoding.UTF8.GetBytes(payload.ToJsonString()));
         var sig = new byte[64];
         issuer.Sign(Encoding.ASCII.GetBytes(body), sig);
