@@ -284,4 +284,44 @@ public sealed class IndexImageTests
         }
         Assert.Equal(0, Paged(s2));
     }
+
+    [Fact]
+    public void Loads_that_walk_several_index_pages_read_them_outside_the_lock_and_find_the_same_messages()
+    {
+        var fs = NewFileSystem();
+        ulong n = 0;
+        var s = Open(fs, SyncPolicy.Periodic);
+        Fill(s, ref n, 5000); // five index chunks
+        var before = s.GetState();
+        var gone = new HashSet<ulong>();
+        // A gap of removed messages across a page boundary: LoadNext walks from one page into the next.
+        for (ulong q = 1000; q <= 2100; q++)
+        {
+            Assert.Equal(StoreStatus.Ok, s.Remove(q));
+            gone.Add(q);
+        }
+        before = s.GetState();
+        s.Dispose();
+        using var s2 = Open(fs, SyncPolicy.Periodic);
+        Assert.True(Paged(s2) >= 4, $"opened from the image: {Paged(s2)} pages on disk");
+        int readsUnderTest = 0;
+        fs.BeforeRead = path =>
+        {
+            if (path.EndsWith("index.img", StringComparison.Ordinal)) Interlocked.Increment(ref readsUnderTest);
+        };
+        var m = new StoredMessage();
+        // The first timestamp is in a page still on disk (GetState reads it outside the lock).
+        Assert.Equal(before, s2.GetState());
+        Assert.Equal(StoreStatus.Ok, s2.LoadNext(B(">"), 1000, m));
+        Assert.Equal(2101UL, m.Sequence);
+        Assert.Equal(StoreStatus.Ok, s2.LoadNext(B("s.*"), 999, m));
+        Assert.Equal(999UL, m.Sequence);
+        Assert.Equal(StoreStatus.Ok, s2.LoadNext(B(Subject(3)), 1500, m));
+        Assert.Equal(2101UL + ((3 + 7 - 2101 % 7) % 7), m.Sequence);
+        Assert.Equal(StoreStatus.Ok, s2.LoadLast(B(">"), m));
+        Assert.Equal(n, m.Sequence);
+        Assert.True(readsUnderTest > 0, "no index page was read");
+        fs.BeforeRead = null;
+        AssertContent(s2, n, gone);
+    }
 }
