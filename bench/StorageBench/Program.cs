@@ -17,6 +17,8 @@ bool openOnly = args.Contains("open-only");
 bool kvOnly = args.Contains("kv-only");
 // "cold-only": just the append-beside-a-cold-reader rows.
 bool coldOnly = args.Contains("cold-only");
+// "open-crash": just the crash-open rows (a store copied while open, as kill -9 leaves it: no index image).
+bool crashOnly = args.Contains("open-crash");
 var results = new List<string>();
 var baseDir = Path.Combine(Path.GetTempPath(), "nb-storage-bench-" + Environment.ProcessId);
 
@@ -62,7 +64,7 @@ Console.WriteLine($"storage bench: {Environment.ProcessorCount} cores, .NET {Env
 Console.WriteLine("| engine | benchmark                                      | ops/s          | B/op thr | B/op all |");
 Console.WriteLine("|--------|------------------------------------------------|----------------|----------|----------|");
 
-foreach (var engine in openOnly || kvOnly || coldOnly || args.Contains("open-large") || args.Contains("open-10g") ? [] : new[] { "memory", "file" })
+foreach (var engine in openOnly || kvOnly || coldOnly || crashOnly || args.Contains("open-large") || args.Contains("open-10g") ? [] : new[] { "memory", "file" })
 {
     var payload = new byte[128];
     Random.Shared.NextBytes(payload);
@@ -221,7 +223,7 @@ foreach (var engine in openOnly || kvOnly || coldOnly || args.Contains("open-lar
     var sizes = args.Contains("open-10g") ? new (long Mb, int Payload)[] { (10240, 1024) }
         : large ? new (long Mb, int Payload)[] { (1024, 128), (1024, 1024), (5120, 1024), (10240, 1024) }
         : openOnly ? [(256, 128), (1024, 128)] : quick ? [(64, 128), (256, 128)] : [(256, 128), (1024, 128), (2048, 128)];
-    foreach (var (mb, size) in kvOnly || coldOnly ? [] : sizes)
+    foreach (var (mb, size) in kvOnly || coldOnly || crashOnly ? [] : sizes)
     {
         var dir = Path.Combine(baseDir, "open-" + mb + "-" + size);
         long msgs = mb * 1024 * 1024 / (size + 8 + 40);
@@ -272,7 +274,7 @@ foreach (var engine in openOnly || kvOnly || coldOnly || args.Contains("open-lar
     // Memory vs updates on a fixed key set (KV: max msgs per subject 1, random updates over 10,000 keys plus one
     // key never updated after the start, so the first sequence stays behind): RSS, managed heap, index chunks in
     // memory and store bytes on disk, every 1M updates ("kv-only" runs just this; quick: 1M updates).
-    if (!openOnly && !large && !coldOnly)
+    if (!openOnly && !large && !coldOnly && !crashOnly)
     {
         var cfg = new StreamStoreConfig { StreamName = "kv", Limits = new StreamLimits { MaxMessagesPerSubject = 1 } };
         var kvDir = Path.Combine(baseDir, "kv");
@@ -297,7 +299,7 @@ foreach (var engine in openOnly || kvOnly || coldOnly || args.Contains("open-lar
     }
 
     // Append throughput alone and with a concurrent reader doing cold random loads.
-    if (!openOnly && !large && !kvOnly)
+    if (!openOnly && !large && !kvOnly && !crashOnly)
     {
         var r = new FileStoreFactory().Open(new StreamStoreConfig { StreamName = "cold" }, Path.Combine(baseDir, "cold"));
         using var s = r.Store!;
@@ -337,6 +339,59 @@ foreach (var engine in openOnly || kvOnly || coldOnly || args.Contains("open-lar
         }
         s.Delete();
     }
+}
+
+// ---- open after a crash: the store is written (1 GB of 1 KiB messages, or "open-crash 10g"), flushed (a
+// checkpoint: every sealed block gets its index snapshot) and its directory copied while it is still open, which
+// is what kill -9 leaves behind (no index image: only a clean close writes one). The copy is then opened.
+if (crashOnly)
+{
+    long mb = args.Contains("10g") ? 10240 : 1024;
+    const int size = 1024;
+    var subj = Subjects("bench", 16);
+    var dir = Path.Combine(baseDir, "crash-src");
+    var copy = Path.Combine(baseDir, "crash-copy");
+    long msgs = mb * 1024 * 1024 / (size + 8 + 40);
+    var body = new byte[size];
+    Random.Shared.NextBytes(body);
+    {
+        var r = new FileStoreFactory().Open(new StreamStoreConfig { StreamName = "crash" }, dir);
+        var s = r.Store!;
+        for (long i = 0; i < msgs; i++) s.Append(subj[i & 15], default, body);
+        if (s.FlushAsync().AsTask().GetAwaiter().GetResult() != StoreStatus.Ok) throw new InvalidOperationException("flush failed");
+        CopyDirectory(dir, copy);
+        s.Dispose();
+        Directory.Delete(dir, true);
+    }
+    string label = $"{mb / 1024.0:0.##} GB store ({msgs / 1000}k msgs of {size} B)";
+    bool hadImage = File.Exists(Path.Combine(copy, "idx", "index.img"));
+    double best = double.MaxValue;
+    for (int rep = 0; rep < reps; rep++)
+    {
+        // Each open starts from the crashed copy again (an open writes state of its own, e.g. a new tail block).
+        var run = Path.Combine(baseDir, "crash-run");
+        if (Directory.Exists(run)) Directory.Delete(run, true);
+        CopyDirectory(copy, run);
+        GC.Collect();
+        var sw = Stopwatch.StartNew();
+        var r = new FileStoreFactory().Open(new StreamStoreConfig { StreamName = "crash" }, run);
+        sw.Stop();
+        if (!r.IsOk) throw new InvalidOperationException(r.Error);
+        var st = r.Store!.GetState();
+        if (st.Messages != (ulong)msgs) throw new InvalidOperationException($"crash open lost messages: {st.Messages} of {msgs}");
+        r.Store.Dispose();
+        best = Math.Min(best, sw.Elapsed.TotalSeconds);
+    }
+    var line = string.Create(CultureInfo.InvariantCulture, $"| file   | open after a crash (copied while open, index image {(hadImage ? "present" : "absent")}), {label} | {best:F3} s (page cache warm) |");
+    Console.WriteLine(line);
+    results.Add(line);
+}
+
+static void CopyDirectory(string from, string to)
+{
+    Directory.CreateDirectory(to);
+    foreach (var f in Directory.GetFiles(from)) File.Copy(f, Path.Combine(to, Path.GetFileName(f)));
+    foreach (var d in Directory.GetDirectories(from)) CopyDirectory(d, Path.Combine(to, Path.GetFileName(d)));
 }
 
 try { Directory.Delete(baseDir, true); } catch (IOException) { }

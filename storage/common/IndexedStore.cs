@@ -15,6 +15,11 @@ internal struct DeferredRead
     public ulong Sequence { get; set; }
     /// <summary>Engine-owned buffer for the deferred read (e.g. a block cache being loaded).</summary>
     public byte[]? Buffer { get; set; }
+    /// <summary>Set by the store: an index page (chunk <see cref="PageChunk"/>) must be read first, outside the lock.</summary>
+    public bool PagePending { get; set; }
+    public ulong PageChunk { get; set; }
+    /// <summary>Index pages read outside the lock so far for this load (bounded: see <see cref="IndexedStore"/>).</summary>
+    public int PagesFetched { get; set; }
 }
 
 /// <summary>How a removal must be made durable by a persistent engine.</summary>
@@ -677,6 +682,7 @@ internal abstract class IndexedStore : IStreamStore
     {
         var d = new DeferredRead { Allowed = true };
         var st = LoadCore(sequence, into, ref d);
+        while (FetchDeferredPage(ref d)) st = LoadCore(sequence, into, ref d);
         if (!d.Pending) return st;
         st = CompleteRead(ref d, into, out bool retry);
         if (!retry) return st;
@@ -688,18 +694,33 @@ internal abstract class IndexedStore : IStreamStore
     {
         lock (Sync)
         {
-            if (IsClosed) return StoreStatus.Closed;
-            if (sequence < First || sequence > Last || !Index.Holds(sequence)) return StoreStatus.NotFound;
-            ref var e = ref Index.Get(sequence);
-            if (!e.IsLive) return StoreStatus.Deleted;
-            return ReadMessage(sequence, e, Subjects.ById(e.SubjectId), into, ref d);
+            Index.DeferPaging = d.Allowed && d.PagesFetched < MaxDeferredPages;
+            try
+            {
+                var st = LoadCoreLocked(sequence, into, ref d);
+                return DeferredPageMissed(ref d) ? StoreStatus.Ok : st;
+            }
+            finally
+            {
+                Index.DeferPaging = false;
+            }
         }
+    }
+
+    private StoreStatus LoadCoreLocked(ulong sequence, StoredMessage into, ref DeferredRead d)
+    {
+        if (IsClosed) return StoreStatus.Closed;
+        if (sequence < First || sequence > Last || !Index.Holds(sequence)) return StoreStatus.NotFound;
+        ref var e = ref Index.Get(sequence);
+        if (!e.IsLive || DeferredPageMissed(ref d)) return StoreStatus.Deleted;
+        return ReadMessage(sequence, e, Subjects.ById(e.SubjectId), into, ref d);
     }
 
     public StoreStatus LoadLast(ReadOnlySpan<byte> subject, StoredMessage into)
     {
         var d = new DeferredRead { Allowed = true };
         var st = LoadLastCore(subject, into, ref d);
+        while (FetchDeferredPage(ref d)) st = LoadLastCore(subject, into, ref d);
         if (!d.Pending) return st;
         st = CompleteRead(ref d, into, out bool retry);
         if (!retry) return st;
@@ -711,37 +732,53 @@ internal abstract class IndexedStore : IStreamStore
     {
         lock (Sync)
         {
-            if (IsClosed) return StoreStatus.Closed;
-            if (Msgs == 0) return StoreStatus.NotFound;
-            ulong seq = 0;
-            if (SubjectMatch.IsAll(subject))
+            Index.DeferPaging = d.Allowed && d.PagesFetched < MaxDeferredPages;
+            try
             {
-                seq = Last;
-                while (seq >= First && !Index.Get(seq).IsLive) seq--;
+                var st = LoadLastCoreLocked(subject, into, ref d);
+                return DeferredPageMissed(ref d) ? StoreStatus.Ok : st;
             }
-            else if (SubjectMatch.IsLiteral(subject))
+            finally
             {
-                var s = Subjects.Find(subject);
-                if (s is null) return StoreStatus.NotFound;
-                seq = s.Last;
+                Index.DeferPaging = false;
             }
-            else
-            {
-                foreach (var s in Subjects.All)
-                {
-                    if (s.Last > seq && SubjectMatch.Matches(s.Key, subject)) seq = s.Last;
-                }
-            }
-            if (seq == 0 || seq < First) return StoreStatus.NotFound;
-            ref var e = ref Index.Get(seq);
-            return ReadMessage(seq, e, Subjects.ById(e.SubjectId), into, ref d);
         }
+    }
+
+    private StoreStatus LoadLastCoreLocked(ReadOnlySpan<byte> subject, StoredMessage into, ref DeferredRead d)
+    {
+        if (IsClosed) return StoreStatus.Closed;
+        if (Msgs == 0) return StoreStatus.NotFound;
+        ulong seq = 0;
+        if (SubjectMatch.IsAll(subject))
+        {
+            seq = Last;
+            while (seq >= First && !Index.Get(seq).IsLive && !Index.HasMiss) seq--;
+        }
+        else if (SubjectMatch.IsLiteral(subject))
+        {
+            var s = Subjects.Find(subject);
+            if (s is null) return StoreStatus.NotFound;
+            seq = s.Last;
+        }
+        else
+        {
+            foreach (var s in Subjects.All)
+            {
+                if (s.Last > seq && SubjectMatch.Matches(s.Key, subject)) seq = s.Last;
+            }
+        }
+        if (seq == 0 || seq < First) return StoreStatus.NotFound;
+        ref var e = ref Index.Get(seq);
+        if (DeferredPageMissed(ref d)) return StoreStatus.Ok;
+        return ReadMessage(seq, e, Subjects.ById(e.SubjectId), into, ref d);
     }
 
     public StoreStatus LoadNext(ReadOnlySpan<byte> filter, ulong fromSequence, StoredMessage into)
     {
         var d = new DeferredRead { Allowed = true };
         var st = LoadNextCore(filter, fromSequence, into, ref d);
+        while (FetchDeferredPage(ref d)) st = LoadNextCore(filter, fromSequence, into, ref d);
         if (!d.Pending) return st;
         st = CompleteRead(ref d, into, out bool retry);
         if (!retry) return st;
@@ -753,55 +790,105 @@ internal abstract class IndexedStore : IStreamStore
     {
         lock (Sync)
         {
-            if (IsClosed) return StoreStatus.Closed;
-            if (Msgs == 0) return StoreStatus.NotFound;
-            ulong seq = Math.Max(fromSequence, First);
-            ulong found = 0;
-            if (SubjectMatch.IsAll(filter))
+            Index.DeferPaging = d.Allowed && d.PagesFetched < MaxDeferredPages;
+            try
             {
-                found = Index.NextLive(seq, Last);
+                var st = LoadNextCoreLocked(filter, fromSequence, into, ref d);
+                return DeferredPageMissed(ref d) ? StoreStatus.Ok : st;
             }
-            else if (SubjectMatch.IsLiteral(filter))
+            finally
             {
-                var s = Subjects.Find(filter);
-                if (s is null || s.Last < seq) return StoreStatus.NotFound;
-                if (seq <= s.First) found = s.First;
-                else
-                {
-                    // Walk forward over sequences and backward over the subject's list at once:
-                    // O(min(gap to the next match, messages of the subject after 'seq')).
-                    ulong back = s.Last, fwd = seq;
-                    while (true)
-                    {
-                        if (Index.Get(fwd).SubjectId == s.Id) { found = fwd; break; }
-                        fwd++;
-                        ulong p = Index.Get(back).Prev;
-                        if (p < seq) { found = back; break; }
-                        back = p;
-                    }
-                }
+                Index.DeferPaging = false;
             }
+        }
+    }
+
+    private StoreStatus LoadNextCoreLocked(ReadOnlySpan<byte> filter, ulong fromSequence, StoredMessage into, ref DeferredRead d)
+    {
+        if (IsClosed) return StoreStatus.Closed;
+        if (Msgs == 0) return StoreStatus.NotFound;
+        ulong seq = Math.Max(fromSequence, First);
+        ulong found = 0;
+        if (SubjectMatch.IsAll(filter))
+        {
+            found = Index.NextLive(seq, Last);
+        }
+        else if (SubjectMatch.IsLiteral(filter))
+        {
+            var s = Subjects.Find(filter);
+            if (s is null || s.Last < seq) return StoreStatus.NotFound;
+            if (seq <= s.First) found = s.First;
             else
             {
-                int gen = NextGen();
-                for (; seq <= Last; seq++)
+                // Walk forward over sequences and backward over the subject's list at once:
+                // O(min(gap to the next match, messages of the subject after 'seq')).
+                ulong back = s.Last, fwd = seq;
+                while (true)
                 {
-                    seq = Index.NextLive(seq, Last);
-                    if (seq == 0) break;
-                    ref var e = ref Index.Get(seq);
-                    int id = e.SubjectId;
-                    if (_matchGen[id] != gen)
-                    {
-                        _matchGen[id] = gen;
-                        _matchVal[id] = SubjectMatch.Matches(Subjects.ById(id).Key, filter);
-                    }
-                    if (_matchVal[id]) { found = seq; break; }
+                    if (Index.Get(fwd).SubjectId == s.Id) { found = fwd; break; }
+                    fwd++;
+                    ulong p = Index.Get(back).Prev;
+                    if (p < seq) { found = back; break; }
+                    back = p;
                 }
             }
-            if (found == 0) return StoreStatus.NotFound;
-            ref var fe = ref Index.Get(found);
-            return ReadMessage(found, fe, Subjects.ById(fe.SubjectId), into, ref d);
         }
+        else
+        {
+            int gen = NextGen();
+            for (; seq <= Last; seq++)
+            {
+                seq = Index.NextLive(seq, Last);
+                if (seq == 0) break;
+                ref var e = ref Index.Get(seq);
+                int id = e.SubjectId;
+                if (_matchGen[id] != gen)
+                {
+                    _matchGen[id] = gen;
+                    _matchVal[id] = SubjectMatch.Matches(Subjects.ById(id).Key, filter);
+                }
+                if (_matchVal[id]) { found = seq; break; }
+            }
+        }
+        if (found == 0) return StoreStatus.NotFound;
+        ref var fe = ref Index.Get(found);
+        if (DeferredPageMissed(ref d)) return StoreStatus.Ok;
+        return ReadMessage(found, fe, Subjects.ById(fe.SubjectId), into, ref d);
+    }
+
+    /// <summary>
+    /// Loads after a fast open touch index pages still on disk (file engine). A load under the lock does not read
+    /// them (<see cref="SequenceIndex.DeferPaging"/>): it records the page and gives up; the page is read here,
+    /// without the lock, installed under it, and the load starts again, so a reader waiting on the disk never
+    /// stalls appends (issue 9, "reads never block appends"). A walk may touch several pages: after
+    /// <see cref="MaxDeferredPages"/> of them, or a page that cannot be read detached, the last attempt pages in
+    /// under the lock (which reports a damaged page exactly).
+    /// </summary>
+    private bool FetchDeferredPage(ref DeferredRead d)
+    {
+        if (!d.PagePending) return false;
+        d.PagePending = false;
+        d.PagesFetched++;
+        var page = Index.ReadDetached(d.PageChunk);
+        if (page is null)
+        {
+            d.PagesFetched = MaxDeferredPages;
+            return true;
+        }
+        lock (Sync) Index.InstallDetached(d.PageChunk, page);
+        return true;
+    }
+
+    /// <summary>Pages a single load may read outside the lock before it pages in under it.</summary>
+    private const int MaxDeferredPages = 64;
+
+    /// <summary>Under the lock, after a load touched the index: true if it missed a paged chunk (what it found is void).</summary>
+    private bool DeferredPageMissed(ref DeferredRead d)
+    {
+        if (!Index.TakeMiss(out ulong chunk)) return false;
+        d.PagePending = true;
+        d.PageChunk = chunk;
+        return true;
     }
 
     private int NextGen()
@@ -823,21 +910,46 @@ internal abstract class IndexedStore : IStreamStore
 
     public StreamState GetState()
     {
+        // The first message's timestamp may sit in an index page still on disk: read outside the lock (see FetchDeferredPage).
+        var d = new DeferredRead { Allowed = true };
+        StreamState state;
+        while (!TryGetState(ref d, out state)) FetchDeferredPage(ref d);
+        return state;
+    }
+
+    private bool TryGetState(ref DeferredRead d, out StreamState state)
+    {
         lock (Sync)
         {
             if (!IsClosed && (Limits.MaxAge > TimeSpan.Zero || _ttl.Count > 0)) ExpireLocked(NowNanos());
-            return new StreamState
+            long firstTs;
+            Index.DeferPaging = d.PagesFetched < MaxDeferredPages;
+            try
+            {
+                firstTs = Msgs > 0 ? Index.Get(First).Timestamp : 0;
+                if (DeferredPageMissed(ref d))
+                {
+                    state = default;
+                    return false;
+                }
+            }
+            finally
+            {
+                Index.DeferPaging = false;
+            }
+            state = new StreamState
             {
                 Messages = Msgs,
                 Bytes = Bytes,
                 FirstSequence = Msgs > 0 ? First : Last + 1,
-                FirstTimestamp = Msgs > 0 ? Index.Get(First).Timestamp : 0,
+                FirstTimestamp = firstTs,
                 LastSequence = Last,
                 LastTimestamp = LastTs,
                 Deleted = Msgs > 0 ? Last - First + 1 - Msgs : 0,
                 Subjects = Subjects.Count,
                 Consumers = _consumers.Count,
             };
+            return true;
         }
     }
 

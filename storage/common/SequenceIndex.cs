@@ -32,6 +32,13 @@ internal interface IIndexPager
 {
     /// <summary>Fills <paramref name="into"/> (<see cref="SequenceIndex.EntriesPerChunk"/> entries) with chunk <paramref name="chunkNo"/>; false = unreadable (the engine reports it).</summary>
     bool Load(ulong chunkNo, IndexEntry[] into);
+
+    /// <summary>
+    /// Like <see cref="Load"/>, but called WITHOUT the store lock (a reader's deferred page-in) and reports
+    /// nothing: false (unreadable, damaged, or the pager closed meanwhile) makes the caller retry under the
+    /// lock with <see cref="Load"/>, which reports the failure exactly.
+    /// </summary>
+    bool TryLoadDetached(ulong chunkNo, IndexEntry[] into);
 }
 
 /// <summary>
@@ -63,6 +70,8 @@ internal sealed class SequenceIndex
     /// <summary>Chunk not in memory but on the engine's disk (<see cref="IIndexPager"/>); its <see cref="_live"/> count is known.</summary>
     private bool[] _paged = new bool[16];
     private IIndexPager? _pager;
+    private bool _missed;
+    private ulong _missedChunk;
     private int _head;
     private int _count;
     private ulong _baseChunk;
@@ -80,6 +89,51 @@ internal sealed class SequenceIndex
 
     /// <summary>Chunks still on disk (restored by <see cref="RestorePaged"/> and not touched since).</summary>
     public int PagedChunks { get; private set; }
+
+    /// <summary>
+    /// Set by a reader under the lock: a touch of a paged chunk does not load it (a 48 KiB pread under the store
+    /// lock would stall appends) but reads as deleted entries and is recorded (<see cref="TakeMiss"/>); the
+    /// reader then discards what it computed, loads the page without the lock (<see cref="ReadDetached"/>,
+    /// <see cref="InstallDetached"/>) and starts again.
+    /// </summary>
+    public bool DeferPaging { get; set; }
+
+    /// <summary>A paged chunk was touched while <see cref="DeferPaging"/> was set (walks stop early: their result is void).</summary>
+    public bool HasMiss => _missed;
+
+    /// <summary>True (with the first chunk missed) if a paged chunk was touched while <see cref="DeferPaging"/> was set; clears it.</summary>
+    public bool TakeMiss(out ulong chunkNo)
+    {
+        chunkNo = _missedChunk;
+        if (!_missed) return false;
+        _missed = false;
+        return true;
+    }
+
+    /// <summary>
+    /// Reads chunk <paramref name="chunkNo"/> from the pager WITHOUT the lock (the pager is fixed once restored;
+    /// its reads are positional). A fresh array: a cold path, once per chunk. Null if it cannot be read now.
+    /// </summary>
+    public IndexEntry[]? ReadDetached(ulong chunkNo)
+    {
+        var pager = Volatile.Read(ref _pager);
+        if (pager is null) return null;
+        var c = new IndexEntry[ChunkSize];
+        return pager.TryLoadDetached(chunkNo, c) ? c : null;
+    }
+
+    /// <summary>Under the lock: installs a page read by <see cref="ReadDetached"/> if its chunk is still paged (false: dropped).</summary>
+    public bool InstallDetached(ulong chunkNo, IndexEntry[] page)
+    {
+        if (page.Length != ChunkSize || chunkNo < _baseChunk || chunkNo - _baseChunk >= (ulong)_count) return false;
+        int slot = Slot((int)(chunkNo - _baseChunk));
+        if (!_paged[slot] || _chunks[slot] is not null) return false;
+        _paged[slot] = false;
+        PagedChunks--;
+        AllocatedChunks++;
+        _chunks[slot] = page;
+        return true;
+    }
 
     /// <summary>Entries per chunk (the unit a pager loads).</summary>
     public const int EntriesPerChunk = ChunkSize;
@@ -120,9 +174,14 @@ internal sealed class SequenceIndex
     }
 
     /// <summary>Loads a paged chunk (cold path); null if the slot is not paged or the pager failed.</summary>
-    private IndexEntry[]? PageIn(int slot, ulong chunkNo)
+    private IndexEntry[]? PageIn(int slot, ulong chunkNo, bool force = false)
     {
         if (!_paged[slot]) return null;
+        if (DeferPaging && !force)
+        {
+            if (!_missed) (_missed, _missedChunk) = (true, chunkNo);
+            return null;
+        }
         _paged[slot] = false;
         PagedChunks--;
         var c = Rent();
@@ -202,7 +261,7 @@ internal sealed class SequenceIndex
             _count++;
         }
         int slot = SlotOf(seq);
-        var c = _chunks[slot] ?? PageIn(slot, seq >> Shift) ?? (_chunks[slot] = Rent());
+        var c = _chunks[slot] ?? PageIn(slot, seq >> Shift, force: true) ?? (_chunks[slot] = Rent());
         End = seq + 1;
         ref var e = ref c[seq & Mask];
         e = default;
@@ -258,6 +317,7 @@ internal sealed class SequenceIndex
             var c = _live[slot] == 0 ? null : _chunks[slot] ?? PageIn(slot, seq >> Shift);
             if (c is null)
             {
+                if (_missed) return 0; // a deferred page (DeferPaging): the caller discards this walk anyway
                 seq = ((seq >> Shift) + 1) << Shift;
                 continue;
             }

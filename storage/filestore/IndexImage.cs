@@ -183,6 +183,9 @@ internal sealed class IndexImage : IIndexPager, IDisposable
         return true;
     }
 
+    /// <summary>A reader's page-in without the store lock: nothing reported (the store retries under the lock with <see cref="Load"/>).</summary>
+    public bool TryLoadDetached(ulong chunkNo, IndexEntry[] into) => ReadPage(chunkNo, MemoryMarshal.AsBytes(into.AsSpan()), out _);
+
     /// <summary>Copies the raw bytes of a page still on disk (for the next image); false if unreadable.</summary>
     public bool ReadPage(ulong chunkNo, Span<byte> into, out string? error)
     {

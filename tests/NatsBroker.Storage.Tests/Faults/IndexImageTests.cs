@@ -233,4 +233,95 @@ public sealed class IndexImageTests
         Assert.Equal(StoreStatus.Ok, s2.LoadLast(B("ttl.one"), m));
         s2.Dispose();
     }
+
+    [Fact]
+    public async Task A_reader_stalled_on_an_index_page_does_not_block_appends()
+    {
+        var fs = NewFileSystem();
+        ulong n = 0;
+        var s = Open(fs, SyncPolicy.Periodic);
+        Fill(s, ref n, 3000); // three index chunks (1024 entries each)
+        s.Dispose();
+        using var s2 = Open(fs, SyncPolicy.Periodic);
+        int pagedAtOpen = Paged(s2);
+        Assert.True(pagedAtOpen >= 3, $"opened from the image: {pagedAtOpen} pages on disk");
+        // One append first: it pages in the chunk being appended to (under the lock, as every write does).
+        Assert.True(s2.Append(B("w"), default, B("first")).IsOk);
+        using var entered = new ManualResetEventSlim();
+        using var release = new ManualResetEventSlim();
+        fs.BeforeRead = path =>
+        {
+            if (!path.EndsWith("index.img", StringComparison.Ordinal)) return;
+            entered.Set();
+            release.Wait(TimeSpan.FromSeconds(30));
+        };
+        var reader = Task.Run(() =>
+        {
+            var m = new StoredMessage();
+            var st = s2.Load(2, m); // chunk 0: still on disk
+            return (st, st == StoreStatus.Ok ? S(m.Payload) : "");
+        });
+        Assert.True(entered.Wait(TimeSpan.FromSeconds(30)), "the reader never read the index page");
+        // The reader is inside the read of its index page now. Appends (and a hot read) must not wait for it.
+        var appender = Task.Run(() =>
+        {
+            for (int i = 0; i < 200; i++) Assert.True(s2.Append(B("w"), default, B("x")).IsOk);
+            // (Not GetState: its first timestamp is in the stalled page, and it waits for it too, outside the lock.)
+            return s2.Load(n + 201, new StoredMessage());
+        });
+        bool finished = await Task.WhenAny(appender, Task.Delay(TimeSpan.FromSeconds(20))) == appender;
+        release.Set();
+        fs.BeforeRead = null;
+        Assert.True(finished, "appends were blocked by a reader waiting on an index page");
+        Assert.Equal(StoreStatus.Ok, await appender);
+        Assert.Equal((StoreStatus.Ok, Payload(2)), await reader);
+        // The page the reader loaded outside the lock was installed: the rest of the old data reads back too.
+        var m2 = new StoredMessage();
+        for (ulong q = 1; q <= n; q++)
+        {
+            Assert.Equal(StoreStatus.Ok, s2.Load(q, m2));
+            Assert.Equal(Payload(q), S(m2.Payload));
+        }
+        Assert.Equal(0, Paged(s2));
+    }
+
+    [Fact]
+    public void Loads_that_walk_several_index_pages_read_them_outside_the_lock_and_find_the_same_messages()
+    {
+        var fs = NewFileSystem();
+        ulong n = 0;
+        var s = Open(fs, SyncPolicy.Periodic);
+        Fill(s, ref n, 5000); // five index chunks
+        var before = s.GetState();
+        var gone = new HashSet<ulong>();
+        // A gap of removed messages across a page boundary: LoadNext walks from one page into the next.
+        for (ulong q = 1000; q <= 2100; q++)
+        {
+            Assert.Equal(StoreStatus.Ok, s.Remove(q));
+            gone.Add(q);
+        }
+        before = s.GetState();
+        s.Dispose();
+        using var s2 = Open(fs, SyncPolicy.Periodic);
+        Assert.True(Paged(s2) >= 4, $"opened from the image: {Paged(s2)} pages on disk");
+        int readsUnderTest = 0;
+        fs.BeforeRead = path =>
+        {
+            if (path.EndsWith("index.img", StringComparison.Ordinal)) Interlocked.Increment(ref readsUnderTest);
+        };
+        var m = new StoredMessage();
+        // The first timestamp is in a page still on disk (GetState reads it outside the lock).
+        Assert.Equal(before, s2.GetState());
+        Assert.Equal(StoreStatus.Ok, s2.LoadNext(B(">"), 1000, m));
+        Assert.Equal(2101UL, m.Sequence);
+        Assert.Equal(StoreStatus.Ok, s2.LoadNext(B("s.*"), 999, m));
+        Assert.Equal(999UL, m.Sequence);
+        Assert.Equal(StoreStatus.Ok, s2.LoadNext(B(Subject(3)), 1500, m));
+        Assert.Equal(2101UL + ((3 + 7 - 2101 % 7) % 7), m.Sequence);
+        Assert.Equal(StoreStatus.Ok, s2.LoadLast(B(">"), m));
+        Assert.Equal(n, m.Sequence);
+        Assert.True(readsUnderTest > 0, "no index page was read");
+        fs.BeforeRead = null;
+        AssertContent(s2, n, gone);
+    }
 }
