@@ -1,5 +1,3 @@
-using System.Runtime.InteropServices;
-
 namespace NatsBroker.Storage.File;
 
 /// <summary>
@@ -43,7 +41,7 @@ internal interface IStoreFile : IDisposable
 }
 
 /// <summary>The real file system (FileStream, RandomAccess, and fsync(2) of directories on Unix).</summary>
-internal sealed partial class OsFileSystem : IStoreFileSystem
+internal sealed class OsFileSystem : IStoreFileSystem
 {
     public static readonly OsFileSystem Instance = new();
 
@@ -71,33 +69,7 @@ internal sealed partial class OsFileSystem : IStoreFileSystem
     public void DeleteFile(string path) => System.IO.File.Delete(path);
     public void DeleteDirectory(string path) => Directory.Delete(path, recursive: true);
 
-    public void SyncDirectory(string path)
-    {
-        // Windows has no directory fsync (NTFS journals its metadata); every Unix has open(2)+fsync(2).
-        if (OperatingSystem.IsWindows()) return;
-        // O_RDONLY is 0 on every Unix; O_DIRECTORY is not needed (fsync works on any descriptor) and its value
-        // differs between architectures, so it is not used.
-        int fd = Open(path, 0);
-        if (fd < 0) throw new IOException($"cannot open directory '{path}' to fsync it: {Marshal.GetPInvokeErrorMessage(Marshal.GetLastPInvokeError())}");
-        try
-        {
-            if (Fsync(fd) != 0)
-                throw new IOException($"fsync of directory '{path}' failed: {Marshal.GetPInvokeErrorMessage(Marshal.GetLastPInvokeError())}");
-        }
-        finally
-        {
-            _ = Close(fd);
-        }
-    }
-
-    [LibraryImport("libc", EntryPoint = "open", StringMarshalling = StringMarshalling.Utf8, SetLastError = true)]
-    private static partial int Open(string path, int flags);
-
-    [LibraryImport("libc", EntryPoint = "fsync", SetLastError = true)]
-    private static partial int Fsync(int fd);
-
-    [LibraryImport("libc", EntryPoint = "close")]
-    private static partial int Close(int fd);
+    public void SyncDirectory(string path) => NatsBroker.Contracts.DurableFiles.SyncDirectory(path);
 
     private sealed class OsFile(FileStream file) : IStoreFile
     {
