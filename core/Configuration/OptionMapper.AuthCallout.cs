@@ -22,7 +22,7 @@ internal sealed partial class OptionMapper
             {
                 case "issuer":
                     if (!String(f, out s)) return null;
-                    if (!NATS.NKeys.KeyPair.IsValidPublicKey(NATS.NKeys.PrefixByte.Account, s))
+                    if (!NatsBroker.Auth.Jwt.Jwt.IsPublicKey(s, NATS.NKeys.PrefixByte.Account))
                     {
                         Error(f.KeyPosition, $"Expected callout user to be a valid public account nkey, got \"{s}\"");
                         return null;
@@ -39,7 +39,7 @@ internal sealed partial class OptionMapper
                     break;
                 case "xkey" or "key":
                     if (!String(f, out s)) return null;
-                    if (!NATS.NKeys.KeyPair.IsValidPublicKey(NATS.NKeys.PrefixByte.Curve, s))
+                    if (!NatsBroker.Auth.Jwt.Jwt.IsPublicKey(s, NATS.NKeys.PrefixByte.Curve))
                     {
                         Error(f.KeyPosition, $"Expected callout xkey to be a valid public xkey, got \"{s}\"");
                         return null;

@@ -61,10 +61,6 @@ public sealed class AuthCalloutAuthenticator : IAuthenticator
     public bool AuthRequired => true;
     public bool NonceRequired => _inner.NonceRequired;
 
-    /// <summary>Requests and answers in flight (callouts not yet answered or timed out).</summary>
-    public int Pending => Volatile.Read(ref _pending);
-    private int _pending;
-
     /// <summary>auth_users are decided by the configuration (bcrypt on the hashing worker); nobody else gets here.</summary>
     public AuthResult Authenticate(ConnectOptions connect, ClientAuthContext ctx) =>
         IsAuthUser(connect) ? InCalloutAccount(_inner.Authenticate(connect, ctx)) : AuthResult.Denied;
@@ -104,13 +100,26 @@ public sealed class AuthCalloutAuthenticator : IAuthenticator
 
     private async Task CallOutAsync(PasswordHashingQueue hashing, PasswordHashingRequest request, ConnectOptions connect, ClientAuthContext ctx)
     {
-        Interlocked.Increment(ref _pending);
         try
         {
             if (_allowedAccounts.Count > 0)
             {
-                var local = _inner.TryAuthenticateWithoutHashing(connect, ctx)
-                    ?? await hashing.Submit(_inner, connect, ctx).Result.ConfigureAwait(false);
+                var local = _inner.TryAuthenticateWithoutHashing(connect, ctx);
+                if (local is null)
+                {
+                    // The connection's auth timer does not cut this request (BoundsItsOwnWait): bound the hashing too.
+                    var hashed = hashing.Submit(_inner, connect, ctx);
+                    try
+                    {
+                        local = await hashed.Result.WaitAsync(_timeout, _time).ConfigureAwait(false);
+                    }
+                    catch (TimeoutException)
+                    {
+                        hashed.Abandon();
+                        request.Complete(AuthResult.Denied);
+                        return;
+                    }
+                }
                 if (local is null)
                 {
                     request.Abandon(); // the connection went away, or the server is stopping
@@ -128,10 +137,6 @@ public sealed class AuthCalloutAuthenticator : IAuthenticator
         {
             // Handed to the connection, which logs it and closes.
             request.Fail(ex);
-        }
-        finally
-        {
-            Interlocked.Decrement(ref _pending);
         }
     }
 

@@ -215,6 +215,33 @@ public sealed class AuthCalloutTests(ITestOutputHelper output, ServerPool pool) 
     }
 
     [SkippableFact]
+    public async Task With_allowed_accounts_users_configured_elsewhere_keep_their_own_verdict()
+    {
+        string config = Config
+            .Replace("APP: { users: [{user: carol, password: carol}] }",
+                "APP: { users: [{user: carol, password: carol}] }\n  OTHER: { users: [{user: olga, password: olga}] }", StringComparison.Ordinal)
+            .Replace("auth_users: [auth]", "auth_users: [auth]\n    allowed_accounts: [APP]", StringComparison.Ordinal);
+        var s = await SharedAsync(ServerKind.Ours, config);
+        await using var svc = await CalloutService.StartAsync(s.Url, "auth", "pwd", Issuer, Decide);
+
+        // olga is configured in OTHER, which is not delegated: the configuration decides, no request is made.
+        await using (var olga = Client(s, "olga", "olga"))
+        {
+            var info = await Accounts.UserInfoTests.UserInfoAsync(olga);
+            Assert.Equal("OTHER", info.GetProperty("account").GetString());
+        }
+        Assert.DoesNotContain(svc.Snapshot(), r => r.User == "olga");
+
+        // A wrong password leaves the client in $G, which is delegated (auth.go): the service is asked, and refuses.
+        await ExpectRefusedAsync(s, "olga", "wrong");
+        Assert.Contains(svc.Snapshot(), r => r.User == "olga" && r.Pass == "wrong");
+
+        // carol is configured in APP, which is delegated.
+        await ExpectRefusedAsync(s, "carol", "carol");
+        Assert.Contains(svc.Snapshot(), r => r.User == "carol");
+    }
+
+    [SkippableFact]
     public async Task With_an_xkey_requests_and_answers_are_sealed()
     {
         var xkey = KeyPair.CreatePair(PrefixByte.Curve);

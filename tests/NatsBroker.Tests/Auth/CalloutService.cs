@@ -88,7 +88,12 @@ internal sealed class CalloutService : IAsyncDisposable
             byte[] data = m.Data ?? [];
             string? serverXKey = m.Headers is { } h && h.TryGetValue("Nats-Server-Xkey", out var v) ? v.ToString() : null;
             bool sealedRequest = serverXKey is not null;
-            if (sealedRequest) data = XKey!.Open(data, serverXKey!);
+            if (sealedRequest)
+            {
+                // nkeys xkeys.go Seal: "xkv1" version, 24-byte nonce, NaCl box.
+                if (!data.AsSpan().StartsWith("xkv1"u8)) throw new InvalidDataException("sealed request without the xkv1 version prefix");
+                data = XKey!.Open(data, serverXKey!);
+            }
             var request = CalloutRequest.Parse(Encoding.ASCII.GetString(data), sealedRequest);
             lock (_lock) Requests.Add(request);
             var answer = _decide(this, request);

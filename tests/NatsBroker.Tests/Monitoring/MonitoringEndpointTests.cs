@@ -36,7 +36,8 @@ public sealed partial class MonitoringEndpointTests
         Assert.Equal(4, v.GetProperty("in_bytes").GetInt64());
         // a's PUB reaches a only (b has not subscribed yet); b's reaches both.
         Assert.Equal(3, v.GetProperty("out_msgs").GetInt64());
-        Assert.Equal(2, v.GetProperty("subscriptions").GetInt64());
+        // 2 clients + the $SYS.REQ.USER.INFO service every account has (nats-server 2.10 imports it into each account).
+        Assert.Equal(3, v.GetProperty("subscriptions").GetInt64());
         Assert.Equal(120_000_000_000L, v.GetProperty("ping_interval").GetInt64());
         Assert.Equal(10_000_000_000L, v.GetProperty("write_deadline").GetInt64());
         Assert.Equal(2.0, v.GetProperty("auth_timeout").GetDouble());
@@ -277,8 +278,9 @@ public sealed partial class MonitoringEndpointTests
 
         var stats = await broker.GetJsonAsync("/subsz");
         Assert.Equal(["num_subscriptions", "num_cache", "num_inserts", "num_removes", "num_matches", "cache_hit_rate", "max_fanout", "avg_fanout"], Keys(stats));
-        Assert.Equal(3, stats.GetProperty("num_subscriptions").GetInt64());
-        Assert.Equal(3, stats.GetProperty("num_inserts").GetInt64());
+        // 3 client subscriptions + $G's $SYS.REQ.USER.INFO service (nats-server 2.10 imports it into each account).
+        Assert.Equal(4, stats.GetProperty("num_subscriptions").GetInt64());
+        Assert.Equal(4, stats.GetProperty("num_inserts").GetInt64());
         Assert.True(stats.GetProperty("num_matches").GetInt64() >= 1);
 
         var list = await broker.GetJsonAsync("/subsz?subs=1");
@@ -286,7 +288,7 @@ public sealed partial class MonitoringEndpointTests
             ["server_id", "now", "num_subscriptions", "num_cache", "num_inserts", "num_removes", "num_matches", "cache_hit_rate",
              "max_fanout", "avg_fanout", "total", "offset", "limit", "subscriptions_list"],
             Keys(list));
-        Assert.Equal(3, list.GetProperty("total").GetInt32());
+        Assert.Equal(4, list.GetProperty("total").GetInt32());
         var foo = list.GetProperty("subscriptions_list").EnumerateArray().Single(s => s.GetProperty("subject").GetString() == "foo");
         Assert.Equal("$G", foo.GetProperty("account").GetString());
         Assert.Equal("1", foo.GetProperty("sid").GetString());
@@ -306,7 +308,7 @@ public sealed partial class MonitoringEndpointTests
         var empty = await broker.GetJsonAsync("/subsz?subs=1&offset=50");
         Assert.False(empty.TryGetProperty("server_id", out _));
 
-        Assert.Equal(3, (await broker.GetJsonAsync("/subscriptionsz")).GetProperty("num_subscriptions").GetInt64());
+        Assert.Equal(4, (await broker.GetJsonAsync("/subscriptionsz")).GetProperty("num_subscriptions").GetInt64());
     }
 
     [Fact]
