@@ -98,6 +98,7 @@ internal sealed partial class JsStream
     /// <summary>Stores one message and answers it; true when it was stored.</summary>
     private bool Process(in Inbound m)
     {
+        if (m.Kind == Inbound.KindTick) return RunSchedules();
         // Batches (ADR-50) first, as nats-server's ingest loop: fast-ingest by reply subject, atomic by header.
         if (m.Reply.EndsWith(FastBatchSuffix)) return ProcessFast(m);
         if (!m.Headers.IsEmpty && NatsHeaders.Get(m.Headers, BatchIdHeader) is { IsEmpty: false } batchId) return ProcessAtomic(m, batchId);
@@ -149,6 +150,10 @@ internal sealed partial class JsStream
                 ulong lastForSubject = LastSequenceOf(subject);
                 if (expSubj != lastForSubject) return Fail(reply, JsErrors.StreamWrongLastSequence(lastForSubject));
             }
+            // Message schedules (ADR-51): only messages that mention a Nats-Schedule* header pay for the checks.
+            if (m.Kind != Inbound.KindScheduled && MentionsSchedule(hdr) && !NatsHeaders.Has(hdr, JsSourcing.SourceHeader)
+                && CheckScheduleHeaders(subject, ref hdr, cfg) is { } scheduleError)
+                return Fail(reply, scheduleError);
             var expId = NatsHeaders.GetString(hdr, NatsHeaders.ExpectedLastMsgId);
             if (expId.Length > 0 && expId != _lastMsgId) return Fail(reply, JsErrors.StreamWrongLastMsgId(_lastMsgId));
             var rollup = NatsHeaders.Get(hdr, NatsHeaders.Rollup);
@@ -181,6 +186,9 @@ internal sealed partial class JsStream
             if (rollup.SequenceEqual("sub"u8)) Store.Purge(subject, result.Sequence, 0);
             else if (rollup.SequenceEqual("all"u8)) Store.Purge(default, result.Sequence, 0);
         }
+        // Schedules: a schedule message, a produced one, or any message on a stream that holds schedules (a plain
+        // message on a schedule's subject ends that schedule).
+        if (_scheduling is { Count: > 0 } || (!hdr.IsEmpty && MentionsSchedule(hdr))) OnScheduleStored(subject, hdr, result.Sequence, now, cfg);
         if (!reply.IsEmpty) Js.Router.PublishInternal(reply, reply, default, default, counter ? CounterPubAck(result.Sequence) : PubAck(result.Sequence, duplicate: false), _ackBatch);
         Republish(subject, hdr, payload, result.Sequence, now, republishLast, cfg);
         foreach (var c in _consumerSnapshot) c.OnStored(subject);
