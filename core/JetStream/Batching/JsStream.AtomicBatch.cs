@@ -147,6 +147,11 @@ internal sealed partial class JsStream
             if (rollup.SequenceEqual("sub"u8)) Store.Purge(batch.Subject(i), seq, 0);
             else if (rollup.SequenceEqual("all"u8)) Store.Purge(default, seq, 0);
         }
+        for (int i = 0; i < n && (_scheduling is { Count: > 0 } || _config.AllowMsgSchedules == true); i++)
+        {
+            var hdr = batch.Headers(i);
+            if (_scheduling is { Count: > 0 } || MentionsSchedule(hdr)) OnScheduleStored(batch.Subject(i), hdr, first + (ulong)i, now, cfg);
+        }
         foreach (var c in _consumerSnapshot)
         {
             for (int i = 0; i < n; i++) c.OnStored(batch.Subject(i));
@@ -215,6 +220,18 @@ internal sealed partial class JsStream
                 else if (!forSubject.IsEmpty)
                 {
                     return BatchErrors.StreamExpectedLastSeqPerSubjectInvalid;
+                }
+                // Message schedules (ADR-51) as for single publishes; a schedule gets Nats-Rollup: sub.
+                if (MentionsSchedule(hdr) && !NatsHeaders.Has(hdr, JsSourcing.SourceHeader))
+                {
+                    var checkedHdr = hdr;
+                    if (CheckScheduleHeaders(subject, ref checkedHdr, cfg) is { } scheduleError) return scheduleError;
+                    if (checkedHdr.Length != hdr.Length)
+                    {
+                        batch.ReplaceHeaders(i, checkedHdr);
+                        subject = batch.Subject(i);
+                        hdr = batch.Headers(i);
+                    }
                 }
                 var rollup = NatsHeaders.Get(hdr, NatsHeaders.Rollup);
                 if (!rollup.IsEmpty)

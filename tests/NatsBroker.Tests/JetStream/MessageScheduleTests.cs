@@ -174,6 +174,26 @@ public sealed class MessageScheduleTests(AtomicBatchServer fixture) : IClassFixt
     }
 
     [Fact]
+    public async Task Schedules_in_an_atomic_batch_are_checked_and_fire_after_the_commit()
+    {
+        await CreateStreamAsync(T, """{"name":"SB1","subjects":["sb1.>"],"allow_msg_schedules":true,"allow_atomic":true}""");
+        await using var c = await ConnectAsync(T);
+        await HPubAsync(c, "sb1.s", "_R.1", Batch("bad", 1) + "Nats-Schedule: @at 2009-11-10T23:00:00Z\r\n");
+        Assert.Equal("", await ReplyAsync(c, "_R.1"));
+        await HPubAsync(c, "sb1.x", "_R.2", Batch("bad", 2, "1"));
+        Assert.Equal(Error(400, 10190, "message schedules target is invalid", "SB1"), await ReplyAsync(c, "_R.2"));
+
+        await HPubAsync(c, "sb1.data", "_R.3", Batch("good", 1), "first");
+        Assert.Equal("", await ReplyAsync(c, "_R.3"));
+        await HPubAsync(c, "sb1.s", "_R.4", Batch("good", 2, "1") + "Nats-Schedule: @at 2009-11-10T23:00:00Z\r\nNats-Schedule-Target: sb1.out\r\n", "later");
+        Assert.Equal("{\"stream\":\"SB1\", \"seq\":2,\"batch\":\"good\",\"count\":2}", await ReplyAsync(c, "_R.4"));
+        var produced = await WaitLastAsync("SB1", "sb1.out");
+        Assert.Equal("later", produced.Data);
+        Assert.Equal("NATS/1.0\r\nNats-Batch-Id: good\r\nNats-Batch-Sequence: 2\r\nNats-Batch-Commit: 1\r\nNats-Scheduler: sb1.s\r\nNats-Schedule-Next: purge\r\n\r\n", produced.Headers);
+        await WaitAsync(async () => await LastAsync("SB1", "sb1.s") is null);
+    }
+
+    [Fact]
     public async Task Schedules_survive_a_restart()
     {
         string dir = Path.Combine(Path.GetTempPath(), "natsbroker-js-tests", Guid.NewGuid().ToString("N"));
