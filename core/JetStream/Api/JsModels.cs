@@ -417,6 +417,8 @@ public sealed class AccountLimits
 
 public sealed class ApiStats
 {
+    /// <summary>The API level this server implements (nats-server 2.11+ "level", always written).</summary>
+    public int Level { get; set; } = ApiLevel.Current;
     public ulong Total { get; set; }
     public ulong Errors { get; set; }
 }

@@ -71,6 +71,21 @@ internal sealed partial class JsStream
             Drop(set, batch!);
             return Fail(reply, BatchErrors.AtomicPublishInvalidBatchCommit);
         }
+        // Nats-Required-Api-Level (nats-server 2.12+): too high abandons the batch ("unsupported"); the header is
+        // never stored.
+        if (ApiLevel.Present(hdr))
+        {
+            if (ApiLevel.RequiresMore(hdr))
+            {
+                Drop(set, batch!);
+                SendBatchAbandoned(id, "unsupported");
+                return Fail(reply, JsErrors.RequiredApiLevel);
+            }
+            var w = _scheduleHdr ??= new ArrayBufferWriter<byte>(256);
+            w.ResetWrittenCount();
+            ApiLevel.Strip(hdr, w);
+            hdr = w.WrittenSpan;
+        }
         if (seq != (ulong)batch!.Count + 1 || (seq == 1 && eob))
         {
             Drop(set, batch);
