@@ -123,6 +123,7 @@ internal sealed partial class JsStream
         if (cfg.MaxMsgSize > 0 && hdr.Length + m.Payload.Length > cfg.MaxMsgSize) return Fail(reply, JsErrors.StreamMessageExceedsMaximum);
 
         string msgId = "";
+        bool scheduleHeaders = false;
         long now = GoTime.NowNanos();
         if (!hdr.IsEmpty)
         {
@@ -151,7 +152,8 @@ internal sealed partial class JsStream
                 if (expSubj != lastForSubject) return Fail(reply, JsErrors.StreamWrongLastSequence(lastForSubject));
             }
             // Message schedules (ADR-51): only messages that mention a Nats-Schedule* header pay for the checks.
-            if (m.Kind != Inbound.KindScheduled && MentionsSchedule(hdr) && !NatsHeaders.Has(hdr, JsSourcing.SourceHeader)
+            scheduleHeaders = MentionsSchedule(hdr);
+            if (scheduleHeaders && m.Kind != Inbound.KindScheduled && !NatsHeaders.Has(hdr, JsSourcing.SourceHeader)
                 && CheckScheduleHeaders(subject, ref hdr, cfg) is { } scheduleError)
                 return Fail(reply, scheduleError);
             var expId = NatsHeaders.GetString(hdr, NatsHeaders.ExpectedLastMsgId);
@@ -188,7 +190,7 @@ internal sealed partial class JsStream
         }
         // Schedules: a schedule message, a produced one, or any message on a stream that holds schedules (a plain
         // message on a schedule's subject ends that schedule).
-        if (_scheduling is { Count: > 0 } || (!hdr.IsEmpty && MentionsSchedule(hdr))) OnScheduleStored(subject, hdr, result.Sequence, now, cfg);
+        if (scheduleHeaders || _scheduling is { Count: > 0 }) OnScheduleStored(subject, hdr, result.Sequence, now, cfg);
         if (!reply.IsEmpty) Js.Router.PublishInternal(reply, reply, default, default, counter ? CounterPubAck(result.Sequence) : PubAck(result.Sequence, duplicate: false), _ackBatch);
         Republish(subject, hdr, payload, result.Sequence, now, republishLast, cfg);
         foreach (var c in _consumerSnapshot) c.OnStored(subject);
