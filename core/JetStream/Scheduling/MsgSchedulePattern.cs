@@ -33,7 +33,7 @@ internal static class MsgSchedulePattern
     {
         zone = null;
         var tz = NatsHeaders.Get(hdr, TimeZoneHeader);
-        if (tz.IsEmpty) return !NatsHeaders.Has(hdr, TimeZoneHeader);
+        if (tz.IsEmpty) return hdr.IndexOf("\r\nNats-Schedule-Time-Zone:"u8) < 0;
         string name = Encoding.UTF8.GetString(tz);
         // Go time.LoadLocation: "UTC" and "Local" are built in, anything else is an IANA name.
         if (name == "UTC") { zone = TimeZoneInfo.Utc; return true; }

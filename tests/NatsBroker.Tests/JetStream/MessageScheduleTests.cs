@@ -57,6 +57,7 @@ public sealed class MessageScheduleTests(AtomicBatchServer fixture) : IClassFixt
         await Expect("se1.s", "Nats-Schedule: 0 0 0 * * 7\r\n" + target, 10189, "message schedules pattern is invalid");
         await Expect("se1.s", "Nats-Schedule: @every 1m\r\nNats-Schedule-Time-Zone: Europe/Amsterdam\r\n" + target, 10189, "message schedules pattern is invalid");
         await Expect("se1.s", "Nats-Schedule: @daily\r\nNats-Schedule-Time-Zone: Mars/Olympus\r\n" + target, 10223, "message schedules time zone is invalid");
+        await Expect("se1.s", "Nats-Schedule: @daily\r\nNats-Schedule-Time-Zone: \r\n" + target, 10223, "message schedules time zone is invalid");
         await Expect("se1.s", "Nats-Schedule: @every 1s\r\n", 10190, "message schedules target is invalid");
         await Expect("se1.s", "Nats-Schedule: @every 1s\r\nNats-Schedule-Target: se1.s\r\n", 10190, "message schedules target is invalid");
         await Expect("se1.s", "Nats-Schedule: @every 1s\r\nNats-Schedule-Target: se1.*\r\n", 10190, "message schedules target is invalid");
