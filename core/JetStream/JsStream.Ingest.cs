@@ -188,12 +188,13 @@ internal sealed partial class JsStream
             if (rollup.SequenceEqual("sub"u8)) Store.Purge(subject, result.Sequence, 0);
             else if (rollup.SequenceEqual("all"u8)) Store.Purge(default, result.Sequence, 0);
         }
-        // Schedules: a schedule message, a produced one, or any message on a stream that holds schedules (a plain
-        // message on a schedule's subject ends that schedule).
-        if (scheduleHeaders || _scheduling is { Count: > 0 }) OnScheduleStored(subject, hdr, result.Sequence, now, cfg);
         if (!reply.IsEmpty) Js.Router.PublishInternal(reply, reply, default, default, counter ? CounterPubAck(result.Sequence) : PubAck(result.Sequence, duplicate: false), _ackBatch);
         Republish(subject, hdr, payload, result.Sequence, now, republishLast, cfg);
         foreach (var c in _consumerSnapshot) c.OnStored(subject);
+        // Schedules: a schedule message, a produced one, or any message on a stream that holds schedules (a plain
+        // message on a schedule's subject ends that schedule). After the consumers counted this message, so that
+        // a purge of the fired schedule recounts them right.
+        if (scheduleHeaders || _scheduling is { Count: > 0 }) OnScheduleStored(subject, hdr, result.Sequence, now, cfg);
         if (cfg.Retention == "interest" && _consumerSnapshot.Length == 0) Store.Remove(result.Sequence);
         return true;
     }

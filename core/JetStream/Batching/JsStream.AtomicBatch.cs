@@ -162,14 +162,14 @@ internal sealed partial class JsStream
             if (rollup.SequenceEqual("sub"u8)) Store.Purge(batch.Subject(i), seq, 0);
             else if (rollup.SequenceEqual("all"u8)) Store.Purge(default, seq, 0);
         }
+        foreach (var c in _consumerSnapshot)
+        {
+            for (int i = 0; i < n; i++) c.OnStored(batch.Subject(i));
+        }
         for (int i = 0; i < n && (_scheduling is { Count: > 0 } || _config.AllowMsgSchedules == true); i++)
         {
             var hdr = batch.Headers(i);
             if (_scheduling is { Count: > 0 } || MentionsSchedule(hdr)) OnScheduleStored(batch.Subject(i), hdr, first + (ulong)i, now, cfg);
-        }
-        foreach (var c in _consumerSnapshot)
-        {
-            for (int i = 0; i < n; i++) c.OnStored(batch.Subject(i));
         }
         if (cfg.Retention == "interest" && _consumerSnapshot.Length == 0)
         {

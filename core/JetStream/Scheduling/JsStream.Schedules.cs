@@ -115,8 +115,12 @@ internal sealed partial class JsStream
         }
         if (nextText.SequenceEqual("purge"u8) && scheduler.Length > 0 && cfg.AllowRollupHdrs && !cfg.DenyPurge)
         {
-            Store.Purge(Encoding.UTF8.GetBytes(scheduler));
+            var purged = Store.Purge(Encoding.UTF8.GetBytes(scheduler));
             scheduling?.RemoveSubject(scheduler);
+            if (purged.Purged > 0)
+            {
+                foreach (var c in _consumerSnapshot) c.OnStreamChanged();
+            }
         }
     }
 

@@ -84,6 +84,7 @@ public sealed class MessageScheduleTests(AtomicBatchServer fixture) : IClassFixt
     public async Task An_at_schedule_fires_once_with_nats_server_headers_and_is_purged()
     {
         await CreateStreamAsync(T, """{"name":"SA1","subjects":["sa1.>"],"allow_msg_schedules":true,"allow_msg_ttl":true}""");
+        await T.Js.CreateOrUpdateConsumerAsync("SA1", new NATS.Client.JetStream.Models.ConsumerConfig("watch"), Timeout());
         await using var c = await ConnectAsync(T);
         await HPubAsync(c, "sa1.sched.one", "_R.1",
             "Foo: bar\r\nNats-Msg-Id: m1\r\nNats-Schedule: @at 2009-11-10T23:00:00Z\r\nNats-Schedule-Target: sa1.orders\r\nNats-Schedule-TTL: 5m\r\nNats-Expected-Stream: SA1\r\n",
@@ -97,6 +98,8 @@ public sealed class MessageScheduleTests(AtomicBatchServer fixture) : IClassFixt
         await WaitAsync(async () => await MessagesAsync(T, "SA1") == 1);
         Assert.Null(await LastAsync("SA1", "sa1.sched.one"));
         Assert.Equal(2ul, (await T.Js.GetStreamAsync("SA1", cancellationToken: Timeout())).Info.State.LastSeq);
+        // A consumer counts what is left: the purged schedule is no longer pending.
+        Assert.Equal(1ul, (await T.Js.GetConsumerAsync("SA1", "watch", Timeout())).Info.NumPending);
     }
 
     [Fact]
