@@ -13,6 +13,8 @@ public sealed partial class JetStreamService
 {
     private const string P = JsJson.Prefix;
     private static readonly byte[] NoResponders = Encoding.ASCII.GetBytes("NATS/1.0 503\r\n\r\n");
+    /// <summary>MSG.NEXT and DIRECT.GET answer a too high Nats-Required-Api-Level with a status (nats-server).</summary>
+    private static readonly byte[] RequiredApiLevelStatus = Encoding.ASCII.GetBytes("NATS/1.0 412 Required Api Level\r\n\r\n");
     private readonly StoredMessage _apiMsg = new(1024);
     private readonly Lock _apiMsgLock = new();
 
@@ -23,6 +25,8 @@ public sealed partial class JetStreamService
         var t = subject.Split('.');
         // t[0]="$JS", t[1]="API"
         if (t.Length < 3) return true;
+        if (!req.Headers.IsEmpty && ApiLevel.RequiresMore(req.Headers) && ResponseType(t) is { } responseType)
+            return Fail(req, responseType, JsErrors.RequiredApiLevel);
         if (StreamReadBy(t) is { } streamName && Account.TryGet(streamName, out var read)) await read.WaitIngestedAsync().ConfigureAwait(false);
         switch (t[2])
         {
@@ -42,6 +46,45 @@ public sealed partial class JetStreamService
         }
         return true; // unknown API subject: nats-server has no handler for it either (no answer)
     }
+
+    /// <summary>
+    /// The response type of a JSON API endpoint, for the Nats-Required-Api-Level refusal every nats-server handler
+    /// makes first; null for MSG.NEXT / DIRECT.GET (a 412 status, only when the consumer / stream exists),
+    /// CONSUMER.RESET (its own response) and unknown subjects (no handler, no answer).
+    /// </summary>
+    private static string? ResponseType(string[] t) => t[2] switch
+    {
+        "INFO" when t.Length == 3 => "account_info_response",
+        "STREAM" when t.Length == 5 => t[3] switch
+        {
+            "CREATE" => "stream_create_response",
+            "UPDATE" => "stream_update_response",
+            "INFO" => "stream_info_response",
+            "DELETE" => "stream_delete_response",
+            "PURGE" => "stream_purge_response",
+            _ => null,
+        },
+        "STREAM" when t.Length == 4 && t[3] == "NAMES" => "stream_names_response",
+        "STREAM" when t.Length == 4 && t[3] == "LIST" => "stream_list_response",
+        "STREAM" when t.Length == 6 && t[3] == "MSG" => t[4] switch
+        {
+            "GET" => "stream_msg_get_response",
+            "DELETE" => "stream_msg_delete_response",
+            _ => null,
+        },
+        "CONSUMER" when t.Length >= 5 && t[3] == "CREATE" => "consumer_create_response",
+        "CONSUMER" when t.Length == 7 && t[3] == "DURABLE" && t[4] == "CREATE" => "consumer_create_response",
+        "CONSUMER" when t.Length == 6 => t[3] switch
+        {
+            "INFO" => "consumer_info_response",
+            "DELETE" => "consumer_delete_response",
+            "PAUSE" => "consumer_pause_response",
+            _ => null,
+        },
+        "CONSUMER" when t.Length == 5 && t[3] == "NAMES" => "consumer_names_response",
+        "CONSUMER" when t.Length == 5 && t[3] == "LIST" => "consumer_list_response",
+        _ => null,
+    };
 
     /// <summary>
     /// The stream whose state the request reads or changes, when it must first see what was published to it before
@@ -298,6 +341,8 @@ public sealed partial class JetStreamService
                 return true;
             case "PAUSE" when t.Length == 6:
                 return ConsumerPause(req, t[4], t[5]);
+            case "RESET" when t.Length == 6:
+                return ConsumerReset(req, t[4], t[5]);
         }
         return true;
     }
@@ -480,6 +525,11 @@ public sealed partial class JetStreamService
         if (!Account.TryGet(streamName, out var stream) || !stream.TryGetConsumer(name, out var c) || !c.IsPull)
         {
             Publish(req.Reply, default, NoResponders, default);
+            return;
+        }
+        if (ApiLevel.RequiresMore(req.Headers))
+        {
+            Publish(req.Reply, default, RequiredApiLevelStatus, default);
             return;
         }
         var body = req.Body.Trim((byte)' ');

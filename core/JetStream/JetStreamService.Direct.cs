@@ -46,6 +46,11 @@ public sealed partial class JetStreamService
             Publish(reply, default, NoResponders, default);
             return;
         }
+        if (ApiLevel.RequiresMore(req.Headers))
+        {
+            Publish(reply, default, RequiredApiLevelStatus, default);
+            return;
+        }
         DirectGetRequest? r;
         if (t.Length > 5)
         {

@@ -38,6 +38,7 @@ internal static partial class JsConfigCheck
         if (c.PersistMode == "async" && c.Storage != "file") return JsErrors.StreamInvalidConfig("async persist mode is only supported on file storage");
         var batching = Batching.BatchConfigCheck.Check(c);
         if (batching is not null) return batching;
+        if (Scheduling.ScheduleConfigCheck.Check(c) is { } scheduling) return scheduling;
         if (c.NumReplicas == 0) c.NumReplicas = 1;
         if (c.NumReplicas < 0) return JsErrors.StreamInvalidConfig("replicas count cannot be negative");
         // Not clustered: one replica (nats-server answers replicas > 1 with an error outside a cluster).
@@ -109,6 +110,7 @@ internal static partial class JsConfigCheck
         if (old.Storage != next.Storage) return JsErrors.StreamInvalidConfig("stream configuration update can not change storage type");
         if (old.PersistMode != next.PersistMode) return JsErrors.StreamInvalidConfig("stream configuration update can not change persist mode");
         if (Batching.BatchConfigCheck.CheckUpdate(old, next) is { } batching) return batching;
+        if (Scheduling.ScheduleConfigCheck.CheckUpdate(old, next) is { } scheduling) return scheduling;
         if (old.Retention != next.Retention) return JsErrors.StreamInvalidConfig("stream configuration update can not change retention policy");
         if (old.Sealed && !next.Sealed) return JsErrors.StreamInvalidConfig("stream configuration update can not unseal a sealed stream");
         if (old.DenyDelete && !next.DenyDelete) return JsErrors.StreamInvalidConfig("stream configuration update can not cancel deny message deletes");

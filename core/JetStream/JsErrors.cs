@@ -62,6 +62,10 @@ internal static class JsErrors
     public static ApiError StreamTransformInvalidDestination(string err) => E(400, 10156, $"stream transform: {err}");
     public static ApiError MessageTtlInvalid { get; } = E(400, 10165, "invalid per-message TTL");
     public static ApiError MessageTtlDisabled { get; } = E(400, 10166, "per-message TTL is disabled");
+    /// <summary>2.11+: the request's Nats-Required-Api-Level is above this server's (jetstream_versioning.go).</summary>
+    public static ApiError RequiredApiLevel { get; } = E(412, 10185, "JetStream minimum api level required");
+    /// <summary>2.14 CONSUMER.RESET refused (consumer.go resetStartingSeqLocked's reasons).</summary>
+    public static ApiError ConsumerInvalidReset(string err) => E(400, 10204, $"invalid reset: {err}");
 
     public static ApiError ConsumerNotFound { get; } = E(404, 10014, "consumer not found");
     public static ApiError ConsumerConfigRequired { get; } = E(400, 10078, "consumer config required");

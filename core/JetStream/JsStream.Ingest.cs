@@ -98,6 +98,7 @@ internal sealed partial class JsStream
     /// <summary>Stores one message and answers it; true when it was stored.</summary>
     private bool Process(in Inbound m)
     {
+        if (m.Kind == Inbound.KindTick) return RunSchedules();
         // Batches (ADR-50) first, as nats-server's ingest loop: fast-ingest by reply subject, atomic by header.
         if (m.Reply.EndsWith(FastBatchSuffix)) return ProcessFast(m);
         if (!m.Headers.IsEmpty && NatsHeaders.Get(m.Headers, BatchIdHeader) is { IsEmpty: false } batchId) return ProcessAtomic(m, batchId);
@@ -122,6 +123,7 @@ internal sealed partial class JsStream
         if (cfg.MaxMsgSize > 0 && hdr.Length + m.Payload.Length > cfg.MaxMsgSize) return Fail(reply, JsErrors.StreamMessageExceedsMaximum);
 
         string msgId = "";
+        bool scheduleHeaders = false;
         long now = GoTime.NowNanos();
         if (!hdr.IsEmpty)
         {
@@ -149,6 +151,11 @@ internal sealed partial class JsStream
                 ulong lastForSubject = LastSequenceOf(subject);
                 if (expSubj != lastForSubject) return Fail(reply, JsErrors.StreamWrongLastSequence(lastForSubject));
             }
+            // Message schedules (ADR-51): only messages that mention a Nats-Schedule* header pay for the checks.
+            scheduleHeaders = MentionsSchedule(hdr);
+            if (scheduleHeaders && m.Kind != Inbound.KindScheduled && !NatsHeaders.Has(hdr, JsSourcing.SourceHeader)
+                && CheckScheduleHeaders(subject, ref hdr, cfg) is { } scheduleError)
+                return Fail(reply, scheduleError);
             var expId = NatsHeaders.GetString(hdr, NatsHeaders.ExpectedLastMsgId);
             if (expId.Length > 0 && expId != _lastMsgId) return Fail(reply, JsErrors.StreamWrongLastMsgId(_lastMsgId));
             var rollup = NatsHeaders.Get(hdr, NatsHeaders.Rollup);
@@ -184,6 +191,10 @@ internal sealed partial class JsStream
         if (!reply.IsEmpty) Js.Router.PublishInternal(reply, reply, default, default, counter ? CounterPubAck(result.Sequence) : PubAck(result.Sequence, duplicate: false), _ackBatch);
         Republish(subject, hdr, payload, result.Sequence, now, republishLast, cfg);
         foreach (var c in _consumerSnapshot) c.OnStored(subject);
+        // Schedules: a schedule message, a produced one, or any message on a stream that holds schedules (a plain
+        // message on a schedule's subject ends that schedule). After the consumers counted this message, so that
+        // a purge of the fired schedule recounts them right.
+        if (scheduleHeaders || _scheduling is { Count: > 0 }) OnScheduleStored(subject, hdr, result.Sequence, now, cfg);
         if (cfg.Retention == "interest" && _consumerSnapshot.Length == 0) Store.Remove(result.Sequence);
         return true;
     }

@@ -139,6 +139,7 @@ internal sealed partial class JsStream : IAsyncDisposable
     /// <summary>Subscribes the stream's subjects and its consumers' ack subject, and starts the ingest worker.</summary>
     public void Start()
     {
+        RecoverSchedules();
         _worker = Task.Run(IngestLoopAsync);
         Subscribe(_config.Subjects);
         StartSourcing();
@@ -169,6 +170,7 @@ internal sealed partial class JsStream : IAsyncDisposable
         if (next.AllowBatched != true) ClearFastBatches();
         RestartSourcingIfChanged(old, next);
         ScheduleAgeSweep();
+        EnableSchedules();
         if (subjectsChanged)
         {
             Unsubscribe();
@@ -297,6 +299,7 @@ internal sealed partial class JsStream : IAsyncDisposable
     {
         await StopSourcingAsync().ConfigureAwait(false);
         StopAgeSweep();
+        StopSchedules();
         Unsubscribe();
         if (_ackSub is not null) Js.Router.Unsubscribe(_ackSub);
         _inbound.Writer.TryComplete();
@@ -316,18 +319,27 @@ internal sealed partial class JsStream : IAsyncDisposable
 
     /// <summary>
     /// One queued inbound message in a pooled buffer: [subject][reply][headers][payload]. A mirrored copy carries
-    /// its origin sequence and timestamp (<see cref="OriginSeq"/> &gt; 0).
+    /// its origin sequence and timestamp (<see cref="OriginSeq"/> &gt; 0). <see cref="Kind"/> marks the scheduler's
+    /// tick (no buffer) and the messages it produces (stored without the schedule checks, as nats-server's sourced).
     /// </summary>
-    private readonly struct Inbound(byte[] buffer, int subject, int reply, int headers, int payload, ulong originSeq = 0, long timestamp = 0)
+    private readonly struct Inbound(byte[] buffer, int subject, int reply, int headers, int payload, ulong originSeq = 0, long timestamp = 0, byte kind = 0)
     {
+        public const byte KindTick = 1;
+        public const byte KindScheduled = 2;
+        public static Inbound ScheduleTick => new([], 0, 0, 0, 0, kind: KindTick);
+
         public readonly byte[] Buffer = buffer;
         public readonly ulong OriginSeq = originSeq;
         public readonly long Timestamp = timestamp;
+        public readonly byte Kind = kind;
         public ReadOnlySpan<byte> Subject => Buffer.AsSpan(0, subject);
         public ReadOnlySpan<byte> Reply => Buffer.AsSpan(subject, reply);
         public ReadOnlySpan<byte> Headers => Buffer.AsSpan(subject + reply, headers);
         public ReadOnlySpan<byte> Payload => Buffer.AsSpan(subject + reply + headers, payload);
-        public void Return() => ArrayPool<byte>.Shared.Return(Buffer);
+        public void Return()
+        {
+            if (Kind != KindTick) ArrayPool<byte>.Shared.Return(Buffer);
+        }
     }
 }
 

@@ -27,6 +27,12 @@ public sealed class ConsumerPauseRequest
     public DateTime? PauseUntil { get; set; }
 }
 
+/// <summary>$JS.API.CONSUMER.RESET request (2.14): no seq (or 0) = back to the ack floor.</summary>
+public sealed class ConsumerResetRequest
+{
+    public ulong? Seq { get; set; }
+}
+
 /// <summary>io.nats.jetstream.api.v1.consumer_pause_response.</summary>
 public sealed class ConsumerPauseResponse : ApiResponse
 {
@@ -42,4 +48,5 @@ public sealed class ConsumerPauseResponse : ApiResponse
 [JsonSerializable(typeof(DirectGetRequest))]
 [JsonSerializable(typeof(ConsumerPauseRequest))]
 [JsonSerializable(typeof(ConsumerPauseResponse))]
+[JsonSerializable(typeof(ConsumerResetRequest))]
 internal sealed partial class JsDirectJsonContext : JsonSerializerContext;

@@ -119,6 +119,8 @@ public sealed class StreamConfig
     public bool? AllowBatched { get; set; }
     /// <summary>nats-server 2.12 allow_msg_counter (ADR-49 counters); null = false (omitempty).</summary>
     public bool? AllowMsgCounter { get; set; }
+    /// <summary>nats-server 2.12 allow_msg_schedules (ADR-51 message schedules); null = false (omitempty).</summary>
+    public bool? AllowMsgSchedules { get; set; }
     /// <summary>ADR-43 (2.11): per-message TTL through the Nats-TTL header.</summary>
     public bool AllowMsgTtl { get; set; }
     /// <summary>ADR-43 (2.11): nanoseconds a delete marker left by max-age expiry lives (0 = no markers).</summary>
@@ -415,6 +417,8 @@ public sealed class AccountLimits
 
 public sealed class ApiStats
 {
+    /// <summary>The API level this server implements (nats-server 2.11+ "level", always written).</summary>
+    public int Level { get; set; } = ApiLevel.Current;
     public ulong Total { get; set; }
     public ulong Errors { get; set; }
 }

@@ -71,6 +71,21 @@ internal sealed partial class JsStream
             Drop(set, batch!);
             return Fail(reply, BatchErrors.AtomicPublishInvalidBatchCommit);
         }
+        // Nats-Required-Api-Level (nats-server 2.12+): too high abandons the batch ("unsupported"); the header is
+        // never stored.
+        if (ApiLevel.Present(hdr))
+        {
+            if (ApiLevel.RequiresMore(hdr))
+            {
+                Drop(set, batch!);
+                SendBatchAbandoned(id, "unsupported");
+                return Fail(reply, JsErrors.RequiredApiLevel);
+            }
+            var w = _scheduleHdr ??= new ArrayBufferWriter<byte>(256);
+            w.ResetWrittenCount();
+            ApiLevel.Strip(hdr, w);
+            hdr = w.WrittenSpan;
+        }
         if (seq != (ulong)batch!.Count + 1 || (seq == 1 && eob))
         {
             Drop(set, batch);
@@ -151,6 +166,11 @@ internal sealed partial class JsStream
         {
             for (int i = 0; i < n; i++) c.OnStored(batch.Subject(i));
         }
+        for (int i = 0; i < n && (_scheduling is { Count: > 0 } || _config.AllowMsgSchedules == true); i++)
+        {
+            var hdr = batch.Headers(i);
+            if (_scheduling is { Count: > 0 } || MentionsSchedule(hdr)) OnScheduleStored(batch.Subject(i), hdr, first + (ulong)i, now, cfg);
+        }
         if (cfg.Retention == "interest" && _consumerSnapshot.Length == 0)
         {
             for (ulong s = first; s <= result.Sequence; s++) Store.Remove(s);
@@ -215,6 +235,18 @@ internal sealed partial class JsStream
                 else if (!forSubject.IsEmpty)
                 {
                     return BatchErrors.StreamExpectedLastSeqPerSubjectInvalid;
+                }
+                // Message schedules (ADR-51) as for single publishes; a schedule gets Nats-Rollup: sub.
+                if (MentionsSchedule(hdr) && !NatsHeaders.Has(hdr, JsSourcing.SourceHeader))
+                {
+                    var checkedHdr = hdr;
+                    if (CheckScheduleHeaders(subject, ref checkedHdr, cfg) is { } scheduleError) return scheduleError;
+                    if (checkedHdr.Length != hdr.Length)
+                    {
+                        batch.ReplaceHeaders(i, checkedHdr);
+                        subject = batch.Subject(i);
+                        hdr = batch.Headers(i);
+                    }
                 }
                 var rollup = NatsHeaders.Get(hdr, NatsHeaders.Rollup);
                 if (!rollup.IsEmpty)

@@ -1,3 +1,4 @@
+using System.Buffers;
 using System.Buffers.Text;
 using System.Text;
 using System.Text.Json;
@@ -45,6 +46,46 @@ internal sealed partial class JsStream
             if (b is null) return Fail(reply, BatchErrors.BatchPublishTooManyInflight);
         }
         _lastFastBatch = b;
+        string id = b.Id;
+        // Nats-Required-Api-Level (nats-server 2.14): too high ends the batch with the error; the header is never stored.
+        if (ApiLevel.Present(hdr))
+        {
+            if (ApiLevel.RequiresMore(hdr))
+            {
+                set.Remove(b);
+                return Fail(reply, JsErrors.RequiredApiLevel);
+            }
+            return ProcessFastStripped(m, set, b, fb);
+        }
+        return ProcessFastMessage(m, set, b, fb);
+    }
+
+    /// <summary>The message again, its headers without Nats-Required-Api-Level (a rare path: one copy).</summary>
+    private bool ProcessFastStripped(in Inbound m, FastBatchSet set, FastBatch b, FastBatchReply fb)
+    {
+        var w = new ArrayBufferWriter<byte>(m.Headers.Length);
+        ApiLevel.Strip(m.Headers, w);
+        int total = m.Subject.Length + m.Reply.Length + w.WrittenCount + m.Payload.Length;
+        var buf = ArrayPool<byte>.Shared.Rent(Math.Max(1, total));
+        m.Subject.CopyTo(buf);
+        m.Reply.CopyTo(buf.AsSpan(m.Subject.Length));
+        w.WrittenSpan.CopyTo(buf.AsSpan(m.Subject.Length + m.Reply.Length));
+        m.Payload.CopyTo(buf.AsSpan(m.Subject.Length + m.Reply.Length + w.WrittenCount));
+        var stripped = new Inbound(buf, m.Subject.Length, m.Reply.Length, w.WrittenCount, m.Payload.Length);
+        try
+        {
+            // The reply subject is the same bytes, so the parsed ranges in fb still apply to stripped.Reply.
+            return ProcessFastMessage(stripped, set, b, fb);
+        }
+        finally
+        {
+            stripped.Return();
+        }
+    }
+
+    private bool ProcessFastMessage(in Inbound m, FastBatchSet set, FastBatch b, FastBatchReply fb)
+    {
+        var reply = m.Reply;
         string id = b.Id;
 
         if (fb.Op == FastBatchReply.OpPing)

@@ -41,11 +41,17 @@ internal sealed class StagedBatch : IAppendBatch, IDisposable
     }
 
     /// <summary>Replaces the headers of the last message (the EOB commit marks the last stored message with Nats-Batch-Commit: 1).</summary>
-    public void ReplaceLastHeaders(ReadOnlySpan<byte> headers)
+    public void ReplaceLastHeaders(ReadOnlySpan<byte> headers) => ReplaceHeaders(Count - 1, headers);
+
+    /// <summary>
+    /// Replaces the headers of one message (a schedule gets Nats-Rollup: sub). <paramref name="headers"/> must not
+    /// point into this batch; spans read from it before are invalid afterwards (the arena may move).
+    /// </summary>
+    public void ReplaceHeaders(int index, ReadOnlySpan<byte> headers)
     {
-        var e = _entries[Count - 1];
+        var e = _entries[index];
         int h = Copy(headers);
-        _entries[Count - 1] = e with { Headers = h, HeadersLength = headers.Length };
+        _entries[index] = e with { Headers = h, HeadersLength = headers.Length };
     }
 
     /// <summary>Drops the last message (the EOB commit message is not stored).</summary>

@@ -1,0 +1,61 @@
+using System.Buffers.Text;
+using System.Text.Json;
+using NatsBroker.JetStream.Api;
+
+namespace NatsBroker.JetStream;
+
+// $JS.API.CONSUMER.RESET.<stream>.<consumer> (nats-server 2.14 consumer.go processResetReq, jetstream_api.go
+// JSApiConsumerResetRequest / JSApiConsumerResetResponse): body empty (back to the ack floor) or {"seq":N}; the
+// answer is the consumer's info with "reset_seq" (always written, also beside an error, as Go's field has no
+// omitempty). nats-server subscribes this subject per consumer, so a missing stream or consumer has no responder.
+public sealed partial class JetStreamService
+{
+    private const string ConsumerResetType = "consumer_reset_response";
+
+    private bool ConsumerReset(ApiRequest req, string streamName, string name)
+    {
+        if (req.Reply.Length == 0) return true;
+        if (!Account.TryGet(streamName, out var stream) || !stream.TryGetConsumer(name, out var c))
+        {
+            Publish(req.Reply, default, NoResponders, default);
+            return false;
+        }
+        if (ApiLevel.RequiresMore(req.Headers)) return Respond(req, ResetJson(JsJson.Error(P + ConsumerResetType, JsErrors.RequiredApiLevel), 0), ok: false);
+        var r = new ConsumerResetRequest();
+        if (!req.Body.IsEmpty)
+        {
+            try
+            {
+                r = JsonSerializer.Deserialize(req.Body, JsDirectJsonContext.Default.ConsumerResetRequest) ?? r;
+            }
+            catch (JsonException ex)
+            {
+                return Respond(req, ResetJson(JsJson.Error(P + ConsumerResetType, JsErrors.InvalidJson(ex.Message)), 0), ok: false);
+            }
+        }
+        if (c.Reset(r.Seq ?? 0, out var why) is not { } seq)
+            return Respond(req, ResetJson(JsJson.Error(P + ConsumerResetType, JsErrors.ConsumerInvalidReset(why!)), 0), ok: false);
+        return Respond(req, ResetJson(ConsumerInfoJson(ConsumerResetType, c.Info()), seq));
+    }
+
+    private bool Respond(ApiRequest req, byte[] json, bool ok)
+    {
+        Reply(req, json);
+        return ok;
+    }
+
+    /// <summary>The response object with ,"reset_seq":N before its closing brace.</summary>
+    private static byte[] ResetJson(byte[] json, ulong seq)
+    {
+        var tail = ",\"reset_seq\":"u8;
+        var buf = new byte[json.Length + tail.Length + 20];
+        json.AsSpan(0, json.Length - 1).CopyTo(buf);
+        int n = json.Length - 1;
+        tail.CopyTo(buf.AsSpan(n));
+        n += tail.Length;
+        Utf8Formatter.TryFormat(seq, buf.AsSpan(n), out int w);
+        n += w;
+        buf[n++] = (byte)'}';
+        return buf.AsSpan(0, n).ToArray();
+    }
+}
