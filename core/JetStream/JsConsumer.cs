@@ -123,16 +123,9 @@ internal sealed partial class JsConsumer
 
     private void WriteMeta()
     {
-        Directory.CreateDirectory(_stream.ConsumersDir);
+        DurableFiles.CreateDirectory(_stream.ConsumersDir);
         var meta = new ConsumerMeta { Name = Name, Config = Config, Created = Created };
-        var path = Path.Combine(_stream.ConsumersDir, Name + ".json");
-        var tmp = path + ".tmp";
-        using (var f = new FileStream(tmp, FileMode.Create, FileAccess.Write))
-        {
-            f.Write(JsonSerializer.SerializeToUtf8Bytes(meta, JsJsonContext.Default.ConsumerMeta));
-            f.Flush(flushToDisk: true);
-        }
-        File.Move(tmp, path, overwrite: true);
+        DurableFiles.Replace(Path.Combine(_stream.ConsumersDir, Name + ".json"), JsonSerializer.SerializeToUtf8Bytes(meta, JsJsonContext.Default.ConsumerMeta));
     }
 
     /// <summary>Applies an update of the mutable fields (nats-server allows description, ack_wait, max_deliver, ...).</summary>

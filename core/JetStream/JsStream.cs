@@ -80,7 +80,9 @@ internal sealed partial class JsStream : IAsyncDisposable
         string engine = memory ? "memory" : js.Engines.PersistentEngine;
         string? dir = memory ? null : Path.Combine(account.StreamsDir, config.Name);
         var storeConfig = StoreConfigFor(js, config);
-        if (dir is not null) Directory.CreateDirectory(dir);
+        // Durable in its parent (and any missing ancestor): a stream directory lost to a power cut loses every
+        // acknowledged message in it, whatever the engine's own durability.
+        if (dir is not null) DurableFiles.CreateDirectory(dir);
         var opened = js.Engines.Registry.Open(engine, storeConfig, dir is null ? null : Path.Combine(dir, "store"));
         if (!opened.IsOk) return JsErrors.StreamCreate(opened.Error ?? opened.Status.ToString());
         var store = opened.Store!;
@@ -127,13 +129,7 @@ internal sealed partial class JsStream : IAsyncDisposable
     {
         if (Dir is null) return;
         var meta = new StreamMeta { Config = _config, Created = Created };
-        var tmp = Path.Combine(Dir, MetaFile + ".tmp");
-        using (var f = new FileStream(tmp, FileMode.Create, FileAccess.Write))
-        {
-            f.Write(JsonSerializer.SerializeToUtf8Bytes(meta, JsJsonContext.Default.StreamMeta));
-            f.Flush(flushToDisk: true);
-        }
-        File.Move(tmp, Path.Combine(Dir, MetaFile), overwrite: true);
+        DurableFiles.Replace(Path.Combine(Dir, MetaFile), JsonSerializer.SerializeToUtf8Bytes(meta, JsJsonContext.Default.StreamMeta));
     }
 
     /// <summary>Subscribes the stream's subjects and its consumers' ack subject, and starts the ingest worker.</summary>
