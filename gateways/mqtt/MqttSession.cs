@@ -96,9 +96,20 @@ internal sealed partial class MqttSession : INatsDelivery
         {
             if (!await ConnectAsync(drain).ConfigureAwait(false)) return;
             var fromCore = _coreLoop!;
-            bool graceful = await ClientLoopAsync(drain).ConfigureAwait(false);
+            bool graceful = false;
+            try
+            {
+                graceful = await ClientLoopAsync(drain).ConfigureAwait(false);
+            }
+            catch (Exception ex) when (ex is IOException or SocketException or ObjectDisposedException or MqttProtocolViolationException
+                or InvalidDataException or TimeoutException or JetStreamException)
+            {
+                _log.LogDebug("{Ip}:{Port} - mqtt client {Id} closed: {Reason}", RemoteIp, _remote.Port, _clientId, ex.Message);
+            }
+            // The link stays up for the session's last records and the will; a takeover hands both to the new connection.
+            await LingerAsync().ConfigureAwait(false);
+            if (!_takenOver) await EndConnectionAsync(graceful, drain).ConfigureAwait(false);
             await _end.CancelAsync().ConfigureAwait(false);
-            if (!graceful && !_takenOver) await PublishWillAsync().ConfigureAwait(false);
             _nats!.ShutdownSend();
             await Task.WhenAny(fromCore, Task.Delay(TimeSpan.FromSeconds(5), CancellationToken.None)).ConfigureAwait(false);
         }
@@ -212,6 +223,8 @@ internal sealed partial class MqttSession : INatsDelivery
         }
         _keepAlive = connect.KeepAlivePeriod;
         _clientId = clientId;
+        _sourceId = SessionHash(clientId);
+        _sourceTag = Encoding.ASCII.GetBytes(_sourceId);
 
         CoreLink core;
         try
@@ -244,6 +257,13 @@ internal sealed partial class MqttSession : INatsDelivery
         bool sessionPresent = await RestoreSessionAsync(connect, drain).ConfigureAwait(false);
         if (_v5)
         {
+            // MQTT 5 section 3.2.2.3.14: the server may shorten the keep-alive; the client then uses this value.
+            ushort? serverKeepAlive = null;
+            if (_options.MaxKeepAlive > 0 && (_keepAlive == 0 || _keepAlive > _options.MaxKeepAlive))
+            {
+                serverKeepAlive = _options.MaxKeepAlive;
+                _keepAlive = _options.MaxKeepAlive;
+            }
             await _out.SendAsync(new MqttConnAckPacket
             {
                 ReasonCode = MqttConnectReasonCode.Success,
@@ -255,7 +275,8 @@ internal sealed partial class MqttSession : INatsDelivery
                 SharedSubscriptionAvailable = true,
                 SubscriptionIdentifiersAvailable = true,
                 MaximumQoS = MqttQualityOfServiceLevel.ExactlyOnce,
-                ReceiveMaximum = (ushort)Math.Min(_options.MaxAckPending, ushort.MaxValue),
+                ReceiveMaximum = ReceiveMaximum,
+                ServerKeepAlive = serverKeepAlive ?? 0,
             }, drain).ConfigureAwait(false);
         }
         else
@@ -266,6 +287,7 @@ internal sealed partial class MqttSession : INatsDelivery
         {
             _clientReceiveMaximum = connect.ReceiveMaximum == 0 ? ushort.MaxValue : connect.ReceiveMaximum;
             _clientMaxPacketSize = connect.MaximumPacketSize == 0 ? uint.MaxValue : connect.MaximumPacketSize;
+            _out.UseTopicAliases(connect.TopicAliasMaximum);
         }
         await AfterConnAckAsync(drain).ConfigureAwait(false);
         return true;
