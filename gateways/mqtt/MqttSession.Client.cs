@@ -143,6 +143,10 @@ internal sealed partial class MqttSession
         {
             _log.LogWarning("{Ip}:{Port} - could not end the session of {Id}: {Error}", RemoteIp, _remote.Port, _clientId, ex.Message);
         }
+        finally
+        {
+            _sessionSettled.TrySetResult();
+        }
         if (!graceful) await PublishWillAsync(drain).ConfigureAwait(false);
     }
 
@@ -150,7 +154,7 @@ internal sealed partial class MqttSession
     private async Task PublishWillAsync(CancellationToken drain)
     {
         var will = _will;
-        if (will is null || _nats is null) return;
+        if (will is null || _nats is null || _takenOver) return;
         _will = null;
         var packet = new MqttPublishPacket
         {
@@ -172,7 +176,7 @@ internal sealed partial class MqttSession
             uint delay = _v5 ? Math.Min(will.WillDelayInterval, _sessionExpiry) : 0;
             if (delay > 0)
             {
-                using var wait = CancellationTokenSource.CreateLinkedTokenSource(_end.Token, drain);
+                using var wait = CancellationTokenSource.CreateLinkedTokenSource(_end.Token, drain, _willCancel.Token);
                 try
                 {
                     await Task.Delay(TimeSpan.FromSeconds(delay), wait.Token).ConfigureAwait(false);

@@ -108,7 +108,15 @@ internal sealed partial class MqttSession : INatsDelivery
             }
             // The link stays up for the session's last records and the will; a takeover hands both to the new connection.
             await LingerAsync().ConfigureAwait(false);
-            if (!_takenOver) await EndConnectionAsync(graceful, drain).ConfigureAwait(false);
+            bool killed;
+            lock (_phaseLock)
+            {
+                _clientGone = true;
+                killed = _killedByTakeover;
+            }
+            // A connection ended by a takeover leaves the session to its successor; one that ended by itself finishes
+            // the session's last records first (a successor waits for them: SessionSettledAsync).
+            if (!killed) await EndConnectionAsync(graceful, drain).ConfigureAwait(false);
             await _end.CancelAsync().ConfigureAwait(false);
             _nats!.ShutdownSend();
             await Task.WhenAny(fromCore, Task.Delay(TimeSpan.FromSeconds(5), CancellationToken.None)).ConfigureAwait(false);
@@ -120,6 +128,7 @@ internal sealed partial class MqttSession : INatsDelivery
         }
         finally
         {
+            _sessionSettled.TrySetResult();
             if (!_end.IsCancellationRequested) await _end.CancelAsync().ConfigureAwait(false);
             if (_clientId.Length > 0)
             {
@@ -253,6 +262,7 @@ internal sealed partial class MqttSession : INatsDelivery
         {
             _log.LogWarning("Replacing old client {Old} since both have the same client ID \"{Id}\"", previous.Describe(), clientId);
             previous.TakeOver();
+            await previous.SessionSettledAsync(_options.JsApiTimeout).ConfigureAwait(false);
         }
         bool sessionPresent = await RestoreSessionAsync(connect, drain).ConfigureAwait(false);
         if (_v5)
@@ -365,19 +375,44 @@ internal sealed partial class MqttSession : INatsDelivery
 
     public string Describe() => $"{RemoteIp}:{_remote.Port}";
 
-    /// <summary>Another connection took this client ID: close without the will ([MQTT-3.1.4-2]).</summary>
+    private readonly Lock _phaseLock = new();
+    private bool _clientGone, _killedByTakeover;
+    private readonly CancellationTokenSource _willCancel = new();
+    private readonly TaskCompletionSource _sessionSettled = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+    /// <summary>
+    /// Another connection took this client ID. Still connected: closed without the will ([MQTT-3.1.4-2]). Already
+    /// gone: its delayed will is cancelled ([MQTT-3.1.3-9]) and it finishes the session's records undisturbed.
+    /// </summary>
     public void TakeOver()
     {
-        _takenOver = true;
+        bool kill;
+        lock (_phaseLock)
+        {
+            _takenOver = true;
+            kill = !_clientGone;
+            _killedByTakeover = kill;
+        }
         try
         {
-            _end.Cancel();
-            _socket.Dispose();
+            if (kill)
+            {
+                _end.Cancel();
+                _socket.Dispose();
+            }
+            else
+            {
+                _willCancel.Cancel();
+            }
         }
         catch (ObjectDisposedException)
         {
         }
     }
+
+    /// <summary>Completes when this connection no longer touches the stored session (or after <paramref name="limit"/>).</summary>
+    public async Task SessionSettledAsync(TimeSpan limit) =>
+        await Task.WhenAny(_sessionSettled.Task, Task.Delay(limit, CancellationToken.None)).ConfigureAwait(false);
 
     /// <summary>Reads from the core until it closes the link, then closes the client.</summary>
     private async Task CoreLoopAsync()
