@@ -15,7 +15,7 @@ internal sealed partial class MqttSession
 {
     private static bool MessageExpired(long expiresAt) => expiresAt > 0 && expiresAt <= DateTimeOffset.UtcNow.ToUnixTimeMilliseconds();
 
-    private async ValueTask SendPublishAsync(Subscription? sub, ReadOnlyMemory<byte> subject, ReadOnlyMemory<byte> reply,
+    private async ValueTask SendPublishAsync(uint[]? identifiers, ReadOnlyMemory<byte> subject, ReadOnlyMemory<byte> reply,
         ReadOnlyMemory<byte> headers, ReadOnlyMemory<byte> payload, byte qos, bool retain, string? ack)
     {
         long expiresAt = NatsHeaders.ExpiresAt(headers.Span);
@@ -28,11 +28,11 @@ internal sealed partial class MqttSession
         int topicLength = TopicMapping.SubjectToTopic(subject.Span, topic);
         if (qos == 0)
         {
-            await WritePublishAsync(topic.AsMemory(0, topicLength), reply, headers, payload, 0, 0, retain, dup: false, sub?.Identifiers, expiresAt, _end.Token).ConfigureAwait(false);
+            await WritePublishAsync(topic.AsMemory(0, topicLength), reply, headers, payload, 0, 0, retain, dup: false, identifiers, expiresAt, _end.Token).ConfigureAwait(false);
             return;
         }
         var f = new Inflight(qos, ack, topic.AsSpan(0, topicLength).ToArray(), payload.ToArray(), _v5 ? headers.ToArray() : [], _v5 ? reply.ToArray() : [],
-            retain, sub?.Identifiers, expiresAt);
+            retain, identifiers, expiresAt);
         await SendOrQueueAsync(f).ConfigureAwait(false);
     }
 

@@ -168,11 +168,11 @@ internal sealed partial class MqttSession
         bool skip = sub.NoLocal && FromThisClient(m.Headers.Span);
         if (qos == 0 || skip)
         {
-            if (!skip) await SendPublishAsync(sub, plain, ReadOnlyMemory<byte>.Empty, m.Headers, m.Payload, 0, retain, ack: null).ConfigureAwait(false);
+            if (!skip) await SendPublishAsync(sub.Identifiers, plain, ReadOnlyMemory<byte>.Empty, m.Headers, m.Payload, 0, retain, ack: null).ConfigureAwait(false);
             if (ack is not null) await AckStreamMessageAsync(ack).ConfigureAwait(false);
             return;
         }
-        await SendPublishAsync(sub, plain, ReadOnlyMemory<byte>.Empty, m.Headers, m.Payload, qos, retain, ack).ConfigureAwait(false);
+        await SendPublishAsync(sub.Identifiers, plain, ReadOnlyMemory<byte>.Empty, m.Headers, m.Payload, qos, retain, ack).ConfigureAwait(false);
     }
 
     private async Task AckStreamMessageAsync(string ack)

@@ -76,6 +76,7 @@ internal sealed partial class MqttSession
                 byte qos = (byte)(qosNode?.GetValue<int>() ?? 0);
                 await RestoreSubscriptionAsync(subject, qos, ct).ConfigureAwait(false);
             }
+            OnSubscriptionsChanged();
         }
         await SaveSessionAsync(ct).ConfigureAwait(false);
         await ResendParkedAsync(ct).ConfigureAwait(false);
@@ -139,7 +140,7 @@ internal sealed partial class MqttSession
                 var plain = m.Subject[JetStreamApi.RetainedPrefix.Length..];
                 if (sub.Reserved && plain.StartsWith('$')) continue;
                 byte storedQos = (byte)((int.Parse(flags, NumberStyles.HexNumber, CultureInfo.InvariantCulture) >> 1) & 3);
-                await SendPublishAsync(sub, Encoding.UTF8.GetBytes(plain), ReadOnlyMemory<byte>.Empty, m.Headers, m.Payload,
+                await SendPublishAsync(sub.Identifiers, Encoding.UTF8.GetBytes(plain), ReadOnlyMemory<byte>.Empty, m.Headers, m.Payload,
                     Math.Min(storedQos, sub.Qos), retain: true, ack: null).ConfigureAwait(false);
             }
         }

@@ -32,7 +32,7 @@ internal sealed partial class MqttSession
             codes.Add(code);
             if (sub is not null) granted.Add((sub, f.RetainHandling, existed));
         }
-        _noLocalCount = _byFilter.Values.Count(s => s.NoLocal);
+        OnSubscriptionsChanged();
         await _out.SendAsync(new MqttSubAckPacket { PacketIdentifier = packet.PacketIdentifier, ReasonCodes = codes }, ct).ConfigureAwait(false);
         // Retained messages follow the SUBACK ([MQTT-3.3.1-6]); MQTT 5 Retain Handling 1 sends them only for a
         // subscription that did not exist ([MQTT-3.3.1-10]), 2 never ([MQTT-3.3.1-11]).
@@ -128,7 +128,7 @@ internal sealed partial class MqttSession
                 codes.Add(MqttUnsubscribeReasonCode.NoSubscriptionExisted);
             }
         }
-        _noLocalCount = _byFilter.Values.Count(s => s.NoLocal);
+        OnSubscriptionsChanged();
         await _out.SendAsync(new MqttUnsubAckPacket { PacketIdentifier = packet.PacketIdentifier, ReasonCodes = codes }, ct).ConfigureAwait(false);
     }
 
@@ -160,6 +160,11 @@ internal sealed partial class MqttSession
     {
         if (await DeliverFromStreamAsync(m).ConfigureAwait(false)) return;
         if (!_bySid.TryGetValue(m.Sid, out var sub)) return;
+        if (sub.Group is null && _plainSubscriptions.Length > 1)
+        {
+            await DeliverOverlappingAsync(m).ConfigureAwait(false);
+            return;
+        }
         var subject = m.Subject.Span;
         // [MQTT-4.7.2-1]: '#' and '+' at the start of a filter do not match topics starting with '$'.
         if (sub.Reserved && subject.Length > 0 && subject[0] == (byte)'$') return;
@@ -168,7 +173,7 @@ internal sealed partial class MqttSession
         if (msgQos > 0 && sub.Qos > 0 && HasDurableConsumer(sub)) return;
         if (sub.NoLocal && FromThisClient(m.Headers.Span)) return;
         byte qos = Math.Min(msgQos, sub.Qos);
-        await SendPublishAsync(sub, m.Subject, m.Reply, m.Headers, m.Payload, qos, RetainFlag(sub, m.Headers.Span), ack: null).ConfigureAwait(false);
+        await SendPublishAsync(sub.Identifiers, m.Subject, m.Reply, m.Headers, m.Payload, qos, RetainFlag(sub, m.Headers.Span), ack: null).ConfigureAwait(false);
     }
 
     /// <summary>No Local ([MQTT-3.8.3-3]): the message was published by a connection with this client ID.</summary>

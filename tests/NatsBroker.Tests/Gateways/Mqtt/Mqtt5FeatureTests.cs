@@ -158,6 +158,28 @@ public sealed class Mqtt5FeatureTests(Mqtt5FeatureFixture fixture, ITestOutputHe
     }
 
     [SkippableFact]
+    public async Task Overlapping_subscriptions_get_one_message_with_every_identifier_at_the_highest_qos()
+    {
+        using var client = await V5Async(Id("ov"));
+        var received = new Received(client);
+        string topic = "ov/" + Guid.NewGuid().ToString("N")[..8];
+        await client.SubscribeAsync(new MqttClientSubscribeOptionsBuilder().WithSubscriptionIdentifier(2).WithTopicFilter(topic + "/a").Build());
+        await client.SubscribeAsync(new MqttClientSubscribeOptionsBuilder().WithSubscriptionIdentifier(3)
+            .WithTopicFilter(topic + "/#", MqttQualityOfServiceLevel.AtLeastOnce).Build());
+        using var publisher = await V5Async(Id("ovpub"));
+        await publisher.PublishAsync(Message(topic + "/a", "both"));
+        var m = await received.NextAsync();
+        Assert.Equal("both", m.ConvertPayloadToString());
+        Assert.Equal([2u, 3u], m.SubscriptionIdentifiers.Order());
+        Assert.Equal(MqttQualityOfServiceLevel.AtLeastOnce, m.QualityOfServiceLevel);
+        // The parent level of x/# overlaps too; a topic only one filter matches carries only its identifier.
+        await publisher.PublishAsync(Message(topic + "/b", "one"));
+        m = await received.NextAsync();
+        Assert.Equal(("one", 3u), (m.ConvertPayloadToString(), Assert.Single(m.SubscriptionIdentifiers)));
+        Assert.True(await received.NothingWithinAsync(500));
+    }
+
+    [SkippableFact]
     public async Task Topic_aliases_both_ways()
     {
         var s = S;
