@@ -15,11 +15,21 @@ internal sealed class ClientOutput(Stream client, MqttPacketFormatterAdapter cod
     private readonly SemaphoreSlim _lock = new(1, 1);
     private ArrayBufferWriter<byte> _buffer = new(4096);
 
+    private OutboundTopicAliases? _aliases;
+
+    /// <summary>MQTT 5: the client accepts this many topic aliases from us (its CONNECT's Topic Alias Maximum).</summary>
+    public void UseTopicAliases(ushort maximum) => _aliases = maximum > 0 ? new OutboundTopicAliases(maximum) : null;
+
+    /// <summary>Whether PUBLISH packets go through <see cref="SendAsync"/> to get topic aliases.</summary>
+    public bool UsesTopicAliases => _aliases is not null;
+
     public async Task SendAsync(MqttPacket packet, CancellationToken ct)
     {
         await _lock.WaitAsync(ct).ConfigureAwait(false);
         try
         {
+            // Under the lock: an alias is only used after the packet that set it was written.
+            if (_aliases is not null && packet is MqttPublishPacket publish) _aliases.Apply(publish);
             var encoded = codec.Encode(packet);
             await client.WriteAsync(encoded.Packet, ct).ConfigureAwait(false);
             foreach (var segment in encoded.Payload) await client.WriteAsync(segment, ct).ConfigureAwait(false);

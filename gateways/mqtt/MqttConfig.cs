@@ -96,6 +96,12 @@ public static class MqttConfig
                 case "downgrade_qos2_subscribe":
                     if (v.Kind == ConfigValueKind.Bool) o.DowngradeQoS2Subscribe = v.AsBool(); else Bad("a boolean");
                     break;
+                case "max_keepalive" or "max_keep_alive":
+                    // Ours (Mosquitto's max_keepalive): MQTT 5 clients asking for no keep-alive or a longer one get
+                    // this as the Server Keep Alive in CONNACK (MQTT 5 section 3.2.2.3.14). 0 = no limit.
+                    if (v.Kind == ConfigValueKind.Integer && v.AsInteger() is >= 0 and <= 0xFFFF) o.MaxKeepAlive = (ushort)v.AsInteger();
+                    else errors.Add(new ConfigError(f.KeyPosition, $"invalid value {v.Describe()}, should be in [0..65535] range"));
+                    break;
                 case "js_domain":
                     errors.Add(new ConfigError(f.KeyPosition, $"\"{f.Key}\" in mqtt is not supported by this server yet"));
                     break;

@@ -31,6 +31,8 @@ public sealed class MqttOptions : NatsBroker.Gateways.Link.IGatewayListenOptions
     /// <summary>JetStream API request timeout (mqttDefaultJSAPITimeout).</summary>
     public TimeSpan JsApiTimeout { get; set; } = TimeSpan.FromSeconds(5);
     public bool RejectQoS2Publish { get; set; }
+    /// <summary>Ours: the longest keep-alive an MQTT 5 client gets (Server Keep Alive); 0 = what the client asks.</summary>
+    public ushort MaxKeepAlive { get; set; }
     public bool DowngradeQoS2Subscribe { get; set; }
     /// <summary>Top-level max_payload: the largest NATS message (headers included) an MQTT PUBLISH may become.</summary>
     public int MaxPayload { get; set; } = 1024 * 1024;

@@ -1,4 +1,5 @@
 using System.Buffers;
+using System.Net.Sockets;
 using Microsoft.Extensions.Logging;
 using MQTTnet.Adapter;
 using MQTTnet.Packets;
@@ -43,10 +44,10 @@ internal sealed partial class MqttSession
             switch (type)
             {
                 case MqttControlPacketType.Publish:
-                    if (!await OnPublishAsync((MqttPublishPacket)_codec.Decode(packet), stop.Token).ConfigureAwait(false)) return false;
+                    if (!await OnPublishAsync((MqttPublishPacket)_codec.Decode(packet), packet.Body, stop.Token).ConfigureAwait(false)) return false;
                     break;
                 case MqttControlPacketType.PubAck:
-                    await OnPubAckAsync(((MqttPubAckPacket)_codec.Decode(packet)).PacketIdentifier).ConfigureAwait(false);
+                    await OnPubAckAsync(((MqttPubAckPacket)_codec.Decode(packet)).PacketIdentifier, stop.Token).ConfigureAwait(false);
                     break;
                 case MqttControlPacketType.PubRec:
                     await OnPubRecAsync(((MqttPubRecPacket)_codec.Decode(packet)).PacketIdentifier, stop.Token).ConfigureAwait(false);
@@ -55,7 +56,7 @@ internal sealed partial class MqttSession
                     await OnPubRelAsync(((MqttPubRelPacket)_codec.Decode(packet)).PacketIdentifier, stop.Token).ConfigureAwait(false);
                     break;
                 case MqttControlPacketType.PubComp:
-                    await OnPubCompAsync(((MqttPubCompPacket)_codec.Decode(packet)).PacketIdentifier).ConfigureAwait(false);
+                    await OnPubCompAsync(((MqttPubCompPacket)_codec.Decode(packet)).PacketIdentifier, stop.Token).ConfigureAwait(false);
                     break;
                 case MqttControlPacketType.Subscribe:
                     await OnSubscribeAsync((MqttSubscribePacket)_codec.Decode(packet), stop.Token).ConfigureAwait(false);
@@ -68,6 +69,7 @@ internal sealed partial class MqttSession
                     break;
                 case MqttControlPacketType.Disconnect:
                     // MQTT 5: "Disconnect with Will Message" (0x04) still publishes the will.
+                    OnDisconnectExpiry(packet.Body.AsSpan());
                     if (_v5 && packet.Body.Count > 0 && packet.Body[0] == (byte)MqttDisconnectReasonCode.DisconnectWithWillMessage) return false;
                     _will = null;
                     return true;
@@ -94,17 +96,65 @@ internal sealed partial class MqttSession
         try
         {
             await _out.SendAsync(new MqttDisconnectPacket { ReasonCode = reason }, ct).ConfigureAwait(false);
+            _sentDisconnect = true;
         }
         catch (Exception ex) when (ex is IOException or ObjectDisposedException or OperationCanceledException)
         {
         }
     }
 
+    private bool _sentDisconnect;
+
+    /// <summary>
+    /// After a server DISCONNECT ([MQTT-3.14.4-1]: the server then closes the connection): on TCP the send side is
+    /// shut and what the client still sends is read and dropped until it closes (at most 2 s), because closing a
+    /// socket with unread input resets it, and the client could lose the DISCONNECT before reading it.
+    /// </summary>
+    private async Task LingerAsync()
+    {
+        if (!_sentDisconnect || _client is not NetworkStream) return;
+        try
+        {
+            _socket.Shutdown(SocketShutdown.Send);
+            using var limit = new CancellationTokenSource(TimeSpan.FromSeconds(2));
+            var sink = new byte[4096];
+            while (await _client.ReadAsync(sink, limit.Token).ConfigureAwait(false) > 0) { }
+        }
+        catch (Exception ex) when (ex is IOException or SocketException or ObjectDisposedException or OperationCanceledException)
+        {
+            // the client closed or took too long: the socket is closed anyway
+        }
+    }
+
+    /// <summary>
+    /// The connection is over: nothing more is delivered to it, the session's record gets its expiry (or the session
+    /// ends), and without DISCONNECT the will is published ([MQTT-3.1.2-8]).
+    /// </summary>
+    private async Task EndConnectionAsync(bool graceful, CancellationToken drain)
+    {
+        try
+        {
+            using var timeout = CancellationTokenSource.CreateLinkedTokenSource(_end.Token);
+            timeout.CancelAfter(_options.JsApiTimeout);
+            await StopDeliveriesAsync(timeout.Token).ConfigureAwait(false);
+            await EndSessionAsync(timeout.Token).ConfigureAwait(false);
+        }
+        catch (Exception ex) when (ex is IOException or ObjectDisposedException or OperationCanceledException or TimeoutException or JetStreamException)
+        {
+            _log.LogWarning("{Ip}:{Port} - could not end the session of {Id}: {Error}", RemoteIp, _remote.Port, _clientId, ex.Message);
+        }
+        finally
+        {
+            _sessionSettled.TrySetResult();
+        }
+        if (!graceful) await PublishWillAsync(drain).ConfigureAwait(false);
+    }
+
     /// <summary>The will as a PUBLISH from this client ([MQTT-3.1.2-8]), retained when asked.</summary>
-    private async Task PublishWillAsync()
+    private async Task PublishWillAsync(CancellationToken drain)
     {
         var will = _will;
-        if (will is null || _nats is null) return;
+        if (will is null || _nats is null || _takenOver) return;
         _will = null;
         var packet = new MqttPublishPacket
         {
@@ -116,22 +166,32 @@ internal sealed partial class MqttSession
             ResponseTopic = will.WillResponseTopic,
             CorrelationData = will.WillCorrelationData,
             MessageExpiryInterval = will.WillMessageExpiryInterval,
+            PayloadFormatIndicator = will.WillPayloadFormatIndicator,
         };
         try
         {
-            if (_v5 && will.WillDelayInterval > 0)
+            // MQTT 5 section 3.1.3.2.2: the will waits for its Will Delay Interval or the end of the session, whichever
+            // comes first; a new connection to the session in between (a takeover, which ends _end) cancels it
+            // ([MQTT-3.1.3-9]). A draining gateway publishes it at once (the wait is not kept across restarts).
+            uint delay = _v5 ? Math.Min(will.WillDelayInterval, _sessionExpiry) : 0;
+            if (delay > 0)
             {
-                // MQTT 5 will delay: published later unless the session is taken over in between (not tracked
-                // across gateway restarts).
-                using var delay = new CancellationTokenSource(TimeSpan.FromSeconds(Math.Min(will.WillDelayInterval, 3600)));
-                await Task.Delay(Timeout.InfiniteTimeSpan, delay.Token).ContinueWith(_ => { }, TaskScheduler.Default).ConfigureAwait(false);
+                using var wait = CancellationTokenSource.CreateLinkedTokenSource(_end.Token, drain, _willCancel.Token);
+                try
+                {
+                    await Task.Delay(TimeSpan.FromSeconds(delay), wait.Token).ConfigureAwait(false);
+                }
+                catch (OperationCanceledException) when (!_takenOver)
+                {
+                    // draining or the core link ended: publish now (the link may be gone, then the publish fails below)
+                }
                 if (_takenOver) return;
             }
             using var timeout = new CancellationTokenSource(_options.JsApiTimeout);
             await PublishToNatsAsync(packet, will.WillUserProperties, timeout.Token).ConfigureAwait(false);
             await _nats.FlushAsync(timeout.Token).ConfigureAwait(false);
         }
-        catch (Exception ex) when (ex is IOException or ObjectDisposedException or OperationCanceledException or TimeoutException)
+        catch (Exception ex) when (ex is IOException or ObjectDisposedException or OperationCanceledException or TimeoutException or JetStreamException)
         {
             _log.LogWarning("{Ip}:{Port} - could not publish the will of {Id}: {Error}", RemoteIp, _remote.Port, _clientId, ex.Message);
         }

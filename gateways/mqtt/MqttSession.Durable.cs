@@ -75,7 +75,8 @@ internal sealed partial class MqttSession
         await _js!.RequestAsync("$JS.API.STREAM.PURGE." + JetStreamApi.SessionStream, new JsonObject { ["filter"] = SessionSubject }, ct).ConfigureAwait(false);
     }
 
-    private async Task SaveSessionAsync(CancellationToken ct)
+    /// <summary>The session record; <paramref name="expiresAt"/> (Unix ms) once no connection holds it (MqttSession.Expiry.cs).</summary>
+    private async Task SaveSessionAsync(CancellationToken ct, long? expiresAt = null)
     {
         var subs = new JsonObject();
         var cons = new JsonObject();
@@ -86,6 +87,7 @@ internal sealed partial class MqttSession
             if (_durables.TryGetValue(sub.Subject, out var d)) cons[sub.Subject] = DurableConfig(d.Name, sub.Subject);
         }
         var record = new JsonObject { ["origin"] = s_origin, ["id"] = _clientId, ["subs"] = subs, ["cons"] = cons };
+        if (expiresAt is not null) record["expires"] = expiresAt.Value;
         await _js!.StoreAsync(SessionSubject, ReadOnlyMemory<byte>.Empty, new ReadOnlySequence<byte>(Encoding.UTF8.GetBytes(record.ToJsonString())), ct).ConfigureAwait(false);
     }
 
@@ -162,13 +164,15 @@ internal sealed partial class MqttSession
         var plain = subject[JetStreamApi.MessagePrefix.Length..];
         byte qos = Math.Min(NatsHeaders.PublishedQoS(m.Headers.Span), sub.Qos);
         string? ack = m.Reply.IsEmpty ? null : Encoding.ASCII.GetString(m.Reply.Span);
-        if (qos == 0)
+        bool retain = RetainFlag(sub, m.Headers.Span);
+        bool skip = sub.NoLocal && FromThisClient(m.Headers.Span);
+        if (qos == 0 || skip)
         {
-            await SendPublishAsync(sub, plain, ReadOnlyMemory<byte>.Empty, m.Headers, m.Payload, 0, retain: false, ack: null).ConfigureAwait(false);
+            if (!skip) await SendPublishAsync(sub.Identifiers, plain, ReadOnlyMemory<byte>.Empty, m.Headers, m.Payload, 0, retain, ack: null).ConfigureAwait(false);
             if (ack is not null) await AckStreamMessageAsync(ack).ConfigureAwait(false);
             return;
         }
-        await SendPublishAsync(sub, plain, ReadOnlyMemory<byte>.Empty, m.Headers, m.Payload, qos, retain: false, ack).ConfigureAwait(false);
+        await SendPublishAsync(sub.Identifiers, plain, ReadOnlyMemory<byte>.Empty, m.Headers, m.Payload, qos, retain, ack).ConfigureAwait(false);
     }
 
     private async Task AckStreamMessageAsync(string ack)

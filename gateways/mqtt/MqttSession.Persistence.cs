@@ -33,7 +33,9 @@ internal sealed partial class MqttSession
     private async Task<bool> RestoreSessionAsync(MqttConnectPacket connect, CancellationToken ct)
     {
         _username = connect.Username ?? "";
-        _cleanSession = connect.CleanSession;
+        _sessionExpiry = SessionExpiryOf(connect, _v5);
+        _cleanStart = connect.CleanSession;
+        _cleanSession = _sessionExpiry == 0;
         var js = new JetStreamApi(_nats!, _options);
         try
         {
@@ -47,12 +49,15 @@ internal sealed partial class MqttSession
         }
         var stored = await LoadSessionAsync(ct).ConfigureAwait(false);
         if (stored is null) return false;
-        if (_cleanSession)
+        // [MQTT-3.1.2-6] / MQTT 5 [MQTT-3.1.2-4]: Clean Session / Clean Start discards the previous session, as does
+        // its expiry (MQTT 5 section 3.1.2.11.2).
+        if (connect.CleanSession || Expired(stored))
         {
-            // [MQTT-3.1.2-6]: a clean session discards the previous one: its consumers and its record.
             await DeleteSessionAsync(stored, ct).ConfigureAwait(false);
             return false;
         }
+        // A resumed session is kept while this connection lasts even when it is not to outlive it (expiry 0).
+        _cleanSession = false;
         _restored = stored;
         return true;
     }
@@ -60,7 +65,8 @@ internal sealed partial class MqttSession
     private async Task AfterConnAckAsync(CancellationToken ct)
     {
         OpenSendWindow();
-        if (_cleanSession) _registry.TakeParked(_clientId, _options.AckWait); // [MQTT-3.1.2-6]: nothing of a previous session is kept
+        // [MQTT-3.1.2-6]: nothing of a previous session is kept when none is resumed.
+        if (_cleanSession || _cleanStart || (_js is not null && _restored is null)) _registry.TakeParked(_clientId, _options.AckWait);
         if (_js is null || _cleanSession) return;
         // Resubscribe what the stored session had (server/mqtt.go mqttProcessConnect: "Process possible saved subscriptions").
         if (_restored?["subs"] is JsonObject subs)
@@ -70,13 +76,14 @@ internal sealed partial class MqttSession
                 byte qos = (byte)(qosNode?.GetValue<int>() ?? 0);
                 await RestoreSubscriptionAsync(subject, qos, ct).ConfigureAwait(false);
             }
+            OnSubscriptionsChanged();
         }
         await SaveSessionAsync(ct).ConfigureAwait(false);
         await ResendParkedAsync(ct).ConfigureAwait(false);
     }
 
     /// <summary>server/mqtt.go mqttHandlePubRetain: the last retained message per subject (an empty one is a deletion marker).</summary>
-    private async Task StoreRetainedAsync(MqttPublishPacket p, string subject, List<KeyValuePair<string, string>>? userProperties, CancellationToken ct)
+    private async Task StoreRetainedAsync(MqttPublishPacket p, string subject, List<KeyValuePair<string, string>>? userProperties, long expiresAt, CancellationToken ct)
     {
         if (_js is null) return;
         bool delete = p.Payload.Length == 0;
@@ -88,6 +95,8 @@ internal sealed partial class MqttSession
         if (_username.Length > 0) sb.Append("Nmqtt-RSource:").Append(_username).Append("\r\n");
         // MQTT 5 user properties are part of the application message [MQTT-3.3.2-17]: kept with it, sent with it.
         if (!delete) NatsHeaders.AppendUserProperties(sb, userProperties);
+        // [MQTT-3.3.2-5]: a retained message past its expiry is not sent to new subscribers either.
+        if (!delete && expiresAt > 0) sb.Append(NatsHeaders.Expires).Append(':').Append(expiresAt.ToString(CultureInfo.InvariantCulture)).Append("\r\n");
         sb.Append("\r\n");
         try
         {
@@ -131,7 +140,7 @@ internal sealed partial class MqttSession
                 var plain = m.Subject[JetStreamApi.RetainedPrefix.Length..];
                 if (sub.Reserved && plain.StartsWith('$')) continue;
                 byte storedQos = (byte)((int.Parse(flags, NumberStyles.HexNumber, CultureInfo.InvariantCulture) >> 1) & 3);
-                await SendPublishAsync(sub, Encoding.UTF8.GetBytes(plain), ReadOnlyMemory<byte>.Empty, m.Headers, m.Payload,
+                await SendPublishAsync(sub.Identifiers, Encoding.UTF8.GetBytes(plain), ReadOnlyMemory<byte>.Empty, m.Headers, m.Payload,
                     Math.Min(storedQos, sub.Qos), retain: true, ack: null).ConfigureAwait(false);
             }
         }

@@ -16,13 +16,22 @@ internal sealed partial class MqttSession
     /// <summary>Client → server topic aliases we accept (MQTT 5 section 3.3.2.3.4).</summary>
     private const ushort TopicAliasMaximum = 64;
 
+    /// <summary>The Receive Maximum we announce: unreleased QoS 2 PUBLISHes a client may have outstanding (section 4.9).</summary>
+    private ushort ReceiveMaximum => (ushort)Math.Min(_options.MaxAckPending, ushort.MaxValue);
+
     private readonly Dictionary<ushort, string> _topicAliases = [];
     private readonly HashSet<ushort> _qos2Received = [];
 
     /// <summary>False when the connection must be closed (bad topic, oversized message).</summary>
-    private async Task<bool> OnPublishAsync(MqttPublishPacket p, CancellationToken ct)
+    private async Task<bool> OnPublishAsync(MqttPublishPacket p, ArraySegment<byte> body, CancellationToken ct)
     {
         int qos = (int)p.QualityOfServiceLevel;
+        if (_v5 && p.TopicAlias == 0 && HasTopicAliasZero(body, qos))
+        {
+            // [MQTT-3.3.2-8]: a Topic Alias of 0 is a protocol error: DISCONNECT 0x94.
+            await SendDisconnectAsync(MqttDisconnectReasonCode.TopicAliasInvalid, ct).ConfigureAwait(false);
+            return false;
+        }
         if (_v5 && p.TopicAlias != 0)
         {
             if (p.TopicAlias > TopicAliasMaximum)
@@ -43,6 +52,12 @@ internal sealed partial class MqttSession
             {
                 _topicAliases[p.TopicAlias] = p.Topic;
             }
+        }
+        if (_v5 && qos == 2 && _qos2Received.Count >= ReceiveMaximum && !_qos2Received.Contains(p.PacketIdentifier))
+        {
+            // [MQTT-3.3.4-7] / section 4.9: more unreleased QoS 2 PUBLISHes than our Receive Maximum: DISCONNECT 0x93.
+            await SendDisconnectAsync(MqttDisconnectReasonCode.ReceiveMaximumExceeded, ct).ConfigureAwait(false);
+            return false;
         }
         if (qos == 2 && _options.RejectQoS2Publish)
         {
@@ -103,9 +118,12 @@ internal sealed partial class MqttSession
             props = new(userProperties.Count);
             foreach (var u in userProperties) props.Add(new(u.Name, System.Text.Encoding.UTF8.GetString(u.ValueBuffer.Span)));
         }
+        // MQTT 5 section 3.3.2.3.3: the expiry interval runs from now; kept as a time so every hop can count down.
+        long expiresAt = _v5 && p.MessageExpiryInterval > 0 ? DateTimeOffset.UtcNow.ToUnixTimeMilliseconds() + p.MessageExpiryInterval * 1000L : 0;
         byte[] headers = _v5
-            ? NatsHeaders.ForPublish(qos, props, p.ContentType, p.PayloadFormatIndicator == MQTTnet.Protocol.MqttPayloadFormatIndicator.CharacterData, p.CorrelationData)
-            : NatsHeaders.ForPublish(qos, props);
+            ? NatsHeaders.ForPublish(qos, props, p.ContentType, p.PayloadFormatIndicator == MQTTnet.Protocol.MqttPayloadFormatIndicator.CharacterData, p.CorrelationData,
+                expiresAt, p.Retain, _noLocalCount > 0 ? _sourceId : null)
+            : NatsHeaders.ForPublish(qos, props, retain: p.Retain);
         if (headers.Length + p.Payload.Length > _options.MaxPayload)
         {
             // nats-server mqttProcessPub: a maximum payload violation closes the client.
@@ -114,8 +132,18 @@ internal sealed partial class MqttSession
         }
         string? reply = _v5 && !string.IsNullOrEmpty(p.ResponseTopic) ? TopicMapping.TopicToSubject(p.ResponseTopic) : null;
         await _nats!.PublishAsync(subject, reply, headers, p.Payload, ct).ConfigureAwait(false);
-        if (p.Retain) await StoreRetainedAsync(p, subject, props, ct).ConfigureAwait(false);
+        if (p.Retain) await StoreRetainedAsync(p, subject, props, expiresAt, ct).ConfigureAwait(false);
         if (qos > 0) await StoreQoSMessageAsync(subject, headers, p.Payload, ct).ConfigureAwait(false);
         return PublishOutcome.Published;
+    }
+
+    /// <summary>Whether the PUBLISH's properties hold a Topic Alias of 0 (MQTTnet decodes it as "no alias").</summary>
+    private static bool HasTopicAliasZero(ArraySegment<byte> body, int qos)
+    {
+        var span = body.AsSpan();
+        if (span.Length < 2) return false;
+        int at = 2 + (span[0] << 8 | span[1]) + (qos > 0 ? 2 : 0);
+        var block = Mqtt5Properties.Block(span, at);
+        return !block.IsEmpty && Mqtt5Properties.TryFind(block, Mqtt5Properties.TopicAlias, out uint alias) && alias == 0;
     }
 }

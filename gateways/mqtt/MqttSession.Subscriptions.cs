@@ -17,7 +17,7 @@ internal sealed partial class MqttSession
 {
     /// <summary>One MQTT subscription: its filter, the NATS sids that serve it, and its options.</summary>
     private sealed record Subscription(string Filter, string Subject, string? Group, int[] Sids, byte Qos, bool Reserved,
-        bool NoLocal, bool RetainAsPublished, uint Identifier);
+        bool NoLocal, bool RetainAsPublished, uint[]? Identifiers);
 
     private readonly Dictionary<string, Subscription> _byFilter = new(StringComparer.Ordinal);
     private readonly ConcurrentDictionary<int, Subscription> _bySid = new();
@@ -25,20 +25,31 @@ internal sealed partial class MqttSession
     private async Task OnSubscribeAsync(MqttSubscribePacket packet, CancellationToken ct)
     {
         var codes = new List<MqttSubscribeReasonCode>(packet.TopicFilters.Count);
-        var granted = new List<Subscription>();
+        var granted = new List<(Subscription Sub, MqttRetainHandling Handling, bool Existed)>();
         foreach (var f in packet.TopicFilters)
         {
-            var (code, sub) = await SubscribeOneAsync(f, packet.SubscriptionIdentifier, ct).ConfigureAwait(false);
+            var (code, sub, existed) = await SubscribeOneAsync(f, packet.SubscriptionIdentifier, ct).ConfigureAwait(false);
             codes.Add(code);
-            if (sub is not null) granted.Add(sub);
+            if (sub is not null) granted.Add((sub, f.RetainHandling, existed));
         }
+        OnSubscriptionsChanged();
         await _out.SendAsync(new MqttSubAckPacket { PacketIdentifier = packet.PacketIdentifier, ReasonCodes = codes }, ct).ConfigureAwait(false);
-        // Retained messages follow the SUBACK ([MQTT-3.3.1-6]).
-        foreach (var (sub, filter) in granted.Zip(packet.TopicFilters.Where((_, i) => codes[i] <= MqttSubscribeReasonCode.GrantedQoS2)))
-            await SendRetainedAsync(sub, filter.RetainHandling, ct).ConfigureAwait(false);
+        // Retained messages follow the SUBACK ([MQTT-3.3.1-6]); MQTT 5 Retain Handling 1 sends them only for a
+        // subscription that did not exist ([MQTT-3.3.1-10]), 2 never ([MQTT-3.3.1-11]).
+        foreach (var (sub, handling, existed) in granted)
+        {
+            if (handling == MqttRetainHandling.SendAtSubscribeIfNewSubscriptionOnly && existed) continue;
+            await SendRetainedAsync(sub, handling, ct).ConfigureAwait(false);
+        }
     }
 
-    private async Task<(MqttSubscribeReasonCode, Subscription?)> SubscribeOneAsync(MqttTopicFilter f, uint identifier, CancellationToken ct)
+    /// <summary>Subscriptions with No Local (MQTT 5 section 3.8.3.1): while any exists, this client's PUBLISHes carry its tag.</summary>
+    private int _noLocalCount;
+    /// <summary>This client ID's tag in <c>Nmqtt-Src</c> (its session hash).</summary>
+    private byte[] _sourceTag = [];
+    private string _sourceId = "";
+
+    private async Task<(MqttSubscribeReasonCode, Subscription?, bool Existed)> SubscribeOneAsync(MqttTopicFilter f, uint identifier, CancellationToken ct)
     {
         string filter = f.Topic ?? "";
         string? group = null;
@@ -46,15 +57,15 @@ internal sealed partial class MqttSession
         {
             // MQTT 5 section 4.8.2: $share/{ShareName}/{filter}; the share name becomes the NATS queue group.
             int slash = filter.IndexOf('/', 7);
-            if (slash < 0 || slash == 7) return (MqttSubscribeReasonCode.TopicFilterInvalid, null);
+            if (slash < 0 || slash == 7) return (MqttSubscribeReasonCode.TopicFilterInvalid, null, false);
             group = filter[7..slash];
-            if (group.AsSpan().IndexOfAny("+#. \t") >= 0) return (MqttSubscribeReasonCode.TopicFilterInvalid, null);
+            if (group.AsSpan().IndexOfAny("+#. \t") >= 0) return (MqttSubscribeReasonCode.TopicFilterInvalid, null, false);
             filter = filter[(slash + 1)..];
-            if (f.NoLocal) return (MqttSubscribeReasonCode.TopicFilterInvalid, null); // [MQTT-3.8.3-4]
+            if (f.NoLocal) return (MqttSubscribeReasonCode.TopicFilterInvalid, null, false); // [MQTT-3.8.3-4]
         }
         var subject = filter.Length == 0 ? null : TopicMapping.FilterToSubject(filter);
         if (subject is null || !ValidWildcards(filter))
-            return (_v5 ? MqttSubscribeReasonCode.TopicFilterInvalid : MqttSubscribeReasonCode.UnspecifiedError, null);
+            return (_v5 ? MqttSubscribeReasonCode.TopicFilterInvalid : MqttSubscribeReasonCode.UnspecifiedError, null, false);
         byte qos = (byte)Math.Min((int)f.QualityOfServiceLevel, 2);
         if (qos == 2 && _options.DowngradeQoS2Subscribe) qos = 1;
         string key = group is null ? filter : $"$share/{group}/{filter}";
@@ -67,7 +78,7 @@ internal sealed partial class MqttSession
             await _nats.SubscribeAsync(parent, group, sids[1], ct).ConfigureAwait(false);
         }
         var sub = new Subscription(key, subject, group, [.. sids], qos, TopicMapping.IsReservedSubscription(subject),
-            _v5 && f.NoLocal, _v5 && f.RetainAsPublished, identifier);
+            _v5 && f.NoLocal, _v5 && f.RetainAsPublished, identifier > 0 ? [identifier] : null);
         foreach (var sid in sub.Sids) _bySid[sid] = sub;
         string? error = await _nats.FlushAsync(ct).ConfigureAwait(false);
         if (error is not null)
@@ -79,12 +90,12 @@ internal sealed partial class MqttSession
                 await _nats.UnsubscribeAsync(sid, ct).ConfigureAwait(false);
             }
             _log.LogDebug("{Ip}:{Port} - mqtt client {Id}: subscription to \"{Filter}\" refused: {Error}", RemoteIp, _remote.Port, _clientId, filter, error);
-            return (error.Contains("Permissions", StringComparison.OrdinalIgnoreCase) && _v5 ? MqttSubscribeReasonCode.NotAuthorized : MqttSubscribeReasonCode.UnspecifiedError, null);
+            return (error.Contains("Permissions", StringComparison.OrdinalIgnoreCase) && _v5 ? MqttSubscribeReasonCode.NotAuthorized : MqttSubscribeReasonCode.UnspecifiedError, null, false);
         }
         if (_byFilter.Remove(key, out var old)) await DropSidsAsync(old, ct).ConfigureAwait(false);
         _byFilter[key] = sub;
         await OnSubscribedAsync(sub, old, ct).ConfigureAwait(false);
-        return ((MqttSubscribeReasonCode)qos, sub);
+        return ((MqttSubscribeReasonCode)qos, sub, old is not null);
     }
 
     /// <summary>'#' only as the last level, '+' and '#' only as whole levels ([MQTT-4.7.1-2], [MQTT-4.7.1-3]).</summary>
@@ -117,6 +128,7 @@ internal sealed partial class MqttSession
                 codes.Add(MqttUnsubscribeReasonCode.NoSubscriptionExisted);
             }
         }
+        OnSubscriptionsChanged();
         await _out.SendAsync(new MqttUnsubAckPacket { PacketIdentifier = packet.PacketIdentifier, ReasonCodes = codes }, ct).ConfigureAwait(false);
     }
 
@@ -129,55 +141,45 @@ internal sealed partial class MqttSession
         }
     }
 
+    /// <summary>
+    /// The client is gone: every NATS subscription of this connection (durable deliver subjects included) is removed,
+    /// so the link stays free for the session's last JetStream requests; the subscriptions stay in the session.
+    /// </summary>
+    private async Task StopDeliveriesAsync(CancellationToken ct)
+    {
+        _closing = true;
+        ReleaseWindowWaiters();
+        foreach (var sid in _bySid.Keys) await _nats!.UnsubscribeAsync(sid, ct).ConfigureAwait(false);
+        _bySid.Clear();
+        foreach (var sid in _durableSids.Keys) await _nats!.UnsubscribeAsync(sid, ct).ConfigureAwait(false);
+        _durableSids.Clear();
+    }
+
     /// <summary>A message from the core (on the link's read loop): becomes a PUBLISH to this client.</summary>
     public async ValueTask DeliverAsync(NatsMessage m)
     {
         if (await DeliverFromStreamAsync(m).ConfigureAwait(false)) return;
         if (!_bySid.TryGetValue(m.Sid, out var sub)) return;
+        if (sub.Group is null && _plainSubscriptions.Length > 1)
+        {
+            await DeliverOverlappingAsync(m).ConfigureAwait(false);
+            return;
+        }
         var subject = m.Subject.Span;
         // [MQTT-4.7.2-1]: '#' and '+' at the start of a filter do not match topics starting with '$'.
         if (sub.Reserved && subject.Length > 0 && subject[0] == (byte)'$') return;
         byte msgQos = NatsHeaders.PublishedQoS(m.Headers.Span);
         // A QoS 1/2 MQTT message for a persistent QoS 1/2 subscription comes from its JetStream consumer instead.
         if (msgQos > 0 && sub.Qos > 0 && HasDurableConsumer(sub)) return;
+        if (sub.NoLocal && FromThisClient(m.Headers.Span)) return;
         byte qos = Math.Min(msgQos, sub.Qos);
-        await SendPublishAsync(sub, m.Subject, m.Reply, m.Headers, m.Payload, qos, retain: false, ack: null).ConfigureAwait(false);
+        await SendPublishAsync(sub.Identifiers, m.Subject, m.Reply, m.Headers, m.Payload, qos, RetainFlag(sub, m.Headers.Span), ack: null).ConfigureAwait(false);
     }
 
-    /// <summary>Encodes one PUBLISH to the client (hand-encoded when it carries no MQTT 5 properties).</summary>
-    private async ValueTask SendPublishAsync(Subscription? sub, ReadOnlyMemory<byte> subject, ReadOnlyMemory<byte> reply,
-        ReadOnlyMemory<byte> headers, ReadOnlyMemory<byte> payload, byte qos, bool retain, string? ack)
-    {
-        var topic = new byte[subject.Length];
-        int topicLength = TopicMapping.SubjectToTopic(subject.Span, topic);
-        ushort packetId = 0;
-        if (qos > 0) packetId = await AcquirePacketIdAsync(qos, ack, topic.AsSpan(0, topicLength).ToArray(), payload.ToArray()).ConfigureAwait(false);
-        var ct = _end.Token;
-        List<KeyValuePair<string, string>>? props = _v5 ? NatsHeaders.UserProperties(headers.Span) : null;
-        if (_v5 && (props is not null || !reply.IsEmpty || sub?.Identifier > 0 || NatsHeaders.HasMessageProperties(headers.Span)))
-        {
-            var packet = new MqttPublishPacket
-            {
-                Topic = Encoding.UTF8.GetString(topic, 0, topicLength),
-                Payload = new System.Buffers.ReadOnlySequence<byte>(payload.ToArray()),
-                QualityOfServiceLevel = (MqttQualityOfServiceLevel)qos,
-                PacketIdentifier = packetId,
-                Retain = retain,
-            };
-            if (props is not null) packet.UserProperties = [.. props.Select(p => new MqttUserProperty(p.Key, Encoding.UTF8.GetBytes(p.Value).AsMemory()))];
-            if (!reply.IsEmpty) packet.ResponseTopic = TopicMapping.SubjectToTopic(Encoding.UTF8.GetString(reply.Span));
-            if (sub?.Identifier > 0) packet.SubscriptionIdentifiers = [sub.Identifier];
-            if (NatsHeaders.Get(headers.Span, NatsHeaders.ContentType) is { } contentType) packet.ContentType = contentType;
-            if (NatsHeaders.Get(headers.Span, NatsHeaders.PayloadFormat) == "1") packet.PayloadFormatIndicator = MqttPayloadFormatIndicator.CharacterData;
-            if (NatsHeaders.Get(headers.Span, NatsHeaders.CorrelationData) is { } cd)
-            {
-                try { packet.CorrelationData = Convert.FromBase64String(cd); }
-                catch (FormatException) { } // not ours (a NATS publisher's own header): no correlation data
-            }
-            await _out.SendAsync(packet, ct).ConfigureAwait(false);
-            return;
-        }
-        if (_v5 && payload.Length + topicLength + 16 > _clientMaxPacketSize) return; // MQTT 5 section 3.1.2.11.4: dropped.
-        await _out.SendPublishAsync(topic.AsMemory(0, topicLength), payload, qos, packetId, retain, dup: false, ct).ConfigureAwait(false);
-    }
+    /// <summary>No Local ([MQTT-3.8.3-3]): the message was published by a connection with this client ID.</summary>
+    private bool FromThisClient(ReadOnlySpan<byte> headers) =>
+        NatsHeaders.Value(headers, "\r\nNmqtt-Src:"u8).SequenceEqual(_sourceTag);
+
+    /// <summary>Retain As Published ([MQTT-3.3.1-12]): the RETAIN flag as published; otherwise 0 on live delivery.</summary>
+    private static bool RetainFlag(Subscription sub, ReadOnlySpan<byte> headers) => sub.RetainAsPublished && NatsHeaders.WasRetained(headers);
 }

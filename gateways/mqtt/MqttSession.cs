@@ -96,9 +96,28 @@ internal sealed partial class MqttSession : INatsDelivery
         {
             if (!await ConnectAsync(drain).ConfigureAwait(false)) return;
             var fromCore = _coreLoop!;
-            bool graceful = await ClientLoopAsync(drain).ConfigureAwait(false);
+            bool graceful = false;
+            try
+            {
+                graceful = await ClientLoopAsync(drain).ConfigureAwait(false);
+            }
+            catch (Exception ex) when (ex is IOException or SocketException or ObjectDisposedException or MqttProtocolViolationException
+                or InvalidDataException or TimeoutException or JetStreamException)
+            {
+                _log.LogDebug("{Ip}:{Port} - mqtt client {Id} closed: {Reason}", RemoteIp, _remote.Port, _clientId, ex.Message);
+            }
+            // The link stays up for the session's last records and the will; a takeover hands both to the new connection.
+            await LingerAsync().ConfigureAwait(false);
+            bool killed;
+            lock (_phaseLock)
+            {
+                _clientGone = true;
+                killed = _killedByTakeover;
+            }
+            // A connection ended by a takeover leaves the session to its successor; one that ended by itself finishes
+            // the session's last records first (a successor waits for them: SessionSettledAsync).
+            if (!killed) await EndConnectionAsync(graceful, drain).ConfigureAwait(false);
             await _end.CancelAsync().ConfigureAwait(false);
-            if (!graceful && !_takenOver) await PublishWillAsync().ConfigureAwait(false);
             _nats!.ShutdownSend();
             await Task.WhenAny(fromCore, Task.Delay(TimeSpan.FromSeconds(5), CancellationToken.None)).ConfigureAwait(false);
         }
@@ -109,6 +128,7 @@ internal sealed partial class MqttSession : INatsDelivery
         }
         finally
         {
+            _sessionSettled.TrySetResult();
             if (!_end.IsCancellationRequested) await _end.CancelAsync().ConfigureAwait(false);
             if (_clientId.Length > 0)
             {
@@ -212,6 +232,8 @@ internal sealed partial class MqttSession : INatsDelivery
         }
         _keepAlive = connect.KeepAlivePeriod;
         _clientId = clientId;
+        _sourceId = SessionHash(clientId);
+        _sourceTag = Encoding.ASCII.GetBytes(_sourceId);
 
         CoreLink core;
         try
@@ -240,10 +262,18 @@ internal sealed partial class MqttSession : INatsDelivery
         {
             _log.LogWarning("Replacing old client {Old} since both have the same client ID \"{Id}\"", previous.Describe(), clientId);
             previous.TakeOver();
+            await previous.SessionSettledAsync(_options.JsApiTimeout).ConfigureAwait(false);
         }
         bool sessionPresent = await RestoreSessionAsync(connect, drain).ConfigureAwait(false);
         if (_v5)
         {
+            // MQTT 5 section 3.2.2.3.14: the server may shorten the keep-alive; the client then uses this value.
+            ushort? serverKeepAlive = null;
+            if (_options.MaxKeepAlive > 0 && (_keepAlive == 0 || _keepAlive > _options.MaxKeepAlive))
+            {
+                serverKeepAlive = _options.MaxKeepAlive;
+                _keepAlive = _options.MaxKeepAlive;
+            }
             await _out.SendAsync(new MqttConnAckPacket
             {
                 ReasonCode = MqttConnectReasonCode.Success,
@@ -255,7 +285,8 @@ internal sealed partial class MqttSession : INatsDelivery
                 SharedSubscriptionAvailable = true,
                 SubscriptionIdentifiersAvailable = true,
                 MaximumQoS = MqttQualityOfServiceLevel.ExactlyOnce,
-                ReceiveMaximum = (ushort)Math.Min(_options.MaxAckPending, ushort.MaxValue),
+                ReceiveMaximum = ReceiveMaximum,
+                ServerKeepAlive = serverKeepAlive ?? 0,
             }, drain).ConfigureAwait(false);
         }
         else
@@ -266,6 +297,7 @@ internal sealed partial class MqttSession : INatsDelivery
         {
             _clientReceiveMaximum = connect.ReceiveMaximum == 0 ? ushort.MaxValue : connect.ReceiveMaximum;
             _clientMaxPacketSize = connect.MaximumPacketSize == 0 ? uint.MaxValue : connect.MaximumPacketSize;
+            _out.UseTopicAliases(connect.TopicAliasMaximum);
         }
         await AfterConnAckAsync(drain).ConfigureAwait(false);
         return true;
@@ -343,19 +375,44 @@ internal sealed partial class MqttSession : INatsDelivery
 
     public string Describe() => $"{RemoteIp}:{_remote.Port}";
 
-    /// <summary>Another connection took this client ID: close without the will ([MQTT-3.1.4-2]).</summary>
+    private readonly Lock _phaseLock = new();
+    private bool _clientGone, _killedByTakeover;
+    private readonly CancellationTokenSource _willCancel = new();
+    private readonly TaskCompletionSource _sessionSettled = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+    /// <summary>
+    /// Another connection took this client ID. Still connected: closed without the will ([MQTT-3.1.4-2]). Already
+    /// gone: its delayed will is cancelled ([MQTT-3.1.3-9]) and it finishes the session's records undisturbed.
+    /// </summary>
     public void TakeOver()
     {
-        _takenOver = true;
+        bool kill;
+        lock (_phaseLock)
+        {
+            _takenOver = true;
+            kill = !_clientGone;
+            _killedByTakeover = kill;
+        }
         try
         {
-            _end.Cancel();
-            _socket.Dispose();
+            if (kill)
+            {
+                _end.Cancel();
+                _socket.Dispose();
+            }
+            else
+            {
+                _willCancel.Cancel();
+            }
         }
         catch (ObjectDisposedException)
         {
         }
     }
+
+    /// <summary>Completes when this connection no longer touches the stored session (or after <paramref name="limit"/>).</summary>
+    public async Task SessionSettledAsync(TimeSpan limit) =>
+        await Task.WhenAny(_sessionSettled.Task, Task.Delay(limit, CancellationToken.None)).ConfigureAwait(false);
 
     /// <summary>Reads from the core until it closes the link, then closes the client.</summary>
     private async Task CoreLoopAsync()

@@ -1,0 +1,94 @@
+using System.Text;
+using MQTTnet.Packets;
+using MQTTnet.Protocol;
+
+namespace NatsBroker.MqttGateway;
+
+/// <summary>
+/// One message to the client as a PUBLISH: QoS 0 goes out at once, QoS 1/2 through the window
+/// (MqttSession.Outbound.cs). Encoded by hand when it carries no MQTT 5 properties (3.1.1, and the common MQTT 5
+/// case), else by MQTTnet with the properties made from the NATS headers (NatsHeaders): user properties, response
+/// topic, content type, payload format, correlation data, subscription identifiers, and the Message Expiry Interval
+/// counted down to what is left ([MQTT-3.3.2-6]); a message past its expiry is not sent ([MQTT-3.3.2-5]).
+/// </summary>
+internal sealed partial class MqttSession
+{
+    private static bool MessageExpired(long expiresAt) => expiresAt > 0 && expiresAt <= DateTimeOffset.UtcNow.ToUnixTimeMilliseconds();
+
+    private async ValueTask SendPublishAsync(uint[]? identifiers, ReadOnlyMemory<byte> subject, ReadOnlyMemory<byte> reply,
+        ReadOnlyMemory<byte> headers, ReadOnlyMemory<byte> payload, byte qos, bool retain, string? ack)
+    {
+        long expiresAt = NatsHeaders.ExpiresAt(headers.Span);
+        if (MessageExpired(expiresAt))
+        {
+            if (ack is not null) await AckStreamMessageAsync(ack).ConfigureAwait(false);
+            return;
+        }
+        var topic = new byte[subject.Length];
+        int topicLength = TopicMapping.SubjectToTopic(subject.Span, topic);
+        if (qos == 0)
+        {
+            await WritePublishAsync(topic.AsMemory(0, topicLength), reply, headers, payload, 0, 0, retain, dup: false, identifiers, expiresAt, _end.Token).ConfigureAwait(false);
+            return;
+        }
+        var f = new Inflight(qos, ack, topic.AsSpan(0, topicLength).ToArray(), payload.ToArray(), _v5 ? headers.ToArray() : [], _v5 ? reply.ToArray() : [],
+            retain, identifiers, expiresAt);
+        await SendOrQueueAsync(f).ConfigureAwait(false);
+    }
+
+    private ValueTask WritePublishAsync(Inflight f, ushort packetId, bool dup, CancellationToken ct) =>
+        WritePublishAsync(f.Topic, f.Reply, f.Headers, f.Payload, f.Qos, packetId, f.Retain, dup, f.Identifiers, f.ExpiresAt, ct);
+
+    private async ValueTask WritePublishAsync(ReadOnlyMemory<byte> topic, ReadOnlyMemory<byte> reply, ReadOnlyMemory<byte> headers,
+        ReadOnlyMemory<byte> payload, byte qos, ushort packetId, bool retain, bool dup, uint[]? identifiers, long expiresAt, CancellationToken ct)
+    {
+        List<KeyValuePair<string, string>>? props = _v5 ? NatsHeaders.UserProperties(headers.Span) : null;
+        bool plain = !_v5 || (props is null && reply.IsEmpty && identifiers is null && !_out.UsesTopicAliases && !NatsHeaders.HasMessageProperties(headers.Span));
+        // The size with properties is estimated from the headers they come from (an upper bound, give or take).
+        if (_v5 && payload.Length + topic.Length + 16 + (plain ? 0 : headers.Length + reply.Length + 16) > _clientMaxPacketSize)
+        {
+            // [MQTT-3.1.2-25]: too large for the client: discarded as if it had been sent and acknowledged.
+            if (packetId != 0) await CompleteDiscardedAsync(packetId).ConfigureAwait(false);
+            return;
+        }
+        if (plain)
+        {
+            await _out.SendPublishAsync(topic, payload, qos, packetId, retain, dup, ct).ConfigureAwait(false);
+            return;
+        }
+        var packet = new MqttPublishPacket
+        {
+            Topic = Encoding.UTF8.GetString(topic.Span),
+            Payload = new System.Buffers.ReadOnlySequence<byte>(payload.ToArray()),
+            QualityOfServiceLevel = (MqttQualityOfServiceLevel)qos,
+            PacketIdentifier = packetId,
+            Retain = retain,
+            Dup = dup,
+        };
+        if (props is not null) packet.UserProperties = [.. props.Select(p => new MqttUserProperty(p.Key, Encoding.UTF8.GetBytes(p.Value).AsMemory()))];
+        if (!reply.IsEmpty) packet.ResponseTopic = TopicMapping.SubjectToTopic(Encoding.UTF8.GetString(reply.Span));
+        if (identifiers is not null) packet.SubscriptionIdentifiers = [.. identifiers];
+        if (expiresAt > 0)
+            packet.MessageExpiryInterval = (uint)Math.Max(1, (expiresAt - DateTimeOffset.UtcNow.ToUnixTimeMilliseconds() + 999) / 1000);
+        if (NatsHeaders.Get(headers.Span, NatsHeaders.ContentType) is { } contentType) packet.ContentType = contentType;
+        if (NatsHeaders.Get(headers.Span, NatsHeaders.PayloadFormat) == "1") packet.PayloadFormatIndicator = MqttPayloadFormatIndicator.CharacterData;
+        if (NatsHeaders.Get(headers.Span, NatsHeaders.CorrelationData) is { } cd)
+        {
+            try { packet.CorrelationData = Convert.FromBase64String(cd); }
+            catch (FormatException) { } // not ours (a NATS publisher's own header): no correlation data
+        }
+        await _out.SendAsync(packet, ct).ConfigureAwait(false);
+    }
+
+    /// <summary>A QoS 1/2 message dropped for the client's Maximum Packet Size: its place and stream copy are released.</summary>
+    private async Task CompleteDiscardedAsync(ushort packetId)
+    {
+        Inflight? done;
+        lock (_inflightLock)
+        {
+            if (!_inflight.Remove(packetId, out done)) return;
+            _windowFree++;
+        }
+        if (done.Ack is not null) await AckStreamMessageAsync(done.Ack).ConfigureAwait(false);
+    }
+}
