@@ -19,25 +19,26 @@ internal sealed partial class MqttSession
         using var stop = CancellationTokenSource.CreateLinkedTokenSource(drain, _end.Token);
         // [MQTT-3.1.2-24]: nothing from the client within one and a half keep-alive periods closes it.
         var deadline = _keepAlive > 0 ? TimeSpan.FromSeconds(_keepAlive * 1.5) : Timeout.InfiniteTimeSpan;
+        // One token for every read, its timer pushed back per packet (no allocation per packet).
+        using var read = CancellationTokenSource.CreateLinkedTokenSource(stop.Token);
         while (true)
         {
             ReceivedMqttPacket? read_;
-            using (var read = CancellationTokenSource.CreateLinkedTokenSource(stop.Token))
+            // Before the read may wait for the client: the QoS 0 publishes batched so far go to the core.
+            if (!_reader.HasBufferedPacket && _nats is { } link) await link.FlushPublishesAsync(stop.Token).ConfigureAwait(false);
+            read.CancelAfter(deadline);
+            try
             {
-                read.CancelAfter(deadline);
-                try
-                {
-                    read_ = await _reader.ReadAsync(read.Token).ConfigureAwait(false);
-                }
-                catch (OperationCanceledException) when (!stop.IsCancellationRequested)
-                {
-                    _log.LogDebug("{Ip}:{Port} - mqtt client {Id}: keep-alive timeout", RemoteIp, _remote.Port, _clientId);
-                    return false;
-                }
-                catch (OperationCanceledException)
-                {
-                    return false;
-                }
+                read_ = await _reader.ReadAsync(read.Token).ConfigureAwait(false);
+            }
+            catch (OperationCanceledException) when (!stop.IsCancellationRequested)
+            {
+                _log.LogDebug("{Ip}:{Port} - mqtt client {Id}: keep-alive timeout", RemoteIp, _remote.Port, _clientId);
+                return false;
+            }
+            catch (OperationCanceledException)
+            {
+                return false;
             }
             if (read_ is not { } packet) return false;
             var type = (MqttControlPacketType)(packet.FixedHeader >> 4);

@@ -15,8 +15,10 @@ internal sealed partial class MqttSession
 {
     private static bool MessageExpired(long expiresAt) => expiresAt > 0 && expiresAt <= DateTimeOffset.UtcNow.ToUnixTimeMilliseconds();
 
+    /// <param name="batch">From the link's read loop: a QoS 0 PUBLISH may wait for the link's end-of-read flush
+    /// (<see cref="FlushDeliveriesAsync"/>).</param>
     private async ValueTask SendPublishAsync(uint[]? identifiers, ReadOnlyMemory<byte> subject, ReadOnlyMemory<byte> reply,
-        ReadOnlyMemory<byte> headers, ReadOnlyMemory<byte> payload, byte qos, bool retain, string? ack)
+        ReadOnlyMemory<byte> headers, ReadOnlyMemory<byte> payload, byte qos, bool retain, string? ack, bool batch = false)
     {
         long expiresAt = NatsHeaders.ExpiresAt(headers.Span);
         if (MessageExpired(expiresAt))
@@ -24,11 +26,13 @@ internal sealed partial class MqttSession
             if (ack is not null) await AckStreamMessageAsync(ack).ConfigureAwait(false);
             return;
         }
-        var topic = new byte[subject.Length];
+        // The link's read loop delivers one message at a time: its QoS 0 topics share one buffer (copied into the
+        // client's output before the next delivery); other callers and QoS 1/2 (kept in flight) get their own.
+        byte[] topic = batch && qos == 0 ? TopicScratch(subject.Length) : new byte[subject.Length];
         int topicLength = TopicMapping.SubjectToTopic(subject.Span, topic);
         if (qos == 0)
         {
-            await WritePublishAsync(topic.AsMemory(0, topicLength), reply, headers, payload, 0, 0, retain, dup: false, identifiers, expiresAt, _end.Token).ConfigureAwait(false);
+            await WritePublishAsync(topic.AsMemory(0, topicLength), reply, headers, payload, 0, 0, retain, dup: false, identifiers, expiresAt, _end.Token, batch).ConfigureAwait(false);
             return;
         }
         var f = new Inflight(qos, ack, topic.AsSpan(0, topicLength).ToArray(), payload.ToArray(), _v5 ? headers.ToArray() : [], _v5 ? reply.ToArray() : [],
@@ -36,11 +40,19 @@ internal sealed partial class MqttSession
         await SendOrQueueAsync(f).ConfigureAwait(false);
     }
 
+    private byte[] _topicScratch = new byte[256];
+
+    private byte[] TopicScratch(int length)
+    {
+        if (_topicScratch.Length < length) _topicScratch = new byte[Math.Max(length, _topicScratch.Length * 2)];
+        return _topicScratch;
+    }
+
     private ValueTask WritePublishAsync(Inflight f, ushort packetId, bool dup, CancellationToken ct) =>
         WritePublishAsync(f.Topic, f.Reply, f.Headers, f.Payload, f.Qos, packetId, f.Retain, dup, f.Identifiers, f.ExpiresAt, ct);
 
     private async ValueTask WritePublishAsync(ReadOnlyMemory<byte> topic, ReadOnlyMemory<byte> reply, ReadOnlyMemory<byte> headers,
-        ReadOnlyMemory<byte> payload, byte qos, ushort packetId, bool retain, bool dup, uint[]? identifiers, long expiresAt, CancellationToken ct)
+        ReadOnlyMemory<byte> payload, byte qos, ushort packetId, bool retain, bool dup, uint[]? identifiers, long expiresAt, CancellationToken ct, bool batch = false)
     {
         List<KeyValuePair<string, string>>? props = _v5 ? NatsHeaders.UserProperties(headers.Span) : null;
         bool plain = !_v5 || (props is null && reply.IsEmpty && identifiers is null && !_out.UsesTopicAliases && !NatsHeaders.HasMessageProperties(headers.Span));
@@ -53,7 +65,7 @@ internal sealed partial class MqttSession
         }
         if (plain)
         {
-            await _out.SendPublishAsync(topic, payload, qos, packetId, retain, dup, ct).ConfigureAwait(false);
+            await _out.SendPublishAsync(topic, payload, qos, packetId, retain, dup, ct, batch).ConfigureAwait(false);
             return;
         }
         var packet = new MqttPublishPacket
@@ -78,6 +90,19 @@ internal sealed partial class MqttSession
             catch (FormatException) { } // not ours (a NATS publisher's own header): no correlation data
         }
         await _out.SendAsync(packet, ct).ConfigureAwait(false);
+    }
+
+    /// <summary>The link handled everything it read: the batched QoS 0 PUBLISH packets go out in one write.</summary>
+    public async ValueTask FlushDeliveriesAsync()
+    {
+        try
+        {
+            await _out.FlushAsync(_end.Token).ConfigureAwait(false);
+        }
+        catch (OperationCanceledException)
+        {
+            // the session is ending
+        }
     }
 
     /// <summary>A QoS 1/2 message dropped for the client's Maximum Packet Size: its place and stream copy are released.</summary>

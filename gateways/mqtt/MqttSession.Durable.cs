@@ -168,7 +168,7 @@ internal sealed partial class MqttSession
         bool skip = sub.NoLocal && FromThisClient(m.Headers.Span);
         if (qos == 0 || skip)
         {
-            if (!skip) await SendPublishAsync(sub.Identifiers, plain, ReadOnlyMemory<byte>.Empty, m.Headers, m.Payload, 0, retain, ack: null).ConfigureAwait(false);
+            if (!skip) await SendPublishAsync(sub.Identifiers, plain, ReadOnlyMemory<byte>.Empty, m.Headers, m.Payload, 0, retain, ack: null, batch: true).ConfigureAwait(false);
             if (ack is not null) await AckStreamMessageAsync(ack).ConfigureAwait(false);
             return;
         }

@@ -83,6 +83,6 @@ internal sealed partial class MqttSession
         }
         if (copies is not null) _expectedCopies.Add(new ExpectedCopies(subject.ToArray(), hash, copies, now));
         if (!deliver) return;
-        await SendPublishAsync(identifiers?.ToArray(), m.Subject, m.Reply, m.Headers, m.Payload, qos, retain, ack: null).ConfigureAwait(false);
+        await SendPublishAsync(identifiers?.ToArray(), m.Subject, m.Reply, m.Headers, m.Payload, qos, retain, ack: null, batch: true).ConfigureAwait(false);
     }
 }

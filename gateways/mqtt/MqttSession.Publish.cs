@@ -96,6 +96,18 @@ internal sealed partial class MqttSession
         }, ct).ConfigureAwait(false);
     }
 
+    private string? _lastTopic;
+    private string? _lastSubject;
+
+    /// <summary>TopicMapping.TopicToSubject, remembering the last topic: a publisher usually repeats its topic.</summary>
+    private string? SubjectFor(string topic)
+    {
+        if (_lastSubject is not null && string.Equals(topic, _lastTopic, StringComparison.Ordinal)) return _lastSubject;
+        var subject = TopicMapping.TopicToSubject(topic);
+        (_lastTopic, _lastSubject) = (topic, subject);
+        return subject;
+    }
+
     /// <summary>A publish the core refuses (permissions) is dropped by the core, as nats-server drops it for MQTT clients.</summary>
     private enum PublishOutcome { Published, Closed }
 
@@ -105,7 +117,7 @@ internal sealed partial class MqttSession
     /// </summary>
     private async Task<PublishOutcome> PublishToNatsAsync(MqttPublishPacket p, List<MqttUserProperty>? userProperties, CancellationToken ct)
     {
-        var subject = TopicMapping.TopicToSubject(p.Topic ?? "");
+        var subject = SubjectFor(p.Topic ?? "");
         if (subject is null)
         {
             _log.LogDebug("{Ip}:{Port} - mqtt client {Id}: invalid publish topic \"{Topic}\"", RemoteIp, _remote.Port, _clientId, p.Topic);
@@ -131,7 +143,10 @@ internal sealed partial class MqttSession
             return PublishOutcome.Closed;
         }
         string? reply = _v5 && !string.IsNullOrEmpty(p.ResponseTopic) ? TopicMapping.TopicToSubject(p.ResponseTopic) : null;
-        await _nats!.PublishAsync(subject, reply, headers, p.Payload, ct).ConfigureAwait(false);
+        // QoS 0 without retain needs nothing after the publish: when the client's next packet is already buffered it
+        // joins one write to the core with the others of this read (the read loop flushes before it waits).
+        bool batch = qos == 0 && !p.Retain && _reader.HasBufferedPacket;
+        await _nats!.PublishAsync(subject, reply, headers, p.Payload, ct, batch).ConfigureAwait(false);
         if (p.Retain) await StoreRetainedAsync(p, subject, props, expiresAt, ct).ConfigureAwait(false);
         if (qos > 0) await StoreQoSMessageAsync(subject, headers, p.Payload, ct).ConfigureAwait(false);
         return PublishOutcome.Published;

@@ -173,7 +173,7 @@ internal sealed partial class MqttSession
         if (msgQos > 0 && sub.Qos > 0 && HasDurableConsumer(sub)) return;
         if (sub.NoLocal && FromThisClient(m.Headers.Span)) return;
         byte qos = Math.Min(msgQos, sub.Qos);
-        await SendPublishAsync(sub.Identifiers, m.Subject, m.Reply, m.Headers, m.Payload, qos, RetainFlag(sub, m.Headers.Span), ack: null).ConfigureAwait(false);
+        await SendPublishAsync(sub.Identifiers, m.Subject, m.Reply, m.Headers, m.Payload, qos, RetainFlag(sub, m.Headers.Span), ack: null, batch: true).ConfigureAwait(false);
     }
 
     /// <summary>No Local ([MQTT-3.8.3-3]): the message was published by a connection with this client ID.</summary>

@@ -14,6 +14,9 @@ internal readonly record struct NatsMessage(int Sid, ReadOnlyMemory<byte> Subjec
 internal interface INatsDelivery
 {
     ValueTask DeliverAsync(NatsMessage message);
+
+    /// <summary>Everything read from the core so far was delivered: write what was batched for the client.</summary>
+    ValueTask FlushDeliveriesAsync();
 }
 
 /// <summary>A reply to <see cref="NatsLink.RequestAsync"/> (copied out of the read buffer).</summary>
@@ -29,7 +32,8 @@ internal sealed record NatsReply(byte[] Headers, byte[] Payload)
 /// <see cref="INatsDelivery"/> on the read loop, so a slow MQTT client stops this link's reads: backpressure stays on
 /// this user's sockets), PING/PONG both ways, -ERR collected for the next flush. Request/reply (JetStream API) uses
 /// one wildcard inbox subscription per link.
-/// Writes are serialised by one lock; each write is one WriteAsync of a pooled buffer.
+/// Writes are serialised by one lock; each write is one WriteAsync of a reused buffer (QoS 0 publishes of one client
+/// read batched into one).
 /// </summary>
 internal sealed class NatsLink : IAsyncDisposable
 {
@@ -40,6 +44,10 @@ internal sealed class NatsLink : IAsyncDisposable
     private readonly Stream _stream;
     private readonly SemaphoreSlim _writeLock = new(1, 1);
     private readonly ArrayBufferWriter<byte> _out = new(4096);
+    /// <summary>_out holds batched publishes not written yet (under _writeLock; read without it only as a hint).</summary>
+    private bool _pendingOut;
+    /// <summary>Batched bytes past which a publish is written at once.</summary>
+    private const int MaxPendingBytes = 64 * 1024;
     private readonly ConcurrentQueue<TaskCompletionSource<string?>> _pongs = new();
     private readonly ConcurrentDictionary<long, TaskCompletionSource<NatsReply>> _requests = new();
     private readonly string _inboxPrefix = "_INBOX." + Guid.NewGuid().ToString("N") + ".";
@@ -112,6 +120,7 @@ internal sealed class NatsLink : IAsyncDisposable
         try
         {
             _pongs.Enqueue(pong);
+            await WritePendingLockedAsync(ct).ConfigureAwait(false);
             await _stream.WriteAsync("PING\r\n"u8.ToArray(), ct).ConfigureAwait(false);
         }
         finally
@@ -121,13 +130,17 @@ internal sealed class NatsLink : IAsyncDisposable
         return await pong.Task.WaitAsync(ct).ConfigureAwait(false);
     }
 
-    /// <summary>PUB or HPUB (when <paramref name="headers"/> is not empty: a full NATS/1.0 header block).</summary>
-    public async Task PublishAsync(string subject, string? reply, ReadOnlyMemory<byte> headers, ReadOnlySequence<byte> payload, CancellationToken ct)
+    /// <summary>
+    /// PUB or HPUB (when <paramref name="headers"/> is not empty: a full NATS/1.0 header block). With
+    /// <paramref name="batch"/> it may stay in the buffer until <see cref="FlushPublishesAsync"/> or the next write:
+    /// the MQTT read loop batches the QoS 0 publishes of one client read into one write to the core.
+    /// </summary>
+    public async Task PublishAsync(string subject, string? reply, ReadOnlyMemory<byte> headers, ReadOnlySequence<byte> payload, CancellationToken ct, bool batch = false)
     {
         await _writeLock.WaitAsync(ct).ConfigureAwait(false);
         try
         {
-            _out.ResetWrittenCount();
+            if (!_pendingOut) _out.ResetWrittenCount();
             long total = headers.Length + payload.Length;
             WriteAscii(headers.IsEmpty ? "PUB " : "HPUB ");
             WriteUtf8(subject);
@@ -147,7 +160,8 @@ internal sealed class NatsLink : IAsyncDisposable
             _out.Write(headers.Span);
             foreach (var seg in payload) _out.Write(seg.Span);
             _out.Write("\r\n"u8);
-            await _stream.WriteAsync(_out.WrittenMemory, ct).ConfigureAwait(false);
+            _pendingOut = true;
+            if (!batch || _out.WrittenCount >= MaxPendingBytes) await WritePendingLockedAsync(ct).ConfigureAwait(false);
         }
         finally
         {
@@ -177,11 +191,36 @@ internal sealed class NatsLink : IAsyncDisposable
         }
     }
 
+    /// <summary>Writes the batched publishes, if any (the MQTT read loop has no further packet buffered).</summary>
+    public async Task FlushPublishesAsync(CancellationToken ct)
+    {
+        if (!Volatile.Read(ref _pendingOut)) return;
+        await _writeLock.WaitAsync(ct).ConfigureAwait(false);
+        try
+        {
+            await WritePendingLockedAsync(ct).ConfigureAwait(false);
+        }
+        finally
+        {
+            _writeLock.Release();
+        }
+    }
+
+    /// <summary>Caller holds _writeLock. Every other write calls it first, so the order of what is sent is kept.</summary>
+    private async ValueTask WritePendingLockedAsync(CancellationToken ct)
+    {
+        if (!_pendingOut) return;
+        _pendingOut = false;
+        await _stream.WriteAsync(_out.WrittenMemory, ct).ConfigureAwait(false);
+        _out.ResetWrittenCount();
+    }
+
     private async Task WriteRawAsync(byte[] bytes, CancellationToken ct)
     {
         await _writeLock.WaitAsync(ct).ConfigureAwait(false);
         try
         {
+            await WritePendingLockedAsync(ct).ConfigureAwait(false);
             await _stream.WriteAsync(bytes, ct).ConfigureAwait(false);
         }
         finally
@@ -214,6 +253,7 @@ internal sealed class NatsLink : IAsyncDisposable
     private async Task<bool> ReadOnceAsync(CancellationToken ct)
     {
         if (!await ParseAsync().ConfigureAwait(false)) { }
+        if (_delivery is { } pending) await pending.FlushDeliveriesAsync().ConfigureAwait(false);
         if (_start > 0 && _start == _end)
         {
             _start = _end = 0;
@@ -235,6 +275,8 @@ internal sealed class NatsLink : IAsyncDisposable
         if (n == 0) return false;
         _end += n;
         await ParseAsync().ConfigureAwait(false);
+        // Once per read, as nats-server flushes the clients a read touched (server/client.go flushClients).
+        if (_delivery is { } d) await d.FlushDeliveriesAsync().ConfigureAwait(false);
         return true;
     }
 

@@ -35,12 +35,29 @@ internal sealed class PacketReader(Stream input, int maxPacketSize)
         }
     }
 
-    private bool TryFrame(out ReceivedMqttPacket packet)
+    /// <summary>Whether a whole packet is already buffered, so the next <see cref="ReadAsync"/> will not wait for the client.</summary>
+    public bool HasBufferedPacket
     {
-        packet = default;
-        int avail = _end - _start;
-        if (avail < 2) return false;
-        int remaining = 0, multiplier = 1, i = _start + 1;
+        get
+        {
+            try
+            {
+                return TryFixedHeader(out int bodyAt, out int remaining) && _end - bodyAt >= remaining;
+            }
+            catch (InvalidDataException)
+            {
+                return true; // the next read reports it without waiting
+            }
+        }
+    }
+
+    /// <summary>The fixed header's remaining length and where the body starts; false while it is incomplete.</summary>
+    private bool TryFixedHeader(out int bodyAt, out int remaining)
+    {
+        remaining = 0;
+        bodyAt = 0;
+        if (_end - _start < 2) return false;
+        int multiplier = 1, i = _start + 1;
         while (true)
         {
             if (i >= _end) return false;
@@ -50,6 +67,15 @@ internal sealed class PacketReader(Stream input, int maxPacketSize)
             multiplier *= 128;
             if (multiplier > 128 * 128 * 128) throw new InvalidDataException("malformed variable int");
         }
+        bodyAt = i;
+        return true;
+    }
+
+    private bool TryFrame(out ReceivedMqttPacket packet)
+    {
+        packet = default;
+        if (!TryFixedHeader(out int i, out int remaining)) return false;
+        int avail = _end - _start;
         if (remaining > maxPacketSize) throw new InvalidDataException($"packet of {remaining} bytes exceeds the maximum of {maxPacketSize}");
         int headerLength = i - _start;
         if (_end - i < remaining)

@@ -86,8 +86,32 @@ public sealed class Mqtt5FeatureTests(Mqtt5FeatureFixture fixture, ITestOutputHe
         using var ended = new MqttClientFactory().CreateMqttClient();
         Assert.True((await s.ConnectAsync(ended, id, MqttProtocolVersion.V500, b => b.WithCleanStart(false))).IsSessionPresent);
         await ended.DisconnectAsync();
+        // The session ends with that connection: its record is purged from $MQTT_sess. Wait for that (the gateway
+        // ends the old connection asynchronously; a CONNECT that overtakes it would take over a live session,
+        // [MQTT-3.1.4-3]), then a new connection finds no session.
+        Assert.True(await SessionRecordGoneAsync(s, id, TimeSpan.FromSeconds(15)), "the ended session's record is still stored");
         using var after = new MqttClientFactory().CreateMqttClient();
         Assert.False((await s.ConnectAsync(after, id, MqttProtocolVersion.V500, b => b.WithCleanStart(false))).IsSessionPresent);
+    }
+
+    /// <summary>
+    /// Polls the session stream until the client's record (subject <c>$MQTT.sess.&lt;8 base-62 digits of its
+    /// SHA-256&gt;</c>, gateways/mqtt MqttSession.Durable.cs) is gone.
+    /// </summary>
+    private static async Task<bool> SessionRecordGoneAsync(MqttTestServer s, string clientId, TimeSpan limit)
+    {
+        const string digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+        var sha = System.Security.Cryptography.SHA256.HashData(Encoding.UTF8.GetBytes(clientId));
+        var subject = "$MQTT.sess." + new string([.. sha.Take(8).Select(b => digits[b % 62])]);
+        await using var nats = s.Nats();
+        var until = DateTime.UtcNow + limit;
+        while (DateTime.UtcNow < until)
+        {
+            var reply = await nats.RequestAsync<string, string>("$JS.API.STREAM.MSG.GET.$MQTT_sess", $$"""{"last_by_subj":"{{subject}}"}""");
+            if (reply.Data is { } json && json.Contains("\"code\":404", StringComparison.Ordinal)) return true;
+            await Task.Delay(100);
+        }
+        return false;
     }
 
     [SkippableFact]
