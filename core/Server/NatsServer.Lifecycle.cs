@@ -20,7 +20,7 @@ public sealed partial class NatsServer
         foreach (var c in _clients.Values) c.CloseAfterFlush(CloseReason.ServerShutdown);
         // Connections parked on a password check wake up (abandoned) and close.
         PasswordHashing.Dispose();
-        Identity.Dispose();
+        if (HasIdentity) Identity.Dispose();
         // Bounded wait for writers to drain.
         var deadline = Environment.TickCount64 + 2000;
         while (!_clients.IsEmpty && Environment.TickCount64 < deadline) await Task.Delay(10).ConfigureAwait(false);

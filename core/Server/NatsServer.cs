@@ -33,7 +33,12 @@ public sealed partial class NatsServer : IAsyncDisposable
     {
         _options = options;
         Log = new ServerLog(logger);
-        ServerId = Identity.PublicKey;
+        // nats-server's id is its server nkey's public key, and auth callout requests are signed with that key. Making
+        // the key pair loads OpenSSL (Ed25519 needs SHA-512): ~100 ms of CPU and ~8 MB at start-up. So the key is made
+        // at start only when the config has an auth callout; otherwise the id is random, shaped like a server nkey,
+        // and a callout added later by a reload signs with a key made then (its requests' issuer differs from INFO's
+        // server_id; the callout service verifies the request against its own issuer field).
+        ServerId = options.AuthCallout is not null ? Identity.PublicKey : NewServerId();
         ServerName = options.ServerName ?? ServerId;
         StartTime = DateTime.UtcNow;
         Accounts = new AccountRegistry(NewRouter);
@@ -60,8 +65,23 @@ public sealed partial class NatsServer : IAsyncDisposable
     public IEnumerable<ClientConnection> Clients => _clients.Values;
     public int ClientCount => _clients.Count;
 
-    /// <summary>The server nkey (its public key is the server id, as in nats-server) and curve key: they sign and seal auth callout requests.</summary>
-    internal ServerIdentity Identity { get; } = new();
+    private readonly Lazy<ServerIdentity> _identity = new(() => new ServerIdentity());
+
+    /// <summary>The server nkey and curve key: they sign and seal auth callout requests (made on first use).</summary>
+    internal ServerIdentity Identity => _identity.Value;
+
+    /// <summary>Whether <see cref="Identity"/> was made (so it must be disposed).</summary>
+    internal bool HasIdentity => _identity.IsValueCreated;
+
+    /// <summary>A random server id shaped like nats-server's (56 base32 chars, 'N' prefix of a server nkey).</summary>
+    private static string NewServerId()
+    {
+        const string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+        Span<char> id = stackalloc char[56];
+        id[0] = 'N';
+        for (int i = 1; i < id.Length; i++) id[i] = alphabet[Random.Shared.Next(alphabet.Length)];
+        return new string(id);
+    }
 
     internal ServerInfo CreateInfo(ClientConnection? client)
     {
