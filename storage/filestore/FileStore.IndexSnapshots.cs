@@ -241,15 +241,7 @@ internal sealed partial class FileStore
                 }
             }
             list.Clear();
-            if (!wrote) return;
-            try
-            {
-                _fs.SyncDirectory(IndexDir);
-            }
-            catch (Exception e) when (e is IOException or UnauthorizedAccessException)
-            {
-                LastError = $"cannot fsync {IndexDir}: {e.Message}";
-            }
+            if (wrote) SyncIndexDirectory();
         }
         finally
         {
@@ -310,19 +302,27 @@ internal sealed partial class FileStore
                 }
             }
             list.Clear();
-            if (!wrote) return;
-            try
-            {
-                _fs.SyncDirectory(IndexDir);
-            }
-            catch (Exception e) when (e is IOException or UnauthorizedAccessException)
-            {
-                LastError = $"cannot fsync {IndexDir}: {e.Message}";
-            }
+            if (wrote) SyncIndexDirectory();
         }
         finally
         {
             Volatile.Write(ref _checkpointing, 0);
+        }
+    }
+
+    /// <summary>
+    /// fsync of idx/ after snapshots were renamed into it. A failure is reported (LastError), not fatal: nothing
+    /// acknowledged depends on a snapshot, and a lost one only makes the next open scan that block.
+    /// </summary>
+    private void SyncIndexDirectory()
+    {
+        try
+        {
+            _fs.SyncDirectory(IndexDir);
+        }
+        catch (Exception e) when (e is IOException or UnauthorizedAccessException)
+        {
+            LastError = $"cannot fsync {IndexDir}: {e.Message}";
         }
     }
 

@@ -116,6 +116,9 @@ public sealed class AdvisoryDifferentialTests(ITestOutputHelper output)
         await Api(nats, "$JS.API.CONSUMER.DELETE.S.C", "");
         await Api(nats, "$JS.API.STREAM.DELETE.S", "");
         await WaitFor(events, "$JS.EVENT.ADVISORY.API", count: 6);
+        // Stream and consumer advisories go out through a queue (both servers), after the API reply: wait for them too.
+        await WaitFor(events, "$JS.EVENT.ADVISORY.CONSUMER.DELETED.S.C");
+        await WaitFor(events, "$JS.EVENT.ADVISORY.STREAM.DELETED.S");
         await evSub.UnsubscribeAsync();
         await collect;
         return [.. events];
