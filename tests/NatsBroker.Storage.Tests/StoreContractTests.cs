@@ -492,8 +492,10 @@ public abstract class StoreContractTests : IDisposable
         for (ulong q = last - 5000; q <= last; q++) s.Load(q, m);
         s.LoadLast(subj, m);
         long loadBytes = GC.GetAllocatedBytesForCurrentThread() - before;
-        // Zero per message; a file engine allocates a little per new block (64 KiB blocks here), so allow < 2 B/append on average.
-        Assert.True(appendBytes < 40_000, $"append allocated {appendBytes} B for 20000 appends");
+        // Zero per message; a file engine allocates a little per new block (64 KiB blocks here: ~57 new blocks for these
+        // appends, 700-800 B each measured, which a checkpoint or block deletion landing on this thread can push past
+        // 40 KB). 64 KB is ~1.1 KB per block and still far below one allocation per message (24 B x 20,000 = 480 KB).
+        Assert.True(appendBytes < 64_000, $"append allocated {appendBytes} B for 20000 appends");
         Assert.Equal(0, loadBytes);
     }
 
