@@ -8,21 +8,7 @@ using Xunit.Abstractions;
 namespace NatsBroker.Tests.Gateways.Mqtt;
 
 /// <summary>One core with its MQTT gateway (max_keepalive 30) for <see cref="Mqtt5FeatureTests"/>.</summary>
-public sealed class Mqtt5FeatureFixture : IAsyncLifetime
-{
-    internal MqttTestServer? Server { get; private set; }
-
-    public async Task InitializeAsync()
-    {
-        if (TestEnvironment.UnavailableReason(ServerKind.Ours) is null)
-            Server = await MqttTestServer.StartAsync(ServerKind.Ours, null, "no_auth_user: alice\n  max_keepalive: 30");
-    }
-
-    public async Task DisposeAsync()
-    {
-        if (Server is not null) await Server.DisposeAsync();
-    }
-}
+public sealed class Mqtt5FeatureFixture() : MqttServerFixture("no_auth_user: alice\n  max_keepalive: 30");
 
 /// <summary>
 /// MQTT 5 features (OASIS mqtt-v5.0) as an MQTTnet 5 client sees them through our gateway: session and message
@@ -40,7 +26,7 @@ public sealed class Mqtt5FeatureTests(Mqtt5FeatureFixture fixture, ITestOutputHe
         }
     }
 
-    private static string Id(string name) => name + "-" + Guid.NewGuid().ToString("N")[..8];
+    private static string Id(string name) => MqttServerFixture.Id(name);
 
     private static MqttApplicationMessage Message(string topic, string payload, MqttQualityOfServiceLevel qos = MqttQualityOfServiceLevel.AtLeastOnce,
         bool retain = false, uint expiry = 0) =>

@@ -11,23 +11,8 @@ using Xunit.Abstractions;
 namespace NatsBroker.Tests.Gateways.Mqtt;
 
 /// <summary>One core with its supervised MQTT gateway for the whole class (see <see cref="MqttGatewayTests"/>).</summary>
-public sealed class MqttGatewayFixture : IAsyncLifetime
-{
-    internal MqttTestServer? Server { get; private set; }
-    internal string? Unavailable { get; private set; }
-
-    public async Task InitializeAsync()
-    {
-        Unavailable = TestEnvironment.UnavailableReason(ServerKind.Ours);
-        // A short ack_wait: a persistent session's message the core pushed while nobody listened comes again soon.
-        if (Unavailable is null) Server = await MqttTestServer.StartAsync(ServerKind.Ours, null, "no_auth_user: alice\n  ack_wait: \"2s\"");
-    }
-
-    public async Task DisposeAsync()
-    {
-        if (Server is not null) await Server.DisposeAsync();
-    }
-}
+// A short ack_wait: a persistent session's message the core pushed while nobody listened comes again soon.
+public sealed class MqttGatewayFixture() : MqttServerFixture("no_auth_user: alice\n  ack_wait: \"2s\"");
 
 /// <summary>
 /// MQTT clients (MQTTnet 3.1.1 and 5, mosquitto_pub/sub, a raw socket) through the MQTT gateway, with NATS.Net
@@ -45,7 +30,7 @@ public sealed class MqttGatewayTests(MqttGatewayFixture fixture, ITestOutputHelp
         }
     }
 
-    private static string Id(string name) => name + "-" + Guid.NewGuid().ToString("N")[..8];
+    private static string Id(string name) => MqttServerFixture.Id(name);
 
     private static async Task<NatsMsg<byte[]>> NextAsync(INatsSub<byte[]> sub)
     {

@@ -136,3 +136,23 @@ internal sealed class Received
         }
     }
 }
+
+/// <summary>One MQTT-enabled core per test class (IClassFixture), started when our broker is available.</summary>
+public abstract class MqttServerFixture(string mqttExtra) : IAsyncLifetime
+{
+    internal MqttTestServer? Server { get; private set; }
+
+    public async Task InitializeAsync()
+    {
+        if (TestEnvironment.UnavailableReason(ServerKind.Ours) is null)
+            Server = await MqttTestServer.StartAsync(ServerKind.Ours, null, mqttExtra);
+    }
+
+    public async Task DisposeAsync()
+    {
+        if (Server is not null) await Server.DisposeAsync();
+    }
+
+    /// <summary>A client ID unique to this run.</summary>
+    internal static string Id(string name) => name + "-" + Guid.NewGuid().ToString("N")[..8];
+}
