@@ -35,19 +35,12 @@ public sealed class AccountMonitoringTests(ITestOutputHelper output, ServerPool 
         return JsonDocument.Parse(text).RootElement.Clone();
     }
 
-    private static int FreePort()
-    {
-        using var l = new System.Net.Sockets.TcpListener(System.Net.IPAddress.Loopback, 0);
-        l.Start();
-        return ((System.Net.IPEndPoint)l.LocalEndpoint).Port;
-    }
-
     [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Accountz_and_connz_see_accounts(ServerKind kind)
     {
         Prerequisites.RequireServer(kind, Output);
         // A fixed monitoring port in the config (both servers then report it the same way).
-        int port = FreePort();
+        int port = TestPorts.Next();
         await using var s = await ServerProcess.StartAsync(kind, new ServerStartOptions { Config = Config + $"\nhttp_port: {port}\n" }, Output);
         await using var a = await Connected(s, """{"verbose":false,"pedantic":false,"user":"a","pass":"a"}""");
         await a.SendLineAsync("SUB foo 1");

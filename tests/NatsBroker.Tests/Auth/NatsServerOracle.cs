@@ -17,7 +17,7 @@ internal sealed class NatsServerOracle : IDisposable
     public NatsServerOracle(string configBody)
     {
         var exe = TestEnvironment.GoServerPath ?? throw new InvalidOperationException("nats-server not found (call Prerequisites.RequireGoServer first)");
-        Port = FreePort();
+        Port = TestPorts.Next();
         _dir = Directory.CreateTempSubdirectory("natsbroker-auth-").FullName;
         var conf = Path.Combine(_dir, "server.conf");
         File.WriteAllText(conf, $"listen: 127.0.0.1:{Port}\n{configBody}\n");
@@ -43,15 +43,6 @@ internal sealed class NatsServerOracle : IDisposable
                 Thread.Sleep(20);
             }
         }
-    }
-
-    private static int FreePort()
-    {
-        var l = new TcpListener(IPAddress.Loopback, 0);
-        l.Start();
-        int port = ((IPEndPoint)l.LocalEndpoint).Port;
-        l.Stop();
-        return port;
     }
 
     /// <summary>Opens a raw client; sends CONNECT (when given) followed by PING and returns what came back.</summary>

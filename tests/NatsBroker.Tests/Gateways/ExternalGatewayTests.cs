@@ -70,7 +70,7 @@ public sealed class ExternalGatewayTests(ITestOutputHelper output) : IDisposable
     {
         using var key = KeyPair.CreatePair(PrefixByte.User);
         int port;
-        using (var l = new TcpListener(IPAddress.Loopback, 0)) { l.Start(); port = ((IPEndPoint)l.LocalEndpoint).Port; }
+        port = TestPorts.Next();
         var socket = Path.Combine(Path.GetTempPath(), $"nb-{Guid.NewGuid():N}"[..12] + ".sock");
         var config = $$"""
             unix_socket: "{{socket}}"
@@ -148,7 +148,7 @@ public sealed class ExternalGatewayTests(ITestOutputHelper output) : IDisposable
         // --relay-only (for measuring the hop, bench/README.md): no tls {} needed, plain NATS in, the link as usual.
         using var key = KeyPair.CreatePair(PrefixByte.User);
         int port;
-        using (var l = new TcpListener(IPAddress.Loopback, 0)) { l.Start(); port = ((IPEndPoint)l.LocalEndpoint).Port; }
+        port = TestPorts.Next();
         var socket = Path.Combine(Path.GetTempPath(), $"nb-{Guid.NewGuid():N}"[..12] + ".sock");
         var config = $$"""
             unix_socket: "{{socket}}"
@@ -182,7 +182,7 @@ public sealed class ExternalGatewayTests(ITestOutputHelper output) : IDisposable
     {
         using var key = KeyPair.CreatePair(PrefixByte.User);
         int port;
-        using (var l = new TcpListener(IPAddress.Loopback, 0)) { l.Start(); port = ((IPEndPoint)l.LocalEndpoint).Port; }
+        port = TestPorts.Next();
         var socket = Path.Combine(Path.GetTempPath(), $"nb-{Guid.NewGuid():N}"[..12] + ".sock");
         var control = Path.Combine(Path.GetTempPath(), $"nb-{Guid.NewGuid():N}"[..12] + ".ctl");
         var config = $$"""

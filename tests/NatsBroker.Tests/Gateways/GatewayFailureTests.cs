@@ -31,13 +31,6 @@ public sealed class GatewayFailureTests(ITestOutputHelper output) : IDisposable
         _pki.Dispose();
     }
 
-    private static int FreePort()
-    {
-        using var l = new TcpListener(IPAddress.Loopback, 0);
-        l.Start();
-        return ((IPEndPoint)l.LocalEndpoint).Port;
-    }
-
     private NatsOpts TlsClient(int port, string name) => new()
     {
         Url = $"tls://127.0.0.1:{port}",
@@ -150,7 +143,7 @@ public sealed class GatewayFailureTests(ITestOutputHelper output) : IDisposable
     [Fact]
     public async Task Gateway_SIGKILLed_while_clients_publish_leaves_the_core_serving_and_clients_reconnect()
     {
-        int port = FreePort();
+        int port = TestPorts.Next();
         var config = $$"""
             tls { cert_file: "{{_pki.ServerCert}}", key_file: "{{_pki.ServerKey}}" }
             """;
@@ -248,7 +241,7 @@ public sealed class GatewayFailureTests(ITestOutputHelper output) : IDisposable
     public async Task Core_restart_with_an_external_gateway_clients_recover(bool hardKill)
     {
         using var key = KeyPair.CreatePair(PrefixByte.User);
-        int port = FreePort();
+        int port = TestPorts.Next();
         var socket = Path.Combine(Path.GetTempPath(), $"nb-{Guid.NewGuid():N}"[..12] + ".sock");
         var config = $$"""
             unix_socket: "{{socket}}"

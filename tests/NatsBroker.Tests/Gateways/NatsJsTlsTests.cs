@@ -16,13 +16,6 @@ public sealed class NatsJsTlsTests(ITestOutputHelper output) : IDisposable
 
     public void Dispose() => _pki.Dispose();
 
-    private static int FreePort()
-    {
-        using var l = new TcpListener(IPAddress.Loopback, 0);
-        l.Start();
-        return ((IPEndPoint)l.LocalEndpoint).Port;
-    }
-
     private async Task Run(ServerKind kind, string tlsExtra, string @case, (string Cert, string Key)? clientCert = null)
     {
         Prerequisites.RequireNode(output);
@@ -34,7 +27,7 @@ public sealed class NatsJsTlsTests(ITestOutputHelper output) : IDisposable
               {{tlsExtra}}
             }
             """;
-        await using var server = await ServerProcess.StartAsync(kind, new ServerStartOptions { Config = config, Port = FreePort() }, output);
+        await using var server = await ServerProcess.StartAsync(kind, new ServerStartOptions { Config = config, Port = TestPorts.Next() }, output);
         var env = new Dictionary<string, string> { ["CASE"] = @case, ["CA_FILE"] = _pki.CaFile };
         if (clientCert is { } c)
         {

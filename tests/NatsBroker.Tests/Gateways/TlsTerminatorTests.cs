@@ -20,13 +20,6 @@ public sealed class TlsTerminatorTests(ITestOutputHelper output) : IDisposable
 
     public void Dispose() => _pki.Dispose();
 
-    private static int FreePort()
-    {
-        using var l = new TcpListener(IPAddress.Loopback, 0);
-        l.Start();
-        return ((IPEndPoint)l.LocalEndpoint).Port;
-    }
-
     private string Config(string tlsExtra = "", string rest = "") =>
         $$"""
         tls {
@@ -38,7 +31,7 @@ public sealed class TlsTerminatorTests(ITestOutputHelper output) : IDisposable
         """;
 
     private Task<ServerProcess> Start(ServerKind kind, string config, bool monitoring = false) =>
-        ServerProcess.StartAsync(kind, new ServerStartOptions { Config = config, Port = FreePort(), Monitoring = monitoring }, output);
+        ServerProcess.StartAsync(kind, new ServerStartOptions { Config = config, Port = TestPorts.Next(), Monitoring = monitoring }, output);
 
     private NatsOpts ClientOpts(ServerProcess s, TlsMode mode = TlsMode.Require, (string Cert, string Key)? cert = null) => new()
     {

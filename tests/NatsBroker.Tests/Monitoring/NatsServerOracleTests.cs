@@ -21,17 +21,10 @@ public sealed class NatsServerOracle : IAsyncDisposable
     public int Port { get; }
     public HttpClient Http { get; }
 
-    private static int FreePort()
-    {
-        using var l = new TcpListener(IPAddress.Loopback, 0);
-        l.Start();
-        return ((IPEndPoint)l.LocalEndpoint).Port;
-    }
-
     public static async Task<NatsServerOracle> StartAsync()
     {
         var exe = Prerequisites.RequireGoServer();
-        int port = FreePort(), httpPort = FreePort();
+        int port = TestPorts.Next(), httpPort = TestPorts.Next();
         var psi = new ProcessStartInfo(exe)
         {
             ArgumentList = { "-a", "127.0.0.1", "-p", port.ToString(System.Globalization.CultureInfo.InvariantCulture), "-m", httpPort.ToString(System.Globalization.CultureInfo.InvariantCulture) },

@@ -18,7 +18,7 @@ public sealed class MqttOverWebSocketTests(ITestOutputHelper output)
     public async Task Mqtt_client_over_websocket_exchanges_messages_with_nats_clients(ServerKind kind)
     {
         Prerequisites.RequireServer(kind, output);
-        int wsPort = MqttTestServer.FreePort();
+        int wsPort = TestPorts.Next();
         await using var s = await MqttTestServer.StartAsync(kind, output, rest: MqttTestServer.Users + $"\nwebsocket {{ host: \"127.0.0.1\", port: {wsPort}, no_tls: true }}\n");
         await GatewayTestHelpers.WaitListeningAsync(wsPort);
         await using var nats = s.Nats();

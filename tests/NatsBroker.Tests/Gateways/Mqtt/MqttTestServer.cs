@@ -36,7 +36,7 @@ internal sealed class MqttTestServer : IAsyncDisposable
 
     public static async Task<MqttTestServer> StartAsync(ServerKind kind, ITestOutputHelper? output, string mqttExtra = "no_auth_user: alice", string rest = Users)
     {
-        int mqttPort = FreePort();
+        int mqttPort = TestPorts.Next();
         var storeDir = Path.Combine(Path.GetTempPath(), "natsbroker-tests", "mqtt-js-" + Guid.NewGuid().ToString("N"));
         Directory.CreateDirectory(storeDir);
         var server = await ServerProcess.StartAsync(kind, new ServerStartOptions
@@ -50,7 +50,7 @@ internal sealed class MqttTestServer : IAsyncDisposable
                 }
                 {{rest}}
                 """,
-            Port = FreePort(),
+            Port = TestPorts.Next(),
         }, output);
         await GatewayTestHelpers.WaitListeningAsync(mqttPort);
         return new MqttTestServer(server, mqttPort, storeDir);
@@ -83,13 +83,6 @@ internal sealed class MqttTestServer : IAsyncDisposable
         configure?.Invoke(b);
         using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(20));
         return await client.ConnectAsync(b.Build(), cts.Token);
-    }
-
-    public static int FreePort()
-    {
-        using var l = new TcpListener(IPAddress.Loopback, 0);
-        l.Start();
-        return ((IPEndPoint)l.LocalEndpoint).Port;
     }
 
     public async ValueTask DisposeAsync()

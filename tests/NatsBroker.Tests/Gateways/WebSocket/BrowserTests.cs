@@ -19,12 +19,6 @@ namespace NatsBroker.Tests.Gateways.WebSocket;
 [Collection("Gateways")]
 public sealed class BrowserTests(ITestOutputHelper output)
 {
-    private static int FreePort()
-    {
-        using var l = new TcpListener(IPAddress.Loopback, 0);
-        l.Start();
-        return ((IPEndPoint)l.LocalEndpoint).Port;
-    }
 
     private static string? Chromium() =>
         new[] { Environment.GetEnvironmentVariable("CHROMIUM_PATH"), "/usr/bin/chromium", "/usr/bin/chromium-browser" }
@@ -82,7 +76,7 @@ public sealed class BrowserTests(ITestOutputHelper output)
         var bundle = await NatsWsBundle();
         if (bundle is null) Prerequisites.Missing("tests/browser/node_modules/nats.ws is missing and npm could not install it", output);
 
-        int pagePort = FreePort(), wsPort = FreePort();
+        int pagePort = TestPorts.Next(), wsPort = TestPorts.Next();
         using var http = new HttpListener();
         http.Prefixes.Add($"http://127.0.0.1:{pagePort}/");
         http.Start();
@@ -97,7 +91,7 @@ public sealed class BrowserTests(ITestOutputHelper output)
                   allowed_origins: ["http://127.0.0.1:{{pagePort}}"]
                 }
                 """,
-            Port = FreePort(),
+            Port = TestPorts.Next(),
         }, output);
         await using var nc = new NatsConnection(new NatsOpts { Url = server.Url });
         await nc.ConnectAsync();

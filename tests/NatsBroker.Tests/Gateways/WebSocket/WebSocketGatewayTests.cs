@@ -18,12 +18,6 @@ namespace NatsBroker.Tests.Gateways.WebSocket;
 [Collection("Gateways")]
 public sealed partial class WebSocketGatewayTests(ITestOutputHelper output)
 {
-    private static int FreePort()
-    {
-        using var l = new TcpListener(IPAddress.Loopback, 0);
-        l.Start();
-        return ((IPEndPoint)l.LocalEndpoint).Port;
-    }
 
     private sealed record Running(ServerProcess Server, int WsPort) : IAsyncDisposable
     {
@@ -33,7 +27,7 @@ public sealed partial class WebSocketGatewayTests(ITestOutputHelper output)
     private async Task<Running> Start(ServerKind kind, string wsExtra = "", bool monitoring = false, string rest = "")
     {
         Prerequisites.RequireServer(kind, output);
-        int wsPort = FreePort();
+        int wsPort = TestPorts.Next();
         var server = await ServerProcess.StartAsync(kind, new ServerStartOptions
         {
             Config = $$"""
@@ -44,7 +38,7 @@ public sealed partial class WebSocketGatewayTests(ITestOutputHelper output)
                 }
                 {{rest}}
                 """,
-            Port = FreePort(),
+            Port = TestPorts.Next(),
             Monitoring = monitoring,
         }, output);
         await GatewayTestHelpers.WaitListeningAsync(wsPort);

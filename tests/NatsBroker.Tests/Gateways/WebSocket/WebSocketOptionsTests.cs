@@ -16,17 +16,10 @@ public sealed class WebSocketOptionsTests(ITestOutputHelper output) : IDisposabl
 
     public void Dispose() => _pki.Dispose();
 
-    private static int FreePort()
-    {
-        using var l = new TcpListener(IPAddress.Loopback, 0);
-        l.Start();
-        return ((IPEndPoint)l.LocalEndpoint).Port;
-    }
-
     private async Task<(ServerProcess Server, int WsPort)> Start(ServerKind kind, string ws, string rest = "", bool monitoring = false)
     {
         Prerequisites.RequireServer(kind, output);
-        int wsPort = FreePort();
+        int wsPort = TestPorts.Next();
         var server = await ServerProcess.StartAsync(kind, new ServerStartOptions
         {
             Config = $$"""
@@ -36,7 +29,7 @@ public sealed class WebSocketOptionsTests(ITestOutputHelper output) : IDisposabl
                 }
                 {{rest}}
                 """,
-            Port = FreePort(),
+            Port = TestPorts.Next(),
             Monitoring = monitoring,
         }, output);
         await GatewayTestHelpers.WaitListeningAsync(wsPort);
@@ -251,12 +244,12 @@ public sealed class WebSocketOptionsTests(ITestOutputHelper output) : IDisposabl
     {
         string go = Prerequisites.RequireGoServer(output);
         string file = Path.Combine(Path.GetTempPath(), $"ws-auth-{Guid.NewGuid():N}.conf");
-        File.WriteAllText(file, $"websocket {{ port: {FreePort()}, no_tls: true, authorization {{ {auth} }} }}\nauthorization {{ users: [ {{user: a, password: b}} ] }}\n");
+        File.WriteAllText(file, $"websocket {{ port: {TestPorts.Next()}, no_tls: true, authorization {{ {auth} }} }}\nauthorization {{ users: [ {{user: a, password: b}} ] }}\n");
         try
         {
             var ours = Assert.Throws<NatsBroker.Configuration.ConfigException>(() => NatsBroker.Configuration.CommandLine.Parse(["-t", "-c", file]));
             Assert.Contains(file + ":1:1: " + message, ours.Message, StringComparison.Ordinal);
-            using var p = System.Diagnostics.Process.Start(new System.Diagnostics.ProcessStartInfo(go, ["-c", file, "-p", FreePort().ToString(System.Globalization.CultureInfo.InvariantCulture)])
+            using var p = System.Diagnostics.Process.Start(new System.Diagnostics.ProcessStartInfo(go, ["-c", file, "-p", TestPorts.Next().ToString(System.Globalization.CultureInfo.InvariantCulture)])
             {
                 RedirectStandardError = true,
                 RedirectStandardOutput = true,
