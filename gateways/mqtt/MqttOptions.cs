@@ -30,6 +30,13 @@ public sealed class MqttOptions : NatsBroker.Gateways.Link.IGatewayListenOptions
     public TimeSpan ConsumerInactiveThreshold { get; set; }
     /// <summary>JetStream API request timeout (mqttDefaultJSAPITimeout).</summary>
     public TimeSpan JsApiTimeout { get; set; } = TimeSpan.FromSeconds(5);
+    /// <summary>
+    /// Ours: how long a closed connection may take to settle its session (unsubscribe, then a JetStream request per
+    /// durable consumer and one for the record), and so how long a successor with the same client ID waits for it.
+    /// Each request has <see cref="JsApiTimeout"/>; a single budget of one timeout for all of them can run out on a loaded
+    /// machine, leaving the record of a session that was to end.
+    /// </summary>
+    public TimeSpan SessionEndTimeout => JsApiTimeout * 4;
     public bool RejectQoS2Publish { get; set; }
     /// <summary>Ours: the longest keep-alive an MQTT 5 client gets (Server Keep Alive); 0 = what the client asks.</summary>
     public ushort MaxKeepAlive { get; set; }

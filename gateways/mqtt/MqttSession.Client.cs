@@ -136,7 +136,7 @@ internal sealed partial class MqttSession
         try
         {
             using var timeout = CancellationTokenSource.CreateLinkedTokenSource(_end.Token);
-            timeout.CancelAfter(_options.JsApiTimeout);
+            timeout.CancelAfter(_options.SessionEndTimeout);
             await StopDeliveriesAsync(timeout.Token).ConfigureAwait(false);
             await EndSessionAsync(timeout.Token).ConfigureAwait(false);
         }

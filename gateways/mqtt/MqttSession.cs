@@ -262,7 +262,7 @@ internal sealed partial class MqttSession : INatsDelivery
         {
             _log.LogWarning("Replacing old client {Old} since both have the same client ID \"{Id}\"", previous.Describe(), clientId);
             previous.TakeOver();
-            await previous.SessionSettledAsync(_options.JsApiTimeout).ConfigureAwait(false);
+            await previous.SessionSettledAsync(_options.SessionEndTimeout).ConfigureAwait(false);
         }
         bool sessionPresent = await RestoreSessionAsync(connect, drain).ConfigureAwait(false);
         if (_v5)

@@ -78,13 +78,23 @@ internal sealed class NatsLink : IAsyncDisposable
     /// </summary>
     public async Task<string?> ConnectAsync(byte[] connectLine, CancellationToken ct)
     {
-        await WriteRawAsync(connectLine, ct).ConfigureAwait(false);
         var pong = new TaskCompletionSource<string?>(TaskCreationOptions.RunContinuationsAsynchronously);
         _pongs.Enqueue(pong);
-        await WriteRawAsync("PING\r\n"u8.ToArray(), ct).ConfigureAwait(false);
-        while (!pong.Task.IsCompleted)
+        // One write: the core reads CONNECT and PING together, as a NATS client library sends them.
+        await WriteRawAsync([.. connectLine, .. "PING\r\n"u8], ct).ConfigureAwait(false);
+        try
         {
-            if (!await ReadOnceAsync(ct).ConfigureAwait(false)) return LastError ?? "the core closed the link";
+            while (!pong.Task.IsCompleted)
+            {
+                if (!await ReadOnceAsync(ct).ConfigureAwait(false)) return LastError ?? "the core closed the link";
+            }
+        }
+        catch (IOException) when (LastError is { } refused)
+        {
+            // The core answers a refused CONNECT with -ERR and closes. Our PING, written after the CONNECT, may still be
+            // unread in its socket then: closing a Unix socket with unread input makes the next read here fail with
+            // ECONNRESET after the -ERR was read. The -ERR is the answer.
+            return refused;
         }
         return await pong.Task.ConfigureAwait(false);
     }
