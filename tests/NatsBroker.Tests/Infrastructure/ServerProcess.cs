@@ -37,6 +37,8 @@ public sealed partial class ServerProcess : IAsyncDisposable
 {
     private const int MaxCapturedChars = 256 * 1024;
     private readonly StringBuilder _output = new();
+    /// <summary>How long the ports file is waited for before the "listening" log line (and a probe) is trusted instead.</summary>
+    private static readonly TimeSpan PortsFileGrace = TimeSpan.FromSeconds(5);
     private readonly ITestOutputHelper? _log;
     private readonly string _workDir;
     private Process? _process;
@@ -274,9 +276,11 @@ public sealed partial class ServerProcess : IAsyncDisposable
             // The ports file is written once every listener (monitoring included) accepts; the log line comes
             // before the monitoring listener starts, so a test that asked for monitoring waits for the file.
             var fromPortsFile = TryReadPorts(out var clientPort, out var monitorPort);
+            // The log line (then checked with a probe connection) only when the ports file is late: a probe's close can
+            // still be in flight when the test's first connections arrive, and with max_connections it takes a slot.
             var listening = fromPortsFile
                 ? !Options.Monitoring || monitorPort is not null
-                : !Options.Monitoring && TryParseListenLine(out clientPort);
+                : !Options.Monitoring && deadline.Elapsed > PortsFileGrace && TryParseListenLine(out clientPort);
             if (listening)
             {
                 // Both servers write the ports file only once they accept, so no probe connection is made then: a
