@@ -23,6 +23,8 @@ internal sealed partial class JsConsumer
     public const string UnpinnedAdvisoryPrefix = "$JS.EVENT.ADVISORY.CONSUMER.UNPINNED";
 
     private string? _pinId;
+    /// <summary>The group of the request that got the pin (named by the timeout advisory, as nats-server's timer).</summary>
+    private string _pinGroup = "";
     /// <summary>"Nats-Pin-Id: &lt;id&gt;\r\n", built once per pin so deliveries do not allocate it.</summary>
     private byte[]? _pinHeaderLine;
     private DateTime _pinnedAt;
@@ -158,12 +160,18 @@ internal sealed partial class JsConsumer
         _stream.Js.Publish(r.Reply, default, hdr, default);
     }
 
-    /// <summary>prioritized: a request that still wants more goes behind the others of its priority (popAndRequeue).</summary>
+    /// <summary>
+    /// After a message, a request that still wants more goes to the back: behind the others of its priority under
+    /// prioritized (nats-server popAndRequeue), behind all others under overflow / pinned_client (waitQueue.pop).
+    /// Consumers without a policy keep serving the first request until its batch is done.
+    /// </summary>
     private void RequeueServed(LinkedListNode<PullRequest> node)
     {
-        if (Config.PriorityPolicy != PriorityConfigCheck.Prioritized || node.List is null || _waiting.Count < 2) return;
+        var policy = Config.PriorityPolicy;
+        if (policy is null || node.List is null || _waiting.Count < 2) return;
         _waiting.Remove(node);
-        InsertByPriority(_waiting, node);
+        if (policy == PriorityConfigCheck.Prioritized) InsertByPriority(_waiting, node);
+        else _waiting.AddLast(node);
     }
 
     /// <summary>Pins <paramref name="r"/> with a new id (nats-server assignNewPinId) and says so.</summary>
@@ -174,7 +182,7 @@ internal sealed partial class JsConsumer
         _pinnedAt = DateTime.UtcNow;
         _pinDeadlineTick = now + PinnedTtlMs;
         r.PinId = _pinId;
-        var group = r.Group ?? "";
+        var group = _pinGroup = r.Group ?? "";
         var subject = _pinnedSubject ??= JsAdvisories.ConsumerSubject(PinnedAdvisoryPrefix, _stream.Name, Name);
         if (!_stream.Js.HasInterest(subject)) return;
         SendAdvisory(subject, new ConsumerGroupPinnedAdvisory
@@ -231,7 +239,7 @@ internal sealed partial class JsConsumer
     private void ExpirePin(long now)
     {
         if (_pinId is null || now < _pinDeadlineTick) return;
-        Unpin(Config.PriorityGroups is { Length: > 0 } g ? g[0] : "", "timeout");
+        Unpin(_pinGroup, "timeout");
     }
 
     /// <summary>The pin's deadline for the loop's wake-up, long.MaxValue when nobody is pinned.</summary>

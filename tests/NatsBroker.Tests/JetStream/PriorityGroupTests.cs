@@ -300,6 +300,7 @@ public sealed class PriorityGroupTests(PriorityGroupFixture fixture) : IClassFix
         using var cts = new CancellationTokenSource(Wait);
         var adv = JsonDocument.Parse((await unpinned.Msgs.ReadAsync(cts.Token)).Data!).RootElement;
         Assert.Equal("timeout", adv.GetProperty("reason").GetString());
+        Assert.Equal("g", adv.GetProperty("group").GetString());
     }
 
     [Fact]
@@ -386,6 +387,23 @@ public sealed class PriorityGroupTests(PriorityGroupFixture fixture) : IClassFix
         Assert.Equal(new[] { "m2" }, await Fetch(1, minPending: 100, minAckPending: 1));
         // Without conditions an overflow pull is served like any other.
         Assert.Equal(new[] { "m3" }, await Fetch(5));
+    }
+
+    [Fact]
+    public async Task Overflow_requests_take_turns_message_by_message()
+    {
+        await StreamWith("PQ", 0);
+        await Ok("$JS.API.CONSUMER.CREATE.PQ.c", """{"stream_name":"PQ","config":{"durable_name":"c","ack_policy":"explicit","priority_groups":["g"],"priority_policy":"overflow"}}""");
+        await using var a = await Puller.StartAsync(Nats);
+        await using var b = await Puller.StartAsync(Nats);
+        await a.Pull("PQ", "c", """{"batch":2,"group":"g","expires":5000000000}""");
+        await Eventually(async () => await NumWaiting("PQ", "c") == 1, "A's request to wait");
+        await b.Pull("PQ", "c", """{"batch":2,"group":"g","expires":5000000000}""");
+        await Eventually(async () => await NumWaiting("PQ", "c") == 2, "B's request to wait");
+        for (int i = 1; i <= 4; i++) await Nats.RequestAsync<string, byte[]>("pq.m", $"m{i}", replyOpts: new NatsSubOpts { Timeout = Wait });
+        // nats-server's waitQueue.pop: a served request that wants more goes behind the other one.
+        Assert.Equal(("m1", "m3"), ((await a.ReadAsync()).Data, (await a.ReadAsync()).Data));
+        Assert.Equal(("m2", "m4"), ((await b.ReadAsync()).Data, (await b.ReadAsync()).Data));
     }
 
     [Fact]
