@@ -90,13 +90,14 @@ internal sealed partial class JsConsumer
         {
             Interlocked.Decrement(ref _inboxCount);
             _lastActiveTick = now;
+            // The pin check comes first, as in nats-server's processNextMsgRequest.
+            if (!AdmitPinned(req, now)) continue;
             int maxWaiting = Config.MaxWaiting ?? 512;
             if (_waiting.Count >= maxWaiting)
             {
                 _stream.Js.Publish(req.Reply, default, ExceededMaxWaiting, default);
                 continue;
             }
-            if (!AdmitPinned(req, now)) continue;
             if (req.HeartbeatMs > 0) req.NextHeartbeatAt = now + req.HeartbeatMs;
             AddWaiting(req);
         }

@@ -14,6 +14,7 @@ namespace NatsBroker.JetStream;
 //   requests with another id get 423. priority_timeout without a pull carrying the pin (or CONSUMER.UNPIN) unpins.
 // - overflow: a request with min_pending / min_ack_pending is served only while either is reached.
 // - prioritized: requests are kept sorted by priority (0 first), round-robin within a priority.
+// Under a policy, a served request that wants more goes to the back (of its priority), as nats-server's waitQueue.
 // All state here is under the consumer's lock and changed only by its loop (UNPIN takes the lock too).
 internal sealed partial class JsConsumer
 {
