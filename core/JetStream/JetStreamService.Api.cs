@@ -79,6 +79,7 @@ public sealed partial class JetStreamService
             "INFO" => "consumer_info_response",
             "DELETE" => "consumer_delete_response",
             "PAUSE" => "consumer_pause_response",
+            "UNPIN" => "consumer_unpin_response",
             _ => null,
         },
         "CONSUMER" when t.Length == 5 && t[3] == "NAMES" => "consumer_names_response",
@@ -343,6 +344,8 @@ public sealed partial class JetStreamService
                 return ConsumerPause(req, t[4], t[5]);
             case "RESET" when t.Length == 6:
                 return ConsumerReset(req, t[4], t[5]);
+            case "UNPIN" when t.Length == 6:
+                return ConsumerUnpin(req, t[4], t[5]);
         }
         return true;
     }
@@ -534,6 +537,7 @@ public sealed partial class JetStreamService
         }
         var body = req.Body.Trim((byte)' ');
         var next = new NextRequest();
+        bool json = !body.IsEmpty && body[0] == (byte)'{';
         if (!body.IsEmpty)
         {
             if (body[0] == (byte)'{')
@@ -559,6 +563,11 @@ public sealed partial class JetStreamService
             Publish(req.Reply, default, NatsHeaders.Status(409, $"Exceeded MaxRequestBatch of {c.Config.MaxBatch}"), default);
             return;
         }
+        if (json && c.RefusePriorityFields(next) is { } refused)
+        {
+            Publish(req.Reply, default, refused, default);
+            return;
+        }
         long now = Environment.TickCount64;
         long expiresMs = next.Expires is > 0 ? Math.Max(1, next.Expires.Value / 1_000_000) : 0;
         long hbMs = next.IdleHeartbeat is > 0 ? next.IdleHeartbeat.Value / 1_000_000 : 0;
@@ -571,6 +580,12 @@ public sealed partial class JetStreamService
             ExpiresAt = expiresMs > 0 ? now + expiresMs : long.MaxValue,
             NoWait = next.NoWait == true,
             HeartbeatMs = hbMs,
+            HasPriorityGroup = json,
+            Group = next.Group,
+            MinPending = next.MinPending ?? 0,
+            MinAckPending = next.MinAckPending ?? 0,
+            PinId = next.Id,
+            Priority = next.Priority ?? 0,
         };
         if (!c.EnqueuePull(pr)) Publish(req.Reply, default, NatsHeaders.Status(409, "Exceeded MaxWaiting"), default);
     }

@@ -197,6 +197,7 @@ internal static partial class JsConfigCheck
             if (c.AckPolicy != "explicit") return push ? JsErrors.ConsumerWqRequiresExplicitAck : JsErrors.ConsumerPullRequiresAck;
             if (c.DeliverPolicy != "all") return JsErrors.ConsumerWqConsumerNotDeliverAll;
         }
+        if (Priority.PriorityConfigCheck.Check(c) is { } priority) return priority;
         return null;
     }
 

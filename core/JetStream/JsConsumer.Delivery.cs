@@ -38,6 +38,7 @@ internal sealed partial class JsConsumer
                 DrainPulls(now);
                 DrainFlowControl();
                 ExpireRequests(now);
+                ExpirePin(now);
                 ScheduleRedeliveries(now);
                 Deliver(now);
                 FinishNoWait();
@@ -89,6 +90,8 @@ internal sealed partial class JsConsumer
         {
             Interlocked.Decrement(ref _inboxCount);
             _lastActiveTick = now;
+            // The pin check comes first, as in nats-server's processNextMsgRequest.
+            if (!AdmitPinned(req, now)) continue;
             int maxWaiting = Config.MaxWaiting ?? 512;
             if (_waiting.Count >= maxWaiting)
             {
@@ -96,7 +99,7 @@ internal sealed partial class JsConsumer
                 continue;
             }
             if (req.HeartbeatMs > 0) req.NextHeartbeatAt = now + req.HeartbeatMs;
-            _waiting.AddLast(req);
+            AddWaiting(req);
         }
     }
 
@@ -173,12 +176,14 @@ internal sealed partial class JsConsumer
         while (!_stop.IsCancellationRequested)
         {
             PullRequest? target = null;
+            LinkedListNode<PullRequest>? targetNode = null;
+            bool pinOnSend = false;
             if (IsPull)
             {
-                // Drop requests nobody listens to any more (client gone), as nats-server does for stale requests.
-                while (_waiting.First is { } first && !_stream.Js.HasInterest(first.Value.Reply)) _waiting.RemoveFirst();
-                if (_waiting.First is null) return;
-                target = _waiting.First.Value;
+                // The first waiting request someone still listens to that its priority policy lets be served.
+                targetNode = NextWaiting(out pinOnSend);
+                if (targetNode is null) return;
+                target = targetNode.Value;
             }
             else if (!pushReady)
             {
@@ -231,7 +236,7 @@ internal sealed partial class JsConsumer
                 // Too big for what the request has left: end the request (nats-server 409 Message Size Exceeds MaxBytes).
                 if (isRedelivery) _redeliver.Add(sseq);
                 _stream.Js.Publish(target.Reply, default, MaxBytesExceeded, default);
-                _waiting.RemoveFirst();
+                _waiting.Remove(targetNode!);
                 continue;
             }
 
@@ -263,6 +268,7 @@ internal sealed partial class JsConsumer
             }
             _store?.UpdateDelivered(dseq, sseq, deliveries, GoTime.NowNanos());
             _deliveredLastActive = DateTime.UtcNow;
+            if (pinOnSend) AssignPin(target!, now);
             Send(target?.Reply ?? DeliverSubject!, sseq, dseq, deliveries);
             OnSent(now, sseq, _msg.Timestamp, size);
             if (target is not null)
@@ -271,7 +277,8 @@ internal sealed partial class JsConsumer
                 target.Remaining--;
                 if (target.HasByteLimit) target.BytesRemaining -= size;
                 if (target.HeartbeatMs > 0) target.NextHeartbeatAt = now + target.HeartbeatMs;
-                if (target.Remaining <= 0 || (target.HasByteLimit && target.BytesRemaining <= 0)) _waiting.RemoveFirst();
+                if (target.Remaining <= 0 || (target.HasByteLimit && target.BytesRemaining <= 0)) _waiting.Remove(targetNode!);
+                else RequeueServed(targetNode!);
             }
             else if (Config.IdleHeartbeat is > 0)
             {
@@ -291,12 +298,21 @@ internal sealed partial class JsConsumer
         n += Format((ulong)_msg.Timestamp, n);
         n += Format((ulong)pending, n) - 1; // no trailing dot
         var reply = _replyScratch.AsSpan(0, n);
+        var pinLine = PinHeaderLine;
         if (Config.HeadersOnly == true)
         {
             _headerScratch.ResetWrittenCount();
             var len = _msg.PayloadLength.ToString(System.Globalization.CultureInfo.InvariantCulture);
-            NatsHeaders.AppendHeaders(_msg.Headers, [("Nats-Msg-Size", len)], _headerScratch);
+            if (pinLine is null) NatsHeaders.AppendHeaders(_msg.Headers, [("Nats-Msg-Size", len)], _headerScratch);
+            else NatsHeaders.AppendHeaders(_msg.Headers, [("Nats-Msg-Size", len), (PinIdHeader, _pinId!)], _headerScratch);
             _stream.Js.Router.PublishInternal(to, _msg.Subject, reply, _headerScratch.WrittenSpan, default, _deliveries);
+        }
+        else if (pinLine is not null)
+        {
+            // pinned_client: every message to the pinned client carries Nats-Pin-Id (nats-server genHeader).
+            _headerScratch.ResetWrittenCount();
+            AppendPinHeader(_msg.Headers, pinLine, _headerScratch);
+            _stream.Js.Router.PublishInternal(to, _msg.Subject, reply, _headerScratch.WrittenSpan, _msg.Payload, _deliveries);
         }
         else
         {
@@ -365,6 +381,7 @@ internal sealed partial class JsConsumer
             if (r.HeartbeatMs > 0 && r.NextHeartbeatAt < next) next = r.NextHeartbeatAt;
         }
         if (!IsPull && Config.IdleHeartbeat is > 0 && _nextHeartbeatTick < next) next = _nextHeartbeatTick;
+        if (PinWakeTick < next) next = PinWakeTick;
         foreach (var p in _pending.Values) if (p.DeadlineTick < next) next = p.DeadlineTick;
         return (int)Math.Clamp(next - now, 1, 1000);
     }

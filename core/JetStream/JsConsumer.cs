@@ -357,6 +357,7 @@ internal sealed partial class JsConsumer
                 Paused = PauseRemainingNanos() > 0 ? true : null,
                 PauseRemaining = PauseRemainingNanos() is > 0 and var left ? left : null,
                 Ts = DateTime.UtcNow,
+                PriorityGroups = PriorityGroupsInfo(),
             };
         }
     }

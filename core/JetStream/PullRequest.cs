@@ -2,7 +2,8 @@ namespace NatsBroker.JetStream;
 
 /// <summary>
 /// A waiting pull request ($JS.API.CONSUMER.MSG.NEXT): where to deliver, how many messages and bytes remain,
-/// when it expires, and its idle heartbeat (nats-server consumer.go waitingRequest).
+/// when it expires, its idle heartbeat, and its priority group fields (nats-server consumer.go waitingRequest and
+/// PriorityGroup, ADR-42).
 /// </summary>
 internal sealed class PullRequest
 {
@@ -17,4 +18,16 @@ internal sealed class PullRequest
     public long HeartbeatMs { get; init; }
     public long NextHeartbeatAt { get; set; }
     public int Delivered { get; set; }
+
+    /// <summary>The request was JSON, so it carries priority group fields (nats-server: priorityGroup != nil).</summary>
+    public bool HasPriorityGroup { get; init; }
+    public string? Group { get; init; }
+    /// <summary>overflow: served only when num_pending reaches this (0 = no condition).</summary>
+    public long MinPending { get; init; }
+    /// <summary>overflow: served only when num_ack_pending reaches this (0 = no condition).</summary>
+    public long MinAckPending { get; init; }
+    /// <summary>pinned_client: the pin id the client holds; set by the server when it pins this request.</summary>
+    public string? PinId { get; set; }
+    /// <summary>prioritized: 0 (first) to 9.</summary>
+    public int Priority { get; init; }
 }

@@ -292,6 +292,12 @@ public sealed class ConsumerConfig
     /// <summary>2.11: no deliveries until this time (CONSUMER.PAUSE or the config).</summary>
     public DateTime? PauseUntil { get; set; }
     public Dictionary<string, string>? Metadata { get; set; }
+    /// <summary>2.11 priority groups (ADR-42): the groups pull requests name; one pin per consumer today.</summary>
+    public string[]? PriorityGroups { get; set; }
+    /// <summary>"overflow", "pinned_client" or "prioritized" (2.12); "none" is normalised to absent (Go omitempty).</summary>
+    public string? PriorityPolicy { get; set; }
+    /// <summary>Nanoseconds a pinned client may go without a pull before it loses the pin (nats-server PinnedTTL).</summary>
+    public long? PriorityTimeout { get; set; }
 }
 
 public sealed class CreateConsumerRequest
@@ -326,6 +332,15 @@ public sealed class ConsumerInfo
     /// <summary>Nanoseconds until the pause ends (while paused).</summary>
     public long? PauseRemaining { get; set; }
     public DateTime? Ts { get; set; }
+    public List<PriorityGroupState>? PriorityGroups { get; set; }
+}
+
+/// <summary>nats-server PriorityGroupState: the group and who holds its pin (pinned_ts is the zero time when nobody does).</summary>
+public sealed class PriorityGroupState
+{
+    public string Group { get; set; } = "";
+    public string? PinnedClientId { get; set; }
+    public DateTime PinnedTs { get; set; }
 }
 
 public sealed class ConsumerInfoResponse : ApiResponse
@@ -345,6 +360,7 @@ public sealed class ConsumerInfoResponse : ApiResponse
     public bool? Paused { get; set; }
     public long? PauseRemaining { get; set; }
     public DateTime? Ts { get; set; }
+    public List<PriorityGroupState>? PriorityGroups { get; set; }
 
     public static ConsumerInfoResponse From(string type, ConsumerInfo i) => new()
     {
@@ -364,6 +380,7 @@ public sealed class ConsumerInfoResponse : ApiResponse
         Paused = i.Paused,
         PauseRemaining = i.PauseRemaining,
         Ts = i.Ts,
+        PriorityGroups = i.PriorityGroups,
     };
 }
 
@@ -401,6 +418,12 @@ public sealed class NextRequest
     public bool? NoWait { get; set; }
     public int? MaxBytes { get; set; }
     public long? IdleHeartbeat { get; set; }
+    // nats-server PriorityGroup, embedded in JSApiConsumerGetNextRequest (ADR-42).
+    public string? Group { get; set; }
+    public long? MinPending { get; set; }
+    public long? MinAckPending { get; set; }
+    public string? Id { get; set; }
+    public int? Priority { get; set; }
 }
 
 public sealed class AccountLimits
