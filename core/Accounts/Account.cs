@@ -100,10 +100,23 @@ public sealed class Account
     }
 
     /// <summary>
+    /// The latency tracking an export gets (accounts.go TrackServiceExportWithSampling): none for non-singleton
+    /// services or a results subject this account exports as a service (it would loop). Config mode reports those
+    /// as errors; from a JWT nats-server only logs them.
+    /// </summary>
+    internal ServiceLatencyConfig? TrackedLatency(ExportConfig export)
+    {
+        if (export.Latency is not { } lat || !export.IsService || export.ResponseType != ServiceResponseType.Singleton) return null;
+        foreach (var x in Exports)
+            if (x.IsService && SubjectSubset.IsSubsetOf(lat.Subject, x.Subject)) return null;
+        return lat;
+    }
+
+    /// <summary>
     /// (Re)creates this account's import subscriptions. Imports whose exporter is missing or does not export
     /// to this account are skipped (config validation already reported them).
     /// </summary>
-    internal void WireImports(Func<string, Account?> find)
+    internal void WireImports(Func<string, Account?> find, ServiceLatencyReporter latency)
     {
         lock (_lock)
         {
@@ -117,7 +130,8 @@ public sealed class Account
                 {
                     string local = imp.To ?? imp.Subject;
                     var export = exporter.ServiceExportFor(imp.Subject);
-                    var owner = new ServiceImportForwarder(this, exporter, local, imp.Subject, export?.ResponseType ?? ServiceResponseType.Singleton);
+                    var sampler = export is not null && exporter.TrackedLatency(export) is { } lat ? new LatencySampler(latency, lat, exporter, imp.Share) : null;
+                    var owner = new ServiceImportForwarder(this, exporter, local, imp.Subject, export?.ResponseType ?? ServiceResponseType.Singleton, sampler);
                     _importSubs.Add((Router, Router.Subscribe(local, owner)));
                 }
                 else

@@ -25,6 +25,20 @@ public sealed class ExportConfig
     public ServiceResponseType ResponseType { get; set; } = ServiceResponseType.Singleton;
     /// <summary>Accounts allowed to import; null = public.</summary>
     public List<string>? Accounts { get; set; }
+    /// <summary>Service latency tracking (<c>latency</c> / JWT <c>service_latency</c>); null = not tracked.</summary>
+    public ServiceLatencyConfig? Latency { get; set; }
+}
+
+/// <summary>
+/// An export's latency tracking (server/accounts.go serviceLatency): the percentage of requests measured (1-100),
+/// or 0 for "headers" (measured when the request carries a sampled trace header), and where the metrics go.
+/// </summary>
+public sealed record ServiceLatencyConfig(int Sampling, string Subject)
+{
+    /// <summary>server/const.go DEFAULT_SERVICE_LATENCY_SAMPLING.</summary>
+    public const int DefaultSampling = 100;
+    /// <summary>jwt.Headers: sampling driven by the request's trace headers.</summary>
+    public const int Headers = 0;
 }
 
 /// <summary>
@@ -40,4 +54,6 @@ public sealed class ImportConfig
     public string? To { get; set; }
     /// <summary>Stream imports: prefix prepended to the subject ("prefix.subject").</summary>
     public string? Prefix { get; set; }
+    /// <summary><c>share</c>: latency metrics of this import carry the requestor's full client info, not only its account and RTT.</summary>
+    public bool Share { get; set; }
 }

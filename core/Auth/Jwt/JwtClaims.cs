@@ -184,6 +184,7 @@ public sealed class AccountClaims : JwtClaims
                 };
                 // A token-required (private) export is importable only with an activation token: none are honoured here, so nobody may import it.
                 if (Bool(x, "token_req")) export.Accounts = [];
+                if (export.IsService) export.Latency = ParseServiceLatency(x);
                 Exports.Add(export);
             }
         }
@@ -196,7 +197,7 @@ public sealed class AccountClaims : JwtClaims
                 // v2: local_subject is where the import lands; the older "to" is a prefix for streams and the local subject for services.
                 string? local = Str(i, "local_subject");
                 string? to = Str(i, "to");
-                var import = new ImportConfig { IsService = service, Account = account, Subject = subject };
+                var import = new ImportConfig { IsService = service, Account = account, Subject = subject, Share = Bool(i, "share") };
                 if (!string.IsNullOrEmpty(local)) import.To = local;
                 else if (!string.IsNullOrEmpty(to))
                 {
@@ -206,6 +207,23 @@ public sealed class AccountClaims : JwtClaims
                 Imports.Add(import);
             }
         }
+    }
+
+    /// <summary>
+    /// jwt v2 Export.Latency (<c>service_latency: {sampling: 1-100 | "headers", results: subject}</c>) as nats-server
+    /// applies it (TrackServiceExportWithSampling): an invalid one is left out (nats-server logs it and tracks nothing).
+    /// </summary>
+    private static ServiceLatencyConfig? ParseServiceLatency(JsonElement export)
+    {
+        if (export.ValueKind != JsonValueKind.Object || !export.TryGetProperty("service_latency", out var l) || l.ValueKind != JsonValueKind.Object)
+            return null;
+        int sampling;
+        if (!l.TryGetProperty("sampling", out var s)) sampling = ServiceLatencyConfig.Headers; // jwt's zero value is Headers
+        else if (s.ValueKind == JsonValueKind.String && string.Equals(s.GetString(), "headers", StringComparison.OrdinalIgnoreCase)) sampling = ServiceLatencyConfig.Headers;
+        else if (s.ValueKind == JsonValueKind.Number && s.TryGetInt32(out int n) && n is >= 0 and <= 100) sampling = n;
+        else return null;
+        if (Str(l, "results") is not { Length: > 0 } results || !Subjects.Subject.IsValidLiteral(results)) return null;
+        return new ServiceLatencyConfig(sampling, results);
     }
 
     /// <summary>This account as the registry configures accounts (name = public key).</summary>
