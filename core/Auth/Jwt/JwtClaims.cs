@@ -182,8 +182,14 @@ public sealed class AccountClaims : JwtClaims
                     "Chunked" => ServiceResponseType.Chunked,
                     _ => ServiceResponseType.Singleton,
                 };
-                // A token-required (private) export is importable only with an activation token: none are honoured here, so nobody may import it.
-                if (Bool(x, "token_req")) export.Accounts = [];
+                // A token-required (private) export is importable only with an activation token (Account.Authorizes checks it).
+                export.TokenRequired = Bool(x, "token_req");
+                if (x.TryGetProperty("revocations", out var rev) && rev.ValueKind == JsonValueKind.Object)
+                {
+                    export.ActivationRevocations = new Dictionary<string, long>(StringComparer.Ordinal);
+                    foreach (var r in rev.EnumerateObject())
+                        if (r.Value.TryGetInt64(out long at)) export.ActivationRevocations[r.Name] = at;
+                }
                 if (export.IsService) export.Latency = ParseServiceLatency(x);
                 Exports.Add(export);
             }
@@ -198,6 +204,11 @@ public sealed class AccountClaims : JwtClaims
                 string? local = Str(i, "local_subject");
                 string? to = Str(i, "to");
                 var import = new ImportConfig { IsService = service, Account = account, Subject = subject, Share = Bool(i, "share") };
+                if (Str(i, "token") is { Length: > 0 } token)
+                {
+                    import.Token = token;
+                    import.Activation = ActivationClaims.TryRead(token);
+                }
                 if (!string.IsNullOrEmpty(local)) import.To = local;
                 else if (!string.IsNullOrEmpty(to))
                 {
@@ -226,6 +237,28 @@ public sealed class AccountClaims : JwtClaims
         return new ServiceLatencyConfig(sampling, results);
     }
 
+    /// <summary>
+    /// jwt Import.Validate's blocking checks of the imports' activation tokens (nats-server refuses an account JWT
+    /// failing them: verifyAccountClaims, claimValidate): the token decodes with a valid signature, was issued by the
+    /// exporting account or names it as issuer_account, is for this account, of the import's kind, and covers the
+    /// imported subject. Expiry is not checked here (it only makes the import inactive). Null when all pass.
+    /// </summary>
+    public string? ImportTokenError()
+    {
+        foreach (var i in Imports)
+        {
+            if (i.Token is null) continue;
+            if (i.Activation is not { } act) return $"import \"{i.Subject}\" contains an invalid activation token";
+            if (!(act.Issuer == i.Account || act.IssuerAccount == i.Account)) return $"activation token doesn't match account for import \"{i.Subject}\"";
+            if (act.Subject != Subject) return $"activation token doesn't match account it is being included in, \"{i.Subject}\"";
+            string kind = i.IsService ? "service" : "stream";
+            if (act.ImportType != kind) return $"mismatch between token import type {act.ImportType} and type of import {kind}";
+            if (!NatsBroker.Accounts.SubjectSubset.IsSubsetOf(i.Subject, act.ImportSubject))
+                return $"activation token import subject \"{act.ImportSubject}\" doesn't match import \"{i.Subject}\"";
+        }
+        return null;
+    }
+
     /// <summary>This account as the registry configures accounts (name = public key).</summary>
     public AccountConfig ToAccountConfig() => new()
     {
@@ -235,7 +268,39 @@ public sealed class AccountClaims : JwtClaims
         MaxPayload = MaxPayload,
         Exports = Exports,
         Imports = Imports,
+        SigningKeys = SigningKeys.Keys,
     };
+}
+
+/// <summary>
+/// An activation JWT (jwt v2 ActivationClaims): the exporting account (or its signing key, then naming the account
+/// in <c>issuer_account</c>) lets the account in <c>sub</c> import <c>nats.subject</c> of kind <c>nats.kind</c> from
+/// a token-required export. Only the signature is checked here; who may issue it, for whom and until when is checked
+/// against the exporter when the import is wired (server/accounts.go checkActivation).
+/// </summary>
+public sealed class ActivationClaims : JwtClaims
+{
+    public ActivationClaims(JsonElement payload, string token) : base(payload, token)
+    {
+        ImportSubject = Str(Nats, "subject") ?? "";
+        ImportType = Str(Nats, "kind") ?? "";
+        IssuerAccount = Str(Nats, "issuer_account") ?? V1IssuerAccount;
+    }
+
+    /// <summary>The subject the activation allows importing (the import's subject must be within it).</summary>
+    public string ImportSubject { get; }
+    /// <summary>"service" or "stream".</summary>
+    public string ImportType { get; }
+    /// <summary>Set when a signing key issued the token: the exporting account it belongs to.</summary>
+    public string? IssuerAccount { get; }
+
+    /// <summary>The claims of a well-formed, correctly signed activation JWT; null otherwise (jwt.DecodeActivationClaims).</summary>
+    public static ActivationClaims? TryRead(string token)
+    {
+        if (Jwt.TryDecode(token, out _) is not { } payload) return null;
+        var claims = new ActivationClaims(payload, token);
+        return claims.Type == "activation" ? claims : null;
+    }
 }
 
 /// <summary>A scoped signing key's template: users it signs get these permissions, not their own.</summary>
