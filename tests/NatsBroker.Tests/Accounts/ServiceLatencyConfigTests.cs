@@ -24,6 +24,7 @@ public sealed class ServiceLatencyConfigTests
         Assert.Equal(new ServiceLatencyConfig(100, "lat"), Latency("{subject: lat}"));
         Assert.Equal(new ServiceLatencyConfig(50, "lat"), Latency("{sampling: 50, subject: lat}"));
         Assert.Equal(new ServiceLatencyConfig(50, "lat"), Latency("{sampling: \"50%\", subject: lat}"));
+        Assert.Equal(new ServiceLatencyConfig(50, "lat"), Latency("{sampling: 50%, subject: lat}"));
         Assert.Equal(new ServiceLatencyConfig(ServiceLatencyConfig.Headers, "lat"), Latency("{sampling: headers, subject: lat}"));
     }
 
