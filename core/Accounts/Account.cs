@@ -26,6 +26,7 @@ public sealed class Account
     private readonly Lock _lock = new();
     private readonly List<(Router Router, Subscription Sub)> _importSubs = [];
     private ServiceResponses? _responses;
+    private Timer? _activationTimer;
     private int _connections;
 
     public Account(string name, Router router)
@@ -45,6 +46,8 @@ public sealed class Account
     public int Connections => Volatile.Read(ref _connections);
     public IReadOnlyList<ExportConfig> Exports { get; private set; } = [];
     public IReadOnlyList<ImportConfig> Imports { get; private set; } = [];
+    /// <summary>JWT accounts: signing keys, which may sign this account's activation tokens.</summary>
+    public IReadOnlyCollection<string> SigningKeys { get; private set; } = [];
     /// <summary>Subject mappings applied to this account's client publishes; null = none (one null check per publish).</summary>
     public SubjectMappings? Mappings { get; private set; }
     /// <summary>Reply mappings of requests other accounts sent to this account's services.</summary>
@@ -63,6 +66,7 @@ public sealed class Account
         MaxPayload = config.MaxPayload;
         Exports = config.Exports;
         Imports = config.Imports;
+        SigningKeys = config.SigningKeys;
         Mappings = SubjectMappings.Create(config.Mappings);
     }
 
@@ -80,15 +84,51 @@ public sealed class Account
 
     public void RemoveConnection() => Interlocked.Decrement(ref _connections);
 
-    /// <summary>Whether <paramref name="importer"/> may import <paramref name="subject"/> as a stream or service.</summary>
-    public bool IsExportedTo(string subject, bool service, string importer)
+    /// <summary>
+    /// Whether <paramref name="import"/> by <paramref name="importer"/> is authorized by one of this account's exports
+    /// (server/accounts.go checkAuth): public, listing the importer, or token-required with a valid activation.
+    /// <paramref name="expires"/> is the activation's expiry (Unix seconds; 0 = none) when one authorized it.
+    /// </summary>
+    internal bool Authorizes(ImportConfig import, string importer, DateTimeOffset now, out long expires)
     {
+        expires = 0;
         foreach (var x in Exports)
         {
-            if (x.IsService == service && SubjectSubset.IsSubsetOf(subject, x.Subject)
-                && (x.Accounts is null || x.Accounts.Contains(importer))) return true;
+            if (x.IsService != import.IsService || !SubjectSubset.IsSubsetOf(import.Subject, x.Subject)) continue;
+            if (x.TokenRequired)
+            {
+                if (ActivationIsValid(import, importer, x, now))
+                {
+                    expires = import.Activation!.Expires;
+                    return true;
+                }
+            }
+            else if (x.Accounts is null || x.Accounts.Contains(importer)) return true;
         }
         return false;
+    }
+
+    /// <summary>
+    /// server/accounts.go checkActivation with jwt Import.Validate's token checks: a correctly signed activation
+    /// issued by this account (or its signing key, naming this account as issuer_account), for the importing
+    /// account, of the import's kind, covering its subject, not expired or not yet valid, not revoked by the export.
+    /// </summary>
+    private bool ActivationIsValid(ImportConfig import, string importer, ExportConfig export, DateTimeOffset now)
+    {
+        if (import.Activation is not { } act) return false;
+        if (!(act.Issuer == Name || act.IssuerAccount == Name)) return false;
+        if (act.Subject != importer) return false;
+        if (act.ImportType != (import.IsService ? "service" : "stream")) return false;
+        if (!SubjectSubset.IsSubsetOf(import.Subject, act.ImportSubject)) return false;
+        // isIssuerClaimTrusted: a token naming an issuer account must come from one of its signing keys.
+        if (!string.IsNullOrEmpty(act.IssuerAccount) && (act.IssuerAccount != Name || !SigningKeys.Contains(act.Issuer))) return false;
+        if (act.IsNotYetValid(now)) return false;
+        if (act.Expires != 0 && act.Expires <= now.ToUnixTimeSeconds()) return false;
+        // isRevoked: revoked when the importer's (or "*") revocation time is at or after the token's issue time.
+        if (export.ActivationRevocations is { } revoked
+            && ((revoked.TryGetValue(act.Subject, out long at) && at >= act.IssuedAt) || (revoked.TryGetValue("*", out at) && at >= act.IssuedAt)))
+            return false;
+        return true;
     }
 
     /// <summary>The export covering a service subject (for its response type); null when none.</summary>
@@ -100,24 +140,41 @@ public sealed class Account
     }
 
     /// <summary>
+    /// The latency tracking an export gets (accounts.go TrackServiceExportWithSampling): none for non-singleton
+    /// services or a results subject this account exports as a service (it would loop). Config mode reports those
+    /// as errors; from a JWT nats-server only logs them.
+    /// </summary>
+    internal ServiceLatencyConfig? TrackedLatency(ExportConfig export)
+    {
+        if (export.Latency is not { } lat || !export.IsService || export.ResponseType != ServiceResponseType.Singleton) return null;
+        foreach (var x in Exports)
+            if (x.IsService && SubjectSubset.IsSubsetOf(lat.Subject, x.Subject)) return null;
+        return lat;
+    }
+
+    /// <summary>
     /// (Re)creates this account's import subscriptions. Imports whose exporter is missing or does not export
     /// to this account are skipped (config validation already reported them).
     /// </summary>
-    internal void WireImports(Func<string, Account?> find)
+    internal void WireImports(Func<string, Account?> find, ServiceLatencyReporter latency)
     {
         lock (_lock)
         {
             foreach (var (router, sub) in _importSubs) router.Unsubscribe(sub);
             _importSubs.Clear();
+            var now = DateTimeOffset.UtcNow;
+            long firstExpiry = long.MaxValue;
             foreach (var imp in Imports)
             {
                 var exporter = find(imp.Account);
-                if (exporter is null || !exporter.IsExportedTo(imp.Subject, imp.IsService, Name)) continue;
+                if (exporter is null || !exporter.Authorizes(imp, Name, now, out long expires)) continue;
+                if (expires != 0) firstExpiry = Math.Min(firstExpiry, expires);
                 if (imp.IsService)
                 {
                     string local = imp.To ?? imp.Subject;
                     var export = exporter.ServiceExportFor(imp.Subject);
-                    var owner = new ServiceImportForwarder(this, exporter, local, imp.Subject, export?.ResponseType ?? ServiceResponseType.Singleton);
+                    var sampler = export is not null && exporter.TrackedLatency(export) is { } lat ? new LatencySampler(latency, lat, exporter, imp.Share) : null;
+                    var owner = new ServiceImportForwarder(this, exporter, local, imp.Subject, export?.ResponseType ?? ServiceResponseType.Singleton, sampler);
                     _importSubs.Add((Router, Router.Subscribe(local, owner)));
                 }
                 else
@@ -126,7 +183,22 @@ public sealed class Account
                     _importSubs.Add((exporter.Router, exporter.Router.Subscribe(imp.Subject, owner)));
                 }
             }
+            ScheduleActivationExpiry(firstExpiry, () => WireImports(find, latency));
         }
+    }
+
+    /// <summary>
+    /// An import authorized by an expiring activation ends when it expires (accounts.go checkActivation's timer,
+    /// activationExpired): the imports are wired again then, without it. One timer per account, for the first expiry.
+    /// </summary>
+    private void ScheduleActivationExpiry(long unixSeconds, Action rewire)
+    {
+        _activationTimer?.Dispose();
+        _activationTimer = null;
+        if (unixSeconds == long.MaxValue) return;
+        // Expired means "exp <= now" in whole seconds: re-check just after the second turns.
+        var due = DateTimeOffset.FromUnixTimeSeconds(unixSeconds) - DateTimeOffset.UtcNow + TimeSpan.FromMilliseconds(50);
+        _activationTimer = new Timer(_ => rewire(), null, due < TimeSpan.Zero ? TimeSpan.Zero : due, Timeout.InfiniteTimeSpan);
     }
 
     public override string ToString() => Name;

@@ -18,9 +18,14 @@ public sealed class AccountRegistry
     private readonly Dictionary<string, AccountConfig> _jwtAccounts = new(StringComparer.Ordinal);
     private volatile Account? _system;
 
-    public AccountRegistry(Func<Router> newRouter)
+    private readonly ServiceLatencyReporter _latency;
+
+    /// <param name="newRouter">Makes each new account's router.</param>
+    /// <param name="serverName">The server's name, as latency metrics show it in the responder's client info.</param>
+    public AccountRegistry(Func<Router> newRouter, string serverName = "")
     {
         _newRouter = newRouter;
+        _latency = new ServiceLatencyReporter(serverName);
         Global = new Account(Account.GlobalName, newRouter());
         _accounts = new Dictionary<string, Account>(StringComparer.Ordinal) { [Account.GlobalName] = Global };
     }
@@ -90,7 +95,7 @@ public sealed class AccountRegistry
     {
         var previous = _accounts;
         _accounts = next;
-        foreach (var account in next.Values) account.WireImports(Find);
+        foreach (var account in next.Values) account.WireImports(Find, _latency);
         if (Added is { } added)
         {
             foreach (var account in next.Values)

@@ -32,12 +32,16 @@ internal sealed class ServiceImportForwarder : ISubscriber
     private readonly Account _exporter;
     private readonly SubjectTransform _map;
     private readonly ServiceResponseType _responseType;
+    // Set when the export tracks latency (server/accounts.go serviceImport.latency); null costs one check per request.
+    private readonly LatencySampler? _latency;
 
-    public ServiceImportForwarder(Account importer, Account exporter, string localSubject, string remoteSubject, ServiceResponseType responseType)
+    public ServiceImportForwarder(Account importer, Account exporter, string localSubject, string remoteSubject, ServiceResponseType responseType,
+        LatencySampler? latency = null)
     {
         _importer = importer;
         _exporter = exporter;
         _responseType = responseType;
+        _latency = latency;
         _map = new SubjectTransform(localSubject, remoteSubject);
     }
 
@@ -60,16 +64,20 @@ internal sealed class ServiceImportForwarder : ISubscriber
             rented[headerSize - 1] = (byte)'\n';
             body.CopyTo(rented.AsSpan(headerSize));
             var payload = new ReadOnlySequence<byte>(rented, 0, total);
+            // client.go processServiceImport: sampled before the request goes on; a sampled request without a reply is a 400.
+            var tracking = _latency?.Sample(ref msg);
             if (msg.Reply.IsEmpty)
             {
+                tracking?.BadRequest(batch);
                 _exporter.Router.Publish(msg.Origin, subject, default, headerSize, payload, null, batch);
                 return DeliveryOutcome.Delivered;
             }
             var responses = _exporter.Responses;
-            var (reply, id) = responses.Add(_importer, msg.Reply, _responseType);
+            var (reply, id) = responses.Add(_importer, msg.Reply, _responseType, tracking);
             if (!_exporter.Router.Publish(msg.Origin, subject, reply, headerSize, payload, null, batch))
             {
                 responses.Remove(id); // nobody serves it: keep no mapping for a response that cannot come
+                tracking?.NoDelivery(batch);
                 // The requester's own subscriptions see the 503 a plain request would get (nats-server 2.10
                 // processServiceImport: no responders across an import).
                 if (msg.Origin is IRequester { WantsNoResponders: true })

@@ -26,7 +26,11 @@ internal sealed class ServiceResponses : ISubscriber
     private long _nextId;
     private long _nextSweepTicks;
 
-    private sealed record Pending(Account Importer, byte[] Reply, ServiceResponseType Type, long ExpiresTicks);
+    private record Pending(Account Importer, byte[] Reply, ServiceResponseType Type, long ExpiresTicks);
+
+    // A sampled request (latency tracking): a subtype so untracked requests allocate no more than before.
+    private sealed record TrackedPending(Account Importer, byte[] Reply, ServiceResponseType Type, long ExpiresTicks, LatencyTracking Tracking)
+        : Pending(Importer, Reply, Type, ExpiresTicks);
 
     public ServiceResponses(Account exporter)
     {
@@ -42,12 +46,15 @@ internal sealed class ServiceResponses : ISubscriber
     public int Count => _pending.Count;
 
     /// <summary>Maps one request's reply; returns the reply subject to use in the exporter and the mapping's id.</summary>
-    public (byte[] Reply, ulong Id) Add(Account importer, ReadOnlySpan<byte> reply, ServiceResponseType type)
+    public (byte[] Reply, ulong Id) Add(Account importer, ReadOnlySpan<byte> reply, ServiceResponseType type, LatencyTracking? tracking = null)
     {
         long now = Environment.TickCount64;
         SweepIfDue(now);
         ulong id = (ulong)Interlocked.Increment(ref _nextId);
-        _pending[id] = new Pending(importer, reply.ToArray(), type, now + (long)ResponseThreshold.TotalMilliseconds);
+        long expires = now + (long)ResponseThreshold.TotalMilliseconds;
+        _pending[id] = tracking is null
+            ? new Pending(importer, reply.ToArray(), type, expires)
+            : new TrackedPending(importer, reply.ToArray(), type, expires, tracking);
         // At least 6 digits (as nats-server's), more as the counter grows; parsed back without allocating.
         Span<byte> digits = stackalloc byte[IdDigits];
         int count = 0;
@@ -65,10 +72,12 @@ internal sealed class ServiceResponses : ISubscriber
         if (!TryParseId(msg.Subject, out ulong id) || !_pending.TryGetValue(id, out var p)) return DeliveryOutcome.Skipped;
         if (Environment.TickCount64 > p.ExpiresTicks)
         {
-            _pending.TryRemove(id, out _);
+            if (_pending.TryRemove(id, out _) && p is TrackedPending expired) expired.Tracking.TimedOut();
             return DeliveryOutcome.Skipped;
         }
         if (p.Type == ServiceResponseType.Singleton && !_pending.TryRemove(id, out _)) return DeliveryOutcome.Skipped;
+        // Only singleton requests are tracked (TrackServiceExportWithSampling refuses other response types).
+        if (p is TrackedPending tracked) tracked.Tracking.Responded(msg.Origin, batch);
         p.Importer.Router.Publish(msg.Origin, p.Reply, default, msg.HeaderSize, msg.Payload, null, batch);
         return DeliveryOutcome.Delivered;
     }
@@ -96,6 +105,9 @@ internal sealed class ServiceResponses : ISubscriber
         long due = Volatile.Read(ref _nextSweepTicks);
         if (now < due || Interlocked.CompareExchange(ref _nextSweepTicks, now + 1000, due) != due) return;
         foreach (var (id, p) in _pending)
-            if (now > p.ExpiresTicks) _pending.TryRemove(id, out _);
+        {
+            // rsiTimeout: a sampled request that got no response within the threshold reports a 504.
+            if (now > p.ExpiresTicks && _pending.TryRemove(id, out _) && p is TrackedPending tracked) tracked.Tracking.TimedOut();
+        }
     }
 }

@@ -41,7 +41,7 @@ internal sealed class SystemEventWriter(NatsServer server)
     }
 
     /// <summary>A nuid-shaped event id (22 base62 characters).</summary>
-    private static string NewId()
+    internal static string NewId()
     {
         Span<byte> raw = stackalloc byte[22];
         RandomNumberGenerator.Fill(raw);

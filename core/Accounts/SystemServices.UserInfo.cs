@@ -16,10 +16,17 @@ namespace NatsBroker.Accounts;
 public sealed partial class SystemServices
 {
     public const string UserInfoSubject = "$SYS.REQ.USER.INFO";
+    /// <summary>
+    /// events.go userDirectReqSubj: the system account's own subject, which nats-server's per-account imports map
+    /// <c>$SYS.REQ.USER.INFO</c> to. Its account token is not read: the answer is about the requester, so a system
+    /// account user publishing it directly learns about itself, as in nats-server.
+    /// </summary>
+    public const string UserInfoDirectSubject = "$SYS.REQ.USER.*.INFO";
     private readonly ConcurrentDictionary<Account, Subscription> _userInfoSubs = new();
 
     private void SubscribeUserInfoInEveryAccount()
     {
+        _subs.Add(_system.Router.SubscribeInternal(UserInfoDirectSubject, null, (Subscription _, in InternalMessage m) => QueueUserInfo(_system, m)));
         // Hook first, then sweep: an account added in between is seen twice and subscribed once.
         _server.Accounts.Added += SubscribeUserInfo;
         foreach (var account in _server.Accounts.All) SubscribeUserInfo(account);

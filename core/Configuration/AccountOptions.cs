@@ -10,6 +10,8 @@ public sealed class AccountConfig
     public int MaxConnections { get; set; } = -1;
     public int MaxSubscriptions { get; set; } = -1;
     public int MaxPayload { get; set; } = -1;
+    /// <summary>JWT accounts: the account's signing keys (they may sign its activation tokens).</summary>
+    public IReadOnlyCollection<string> SigningKeys { get; set; } = [];
     /// <summary><c>mappings {}</c> of this account (for <c>$G</c>: the top-level block).</summary>
     public List<NatsBroker.Accounts.SubjectMappingConfig> Mappings { get; set; } = [];
 }
@@ -25,6 +27,24 @@ public sealed class ExportConfig
     public ServiceResponseType ResponseType { get; set; } = ServiceResponseType.Singleton;
     /// <summary>Accounts allowed to import; null = public.</summary>
     public List<string>? Accounts { get; set; }
+    /// <summary>Service latency tracking (<c>latency</c> / JWT <c>service_latency</c>); null = not tracked.</summary>
+    public ServiceLatencyConfig? Latency { get; set; }
+    /// <summary>JWT <c>token_req</c>: a private export, importable only with an activation token the exporter signed.</summary>
+    public bool TokenRequired { get; set; }
+    /// <summary>JWT export <c>revocations</c>: importing account key (or "*") → activations issued at or before this Unix time are revoked.</summary>
+    public Dictionary<string, long>? ActivationRevocations { get; set; }
+}
+
+/// <summary>
+/// An export's latency tracking (server/accounts.go serviceLatency): the percentage of requests measured (1-100),
+/// or 0 for "headers" (measured when the request carries a sampled trace header), and where the metrics go.
+/// </summary>
+public sealed record ServiceLatencyConfig(int Sampling, string Subject)
+{
+    /// <summary>server/const.go DEFAULT_SERVICE_LATENCY_SAMPLING.</summary>
+    public const int DefaultSampling = 100;
+    /// <summary>jwt.Headers: sampling driven by the request's trace headers.</summary>
+    public const int Headers = 0;
 }
 
 /// <summary>
@@ -40,4 +60,10 @@ public sealed class ImportConfig
     public string? To { get; set; }
     /// <summary>Stream imports: prefix prepended to the subject ("prefix.subject").</summary>
     public string? Prefix { get; set; }
+    /// <summary><c>share</c>: latency metrics of this import carry the requestor's full client info, not only its account and RTT.</summary>
+    public bool Share { get; set; }
+    /// <summary>JWT import <c>token</c>: the raw activation JWT; null when the import has none.</summary>
+    public string? Token { get; set; }
+    /// <summary>The activation <see cref="Token"/> decoded with a valid signature; null when absent, malformed or badly signed.</summary>
+    public NatsBroker.Auth.Jwt.ActivationClaims? Activation { get; set; }
 }

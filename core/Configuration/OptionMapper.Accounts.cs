@@ -170,7 +170,10 @@ internal sealed partial class OptionMapper
                     case "accounts":
                         export.Accounts = StringList(f, "export accounts");
                         break;
-                    case "latency" or "threshold" or "response_threshold" or "account_token_position" or "advertise":
+                    case "latency":
+                        if (ServiceLatency(f) is { } lat) export.Latency = lat; else ok = false;
+                        break;
+                    case "threshold" or "response_threshold" or "account_token_position" or "advertise":
                         Unsupported(f, "an export");
                         ok = false;
                         break;
@@ -188,6 +191,11 @@ internal sealed partial class OptionMapper
             if (!hasStream && !hasService)
             {
                 Error(item.Position, "Export needs either a stream or a service");
+                continue;
+            }
+            if (hasStream && export.Latency is not null)
+            {
+                Error(item.Position, "Detected latency directive on non-service");
                 continue;
             }
             if (ok && !NatsBroker.Subjects.Subject.IsValid(System.Text.Encoding.UTF8.GetBytes(export.Subject)))
@@ -235,7 +243,8 @@ internal sealed partial class OptionMapper
                         if (String(f, out var p)) import.Prefix = p; else ok = false;
                         break;
                     case "share":
-                        break; // latency sharing: no latency tracking here
+                        if (Bool(f, out bool share)) import.Share = share; else ok = false;
+                        break;
                     default:
                         Unknown(f);
                         ok = false;
@@ -254,6 +263,75 @@ internal sealed partial class OptionMapper
             }
             if (ok) config.Imports.Add(import);
         }
+    }
+
+    /// <summary>
+    /// opts.go parseServiceLatency: a results subject alone (sampling 100), or <c>{sampling: 1-100 | "N%" | "headers",
+    /// subject: s}</c>. Null after reporting an error.
+    /// </summary>
+    private ServiceLatencyConfig? ServiceLatency(ConfigEntry e)
+    {
+        var v = e.Value;
+        if (v.Kind == ConfigValueKind.String) return new ServiceLatencyConfig(ServiceLatencyConfig.DefaultSampling, v.AsString());
+        if (v.Kind != ConfigValueKind.Map)
+        {
+            Error(e.KeyPosition, $"Expected latency entry to be a map/struct or string, got {v.Describe()}");
+            return null;
+        }
+        int sampling = ServiceLatencyConfig.DefaultSampling;
+        string? subject = null;
+        foreach (var f in v.AsMap())
+        {
+            switch (f.Key.ToLowerInvariant())
+            {
+                case "sampling":
+                    long sample;
+                    if (f.Value.Kind == ConfigValueKind.Integer) sample = f.Value.AsInteger();
+                    else if (f.Value.Kind == ConfigValueKind.String)
+                    {
+                        string text = f.Value.AsString();
+                        if (text.Trim().Equals("headers", StringComparison.OrdinalIgnoreCase))
+                        {
+                            sampling = ServiceLatencyConfig.Headers;
+                            break;
+                        }
+                        if (!int.TryParse(text.EndsWith('%') ? text[..^1] : text, System.Globalization.NumberStyles.AllowLeadingSign, System.Globalization.CultureInfo.InvariantCulture, out int n))
+                        {
+                            Error(f.KeyPosition, $"Failed to parse latency sample: strconv.Atoi: parsing \"{text.TrimEnd('%')}\": invalid syntax");
+                            return null;
+                        }
+                        sample = n;
+                    }
+                    else
+                    {
+                        Error(f.KeyPosition, $"Expected latency sample to be a string or map/struct, got {f.Value.Describe()}");
+                        return null;
+                    }
+                    if (sample is < 1 or > 100)
+                    {
+                        Error(f.KeyPosition, "bad sampling percentage, should be 1-100");
+                        return null;
+                    }
+                    sampling = (int)sample;
+                    break;
+                case "subject":
+                    if (f.Value.Kind != ConfigValueKind.String)
+                    {
+                        Error(f.KeyPosition, $"Expected latency subject to be a string, got {f.Value.Describe()}");
+                        return null;
+                    }
+                    subject = f.Value.AsString();
+                    break;
+                default:
+                    break; // opts.go reads sampling and subject only
+            }
+        }
+        if (subject is null)
+        {
+            Error(e.KeyPosition, "Latency subject required, but missing");
+            return null;
+        }
+        return new ServiceLatencyConfig(sampling, subject);
     }
 
     private bool ImportSource(ConfigEntry e, ImportConfig import)
@@ -289,6 +367,18 @@ internal sealed partial class OptionMapper
         if (_accountsAt is not { } at) return;
         foreach (var acc in o.Accounts)
         {
+            foreach (var x in acc.Exports)
+            {
+                if (x.Latency is not { } lat) continue;
+                // opts.go / accounts.go TrackServiceExportWithSampling's checks, in its order.
+                string? why = !NatsBroker.Subjects.Subject.IsValidLiteral(lat.Subject) ? "invalid publish subject"
+                    : acc.Exports.Any(e => e.IsService && NatsBroker.Accounts.SubjectSubset.IsSubsetOf(lat.Subject, e.Subject)) ? "invalid publish subject"
+                    : o.Operator.NoSystemAccount ? "system account not setup"
+                    : x.ResponseType != ServiceResponseType.Singleton ? "bad service response type"
+                    : null;
+                if (why is not null)
+                    Error(at, $"Error adding service latency sampling for \"{x.Subject}\" on subject \"{lat.Subject}\": {why}");
+            }
             foreach (var imp in acc.Imports)
             {
                 if (imp.To is not null && !NatsBroker.Accounts.SubjectTransform.IsValid(imp.Subject, imp.To))

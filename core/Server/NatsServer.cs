@@ -41,7 +41,7 @@ public sealed partial class NatsServer : IAsyncDisposable
         ServerId = options.AuthCallout is not null ? Identity.PublicKey : NewServerId();
         ServerName = options.ServerName ?? ServerId;
         StartTime = DateTime.UtcNow;
-        Accounts = new AccountRegistry(NewRouter);
+        Accounts = new AccountRegistry(NewRouter, ServerName);
         Accounts.Apply(options);
         _auth = CreateAuthenticator(options);
     }

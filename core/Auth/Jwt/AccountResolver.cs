@@ -118,6 +118,11 @@ public sealed class AccountResolver
             error = "account not trusted by any operator";
             return null;
         }
+        if (claims.ImportTokenError() is { } invalid)
+        {
+            error = $"validation errors: [{invalid}]";
+            return null;
+        }
         return claims;
     }
 

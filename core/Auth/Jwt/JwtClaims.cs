@@ -182,8 +182,15 @@ public sealed class AccountClaims : JwtClaims
                     "Chunked" => ServiceResponseType.Chunked,
                     _ => ServiceResponseType.Singleton,
                 };
-                // A token-required (private) export is importable only with an activation token: none are honoured here, so nobody may import it.
-                if (Bool(x, "token_req")) export.Accounts = [];
+                // A token-required (private) export is importable only with an activation token (Account.Authorizes checks it).
+                export.TokenRequired = Bool(x, "token_req");
+                if (x.TryGetProperty("revocations", out var rev) && rev.ValueKind == JsonValueKind.Object)
+                {
+                    export.ActivationRevocations = new Dictionary<string, long>(StringComparer.Ordinal);
+                    foreach (var r in rev.EnumerateObject())
+                        if (r.Value.TryGetInt64(out long at)) export.ActivationRevocations[r.Name] = at;
+                }
+                if (export.IsService) export.Latency = ParseServiceLatency(x);
                 Exports.Add(export);
             }
         }
@@ -196,7 +203,12 @@ public sealed class AccountClaims : JwtClaims
                 // v2: local_subject is where the import lands; the older "to" is a prefix for streams and the local subject for services.
                 string? local = Str(i, "local_subject");
                 string? to = Str(i, "to");
-                var import = new ImportConfig { IsService = service, Account = account, Subject = subject };
+                var import = new ImportConfig { IsService = service, Account = account, Subject = subject, Share = Bool(i, "share") };
+                if (Str(i, "token") is { Length: > 0 } token)
+                {
+                    import.Token = token;
+                    import.Activation = ActivationClaims.TryRead(token);
+                }
                 if (!string.IsNullOrEmpty(local)) import.To = local;
                 else if (!string.IsNullOrEmpty(to))
                 {
@@ -208,6 +220,45 @@ public sealed class AccountClaims : JwtClaims
         }
     }
 
+    /// <summary>
+    /// jwt v2 Export.Latency (<c>service_latency: {sampling: 1-100 | "headers", results: subject}</c>) as nats-server
+    /// applies it (TrackServiceExportWithSampling): an invalid one is left out (nats-server logs it and tracks nothing).
+    /// </summary>
+    private static ServiceLatencyConfig? ParseServiceLatency(JsonElement export)
+    {
+        if (export.ValueKind != JsonValueKind.Object || !export.TryGetProperty("service_latency", out var l) || l.ValueKind != JsonValueKind.Object)
+            return null;
+        int sampling;
+        if (!l.TryGetProperty("sampling", out var s)) sampling = ServiceLatencyConfig.Headers; // jwt's zero value is Headers
+        else if (s.ValueKind == JsonValueKind.String && string.Equals(s.GetString(), "headers", StringComparison.OrdinalIgnoreCase)) sampling = ServiceLatencyConfig.Headers;
+        else if (s.ValueKind == JsonValueKind.Number && s.TryGetInt32(out int n) && n is >= 0 and <= 100) sampling = n;
+        else return null;
+        if (Str(l, "results") is not { Length: > 0 } results || !Subjects.Subject.IsValidLiteral(results)) return null;
+        return new ServiceLatencyConfig(sampling, results);
+    }
+
+    /// <summary>
+    /// jwt Import.Validate's blocking checks of the imports' activation tokens (nats-server refuses an account JWT
+    /// failing them: verifyAccountClaims, claimValidate): the token decodes with a valid signature, was issued by the
+    /// exporting account or names it as issuer_account, is for this account, of the import's kind, and covers the
+    /// imported subject. Expiry is not checked here (it only makes the import inactive). Null when all pass.
+    /// </summary>
+    public string? ImportTokenError()
+    {
+        foreach (var i in Imports)
+        {
+            if (i.Token is null) continue;
+            if (i.Activation is not { } act) return $"import \"{i.Subject}\" contains an invalid activation token";
+            if (!(act.Issuer == i.Account || act.IssuerAccount == i.Account)) return $"activation token doesn't match account for import \"{i.Subject}\"";
+            if (act.Subject != Subject) return $"activation token doesn't match account it is being included in, \"{i.Subject}\"";
+            string kind = i.IsService ? "service" : "stream";
+            if (act.ImportType != kind) return $"mismatch between token import type {act.ImportType} and type of import {kind}";
+            if (!NatsBroker.Accounts.SubjectSubset.IsSubsetOf(i.Subject, act.ImportSubject))
+                return $"activation token import subject \"{act.ImportSubject}\" doesn't match import \"{i.Subject}\"";
+        }
+        return null;
+    }
+
     /// <summary>This account as the registry configures accounts (name = public key).</summary>
     public AccountConfig ToAccountConfig() => new()
     {
@@ -217,7 +268,39 @@ public sealed class AccountClaims : JwtClaims
         MaxPayload = MaxPayload,
         Exports = Exports,
         Imports = Imports,
+        SigningKeys = SigningKeys.Keys,
     };
+}
+
+/// <summary>
+/// An activation JWT (jwt v2 ActivationClaims): the exporting account (or its signing key, then naming the account
+/// in <c>issuer_account</c>) lets the account in <c>sub</c> import <c>nats.subject</c> of kind <c>nats.kind</c> from
+/// a token-required export. Only the signature is checked here; who may issue it, for whom and until when is checked
+/// against the exporter when the import is wired (server/accounts.go checkActivation).
+/// </summary>
+public sealed class ActivationClaims : JwtClaims
+{
+    public ActivationClaims(JsonElement payload, string token) : base(payload, token)
+    {
+        ImportSubject = Str(Nats, "subject") ?? "";
+        ImportType = Str(Nats, "kind") ?? "";
+        IssuerAccount = Str(Nats, "issuer_account") ?? V1IssuerAccount;
+    }
+
+    /// <summary>The subject the activation allows importing (the import's subject must be within it).</summary>
+    public string ImportSubject { get; }
+    /// <summary>"service" or "stream".</summary>
+    public string ImportType { get; }
+    /// <summary>Set when a signing key issued the token: the exporting account it belongs to.</summary>
+    public string? IssuerAccount { get; }
+
+    /// <summary>The claims of a well-formed, correctly signed activation JWT; null otherwise (jwt.DecodeActivationClaims).</summary>
+    public static ActivationClaims? TryRead(string token)
+    {
+        if (Jwt.TryDecode(token, out _) is not { } payload) return null;
+        var claims = new ActivationClaims(payload, token);
+        return claims.Type == "activation" ? claims : null;
+    }
 }
 
 /// <summary>A scoped signing key's template: users it signs get these permissions, not their own.</summary>

@@ -51,6 +51,26 @@ public sealed class UserInfoTests(ITestOutputHelper output, ServerPool pool) : P
         Assert.Equal("""{"user":"admin","account":"$SYS","account_name":"$SYS"}""", (await UserInfoAsync(admin)).GetRawText());
     }
 
+    /// <summary>
+    /// <c>$SYS.REQ.USER.&lt;acc&gt;.INFO</c> (events.go userDirectReqSubj) is the system account's subject behind the
+    /// imports: a system user publishing it directly gets its own info, whatever account the subject names.
+    /// </summary>
+    [SkippableFact]
+    public async Task The_system_account_form_answers_about_the_requester()
+    {
+        var s = await SharedAsync(ServerKind.Ours, Config);
+        await using var admin = new NatsConnection(new NatsOpts { Url = s.Url, AuthOpts = new NatsAuthOpts { Username = "admin", Password = "s3cr3t!" } });
+        using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(10));
+        var reply = await admin.RequestAsync<byte[], byte[]>("$SYS.REQ.USER.A.INFO", [], cancellationToken: cts.Token);
+        using var doc = JsonDocument.Parse(reply.Data!);
+        Assert.Equal("""{"user":"admin","account":"$SYS","account_name":"$SYS"}""", doc.RootElement.GetProperty("data").GetRawText());
+
+        // Outside the system account the subject is nothing special: nobody answers.
+        await using var dlc = new NatsConnection(new NatsOpts { Url = s.Url });
+        await Assert.ThrowsAnyAsync<NatsException>(async () =>
+            await dlc.RequestAsync<byte[], byte[]>("$SYS.REQ.USER.A.INFO", [], replyOpts: new NatsSubOpts { Timeout = TimeSpan.FromSeconds(1) }, cancellationToken: cts.Token));
+    }
+
     [SkippableFact]
     public async Task A_user_without_publish_permission_for_it_gets_no_answer()
     {
