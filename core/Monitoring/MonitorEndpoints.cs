@@ -583,7 +583,7 @@ public sealed class MonitorEndpoints(NatsServer server)
                 AccountName = account.Name,
                 UpdateTime = server.StartTime,
                 Complete = true,
-                JetStreamEnabled = server.Options.JetStream,
+                JetStreamEnabled = server.JetStream?.LimitsOf(account) is not null,
                 ClientConnections = account.Connections,
                 Subscriptions = stats.NumSubscriptions,
                 SublistStats = stats,
