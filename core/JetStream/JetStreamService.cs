@@ -155,6 +155,19 @@ public sealed partial class JetStreamService : IAsyncDisposable
         return total;
     }
 
+    /// <summary>Bytes reserved by max_bytes of every account's memory and file streams (/jsz reserved_memory / reserved_storage).</summary>
+    internal (long Memory, long Store) ReservedTotals()
+    {
+        long mem = 0, store = 0;
+        foreach (var a in _snapshot)
+        {
+            var r = a.Reserved();
+            mem += r.Memory;
+            store += r.Store;
+        }
+        return (mem, store);
+    }
+
     /// <summary>
     /// Streams whose store turned read-only after a write or fsync error (<see cref="IStreamStore.Failure"/>),
     /// with the reason; empty when all is well. Shown in /jsz (streams of accounts other than $G as "account > stream").
