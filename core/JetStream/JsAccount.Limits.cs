@@ -49,9 +49,11 @@ internal sealed partial class JsAccount
     /// </summary>
     public void SyncUsage(JsStream stream)
     {
-        long now = (long)stream.Store.GetState().Bytes;
+        long now = stream.IsDeleted ? 0 : (long)stream.Store.GetState().Bytes;
         long before = stream.ExchangeAccountedBytes(now);
         if (now != before) Interlocked.Add(ref stream.Config.Storage == "memory" ? ref _memUsed : ref _storeUsed, now - before);
+        // A delete that ran between the read and the exchange has already taken the stream out: take it out again.
+        if (now != 0 && stream.IsDeleted) ForgetUsage(stream);
     }
 
     /// <summary>Syncs every stream (the server's usage timer).</summary>

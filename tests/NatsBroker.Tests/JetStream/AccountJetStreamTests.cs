@@ -239,6 +239,51 @@ public sealed class AccountJetStreamTests(ITestOutputHelper output) : IAsyncLife
         Assert.True(Directory.Exists(Path.Combine(_storeDir, "jetstream", "$G", "streams", "S")));
     }
 
+    [Fact]
+    public async Task An_account_added_by_a_reload_gets_its_JetStream()
+    {
+        string before = $$"""
+            jetstream { store_dir: "{{_storeDir}}" }
+            accounts { A { users [{user: a, password: a}], jetstream: enabled } }
+            """;
+        string after = $$"""
+            jetstream { store_dir: "{{_storeDir}}" }
+            accounts {
+              A { users [{user: a, password: a}], jetstream: enabled }
+              R { users [{user: r, password: r}], jetstream { max_streams: 1 } }
+            }
+            """;
+        await using var server = await ServerProcess.StartAsync(ServerKind.Ours, new ServerStartOptions { Config = before }, output);
+        server.WriteConfig(after);
+        server.Reload();
+        AccountInfoResponse? info = null;
+        var deadline = DateTime.UtcNow.AddSeconds(15);
+        while (info is null)
+        {
+            await using var r = new NatsConnection(new NatsOpts
+            {
+                Url = server.Url,
+                AuthOpts = new NatsAuthOpts { Username = "r", Password = "r" },
+                MaxReconnectRetry = 0,
+                RequestTimeout = TimeSpan.FromSeconds(5),
+            });
+            try
+            {
+                await r.ConnectAsync();
+                info = await new NatsJSContext(r).GetAccountInfoAsync();
+                await new NatsJSContext(r).CreateStreamAsync(new StreamConfig("S", ["s"]));
+                (await new NatsJSContext(r).PublishAsync("s", "x")).EnsureSuccess();
+                Assert.Equal(1, (await new NatsJSContext(r).GetStreamAsync("S")).Info.State.Messages);
+            }
+            catch (NatsException) when (DateTime.UtcNow < deadline)
+            {
+                await Task.Delay(200); // the reload has not made user r yet
+            }
+        }
+        Assert.Equal(1, info.Limits.MaxStreams);
+        Assert.True(Directory.Exists(Path.Combine(_storeDir, "jetstream", "R", "streams", "S")));
+    }
+
     /// <summary>Raw JSON of one API request (for checks NATS.Net's models do not expose).</summary>
     internal static async Task<JsonElement> RequestAsync(NatsConnection nats, string subject, string body = "")
     {
