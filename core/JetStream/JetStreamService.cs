@@ -195,8 +195,9 @@ public sealed partial class JetStreamService : IAsyncDisposable
         _globalOnly = !Options.Operator.Enabled
             && _registry.All.All(a => ReferenceEquals(a, _registry.Global) || ReferenceEquals(a, _registry.System));
         for (int i = 0; i < _workers.Length; i++) _workers[i] = Task.Run(ApiWorkerAsync);
-        foreach (var account in _registry.All) Attach(account);
+        // Added first: an account that appears while the existing ones are attached is not missed (Attach is idempotent).
         _registry.Added += Attach;
+        foreach (var account in _registry.All) Attach(account);
         _usageTimer = new Timer(_ => SyncUsage(), null, UsageSyncPeriod, UsageSyncPeriod);
     }
 

@@ -240,6 +240,24 @@ public sealed class AccountJetStreamTests(ITestOutputHelper output) : IAsyncLife
     }
 
     [Fact]
+    public async Task A_client_without_credentials_uses_the_JetStream_of_the_no_auth_users_account()
+    {
+        string config = $$"""
+            jetstream { store_dir: "{{_storeDir}}" }
+            no_auth_user: a
+            accounts { A { users [{user: a, password: a}], jetstream: enabled } }
+            """;
+        await using var server = await ServerProcess.StartAsync(ServerKind.Ours, new ServerStartOptions { Config = config }, output);
+        await using (var anonymous = new NatsConnection(new NatsOpts { Url = server.Url }))
+        {
+            await new NatsJSContext(anonymous).CreateStreamAsync(new StreamConfig("S", ["s"]));
+        }
+        await using var a = Connect(server, "a");
+        Assert.Equal("S", (await new NatsJSContext(a).GetStreamAsync("S")).Info.Config.Name);
+        Assert.True(Directory.Exists(Path.Combine(_storeDir, "jetstream", "A", "streams", "S")));
+    }
+
+    [Fact]
     public async Task An_account_added_by_a_reload_gets_its_JetStream()
     {
         string before = $$"""
