@@ -191,6 +191,8 @@ public sealed partial class JetStreamService : IAsyncDisposable
     /// </summary>
     public void Start()
     {
+        // server.go Start: nats-server stops with this when the system account asks for JetStream.
+        if (_registry.System?.JetStreamLimits is not null) throw new InvalidOperationException("Not allowed to enable JetStream on the system account");
         Directory.CreateDirectory(StoreDir);
         _globalOnly = !Options.Operator.Enabled
             && _registry.All.All(a => ReferenceEquals(a, _registry.Global) || ReferenceEquals(a, _registry.System));

@@ -302,6 +302,24 @@ public sealed class AccountJetStreamTests(ITestOutputHelper output) : IAsyncLife
         Assert.True(Directory.Exists(Path.Combine(_storeDir, "jetstream", "R", "streams", "S")));
     }
 
+    [Fact]
+    public async Task JetStream_on_the_system_account_is_refused_at_start()
+    {
+        var o = new NatsBroker.Configuration.ServerOptions { Host = "127.0.0.1", Port = -1, JetStream = true, StoreDir = _storeDir };
+        o.Accounts.Add(new NatsBroker.Configuration.AccountConfig { Name = "SYS", JetStream = NatsBroker.Configuration.JetStreamAccountLimits.Dynamic });
+        o.Operator.SystemAccount = "SYS";
+        var server = new NatsBroker.Server.NatsServer(o, Microsoft.Extensions.Logging.Abstractions.NullLogger.Instance);
+        try
+        {
+            var e = Assert.Throws<InvalidOperationException>(server.Start);
+            Assert.Equal("Not allowed to enable JetStream on the system account", e.Message);
+        }
+        finally
+        {
+            await server.DisposeAsync();
+        }
+    }
+
     /// <summary>Raw JSON of one API request (for checks NATS.Net's models do not expose).</summary>
     internal static async Task<JsonElement> RequestAsync(NatsConnection nats, string subject, string body = "")
     {
