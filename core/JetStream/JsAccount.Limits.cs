@@ -56,12 +56,17 @@ internal sealed partial class JsAccount
         if (now != 0 && stream.IsDeleted) ForgetUsage(stream);
     }
 
-    /// <summary>Syncs every stream (the server's usage timer).</summary>
+    /// <summary>
+    /// Syncs every stream of a kind that has a limit (the server's usage timer); an unlimited account costs nothing
+    /// (its figures are then only those of its last syncs, and become exact within a second once it gets a limit).
+    /// </summary>
     public void SyncAllUsage()
     {
+        bool memory = IsLimited(memory: true), file = IsLimited(memory: false);
+        if (!memory && !file) return;
         foreach (var s in _snapshot)
         {
-            if (!s.IsDeleted) SyncUsage(s);
+            if (!s.IsDeleted && (s.Config.Storage == "memory" ? memory : file)) SyncUsage(s);
         }
     }
 

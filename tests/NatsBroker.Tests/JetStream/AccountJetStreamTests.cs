@@ -27,6 +27,7 @@ public sealed class AccountJetStreamTests(ITestOutputHelper output) : IAsyncLife
           B { users [{user: b, password: b}], jetstream { max_mem: -1 } }
           L { users [{user: l, password: l}], jetstream { max_mem: 1000, max_file: 2500, max_streams: 1, max_consumers: 1, max_ack_pending: 50 } }
           N { users [{user: n, password: n}] }
+          W { users [{user: w, password: w}], jetstream { max_file: 2500 } }
         }
         """;
 
@@ -186,6 +187,28 @@ public sealed class AccountJetStreamTests(ITestOutputHelper output) : IAsyncLife
         info = await js.GetAccountInfoAsync();
         Assert.Equal(1, info.Streams);
         Assert.InRange(info.Storage, 1000UL, 1100UL);
+    }
+
+    [Fact]
+    public async Task Space_freed_inside_a_store_counts_again_for_the_account()
+    {
+        await using var server = await StartAsync();
+        await using var w = Connect(server, "w");
+        var js = new NatsJSContext(w);
+        await js.CreateStreamAsync(new StreamConfig("WQ", ["wq"]) { Retention = StreamConfigRetention.Workqueue });
+        var payload = new byte[1000];
+        (await js.PublishAsync("wq", payload)).EnsureSuccess();
+        (await js.PublishAsync("wq", payload)).EnsureSuccess();
+        Assert.Equal(10002, (await js.PublishAsync("wq", payload)).Error?.ErrCode);
+
+        // Acked work-queue messages leave the store; within a second or so the account's usage follows.
+        var consumer = await js.CreateOrUpdateConsumerAsync("WQ", new ConsumerConfig("C") { AckPolicy = ConsumerConfigAckPolicy.Explicit });
+        await foreach (var m in consumer.FetchAsync<byte[]>(new NatsJSFetchOpts { MaxMsgs = 2, Expires = TimeSpan.FromSeconds(5) }))
+            await m.AckAsync(new AckOpts { DoubleAck = true });
+        PubAckResponse ack;
+        var deadline = DateTime.UtcNow.AddSeconds(10);
+        while ((ack = await js.PublishAsync("wq", payload)).Error is not null && DateTime.UtcNow < deadline) await Task.Delay(200);
+        ack.EnsureSuccess();
     }
 
     [Fact]
