@@ -50,6 +50,8 @@ public sealed class Account
     public IReadOnlyCollection<string> SigningKeys { get; private set; } = [];
     /// <summary>Subject mappings applied to this account's client publishes; null = none (one null check per publish).</summary>
     public SubjectMappings? Mappings { get; private set; }
+    /// <summary>This account's JetStream limits (config or JWT); null = JetStream not enabled for it (core/JetStream).</summary>
+    public JetStreamAccountLimits? JetStreamLimits { get; private set; }
     /// <summary>Reply mappings of requests other accounts sent to this account's services.</summary>
     internal ServiceResponses Responses
     {
@@ -68,6 +70,7 @@ public sealed class Account
         Imports = config.Imports;
         SigningKeys = config.SigningKeys;
         Mappings = SubjectMappings.Create(config.Mappings);
+        JetStreamLimits = config.JetStream;
     }
 
     /// <summary>Counts a new connection unless the account is at its max_connections (then false).</summary>

@@ -14,6 +14,29 @@ public sealed class AccountConfig
     public IReadOnlyCollection<string> SigningKeys { get; set; } = [];
     /// <summary><c>mappings {}</c> of this account (for <c>$G</c>: the top-level block).</summary>
     public List<NatsBroker.Accounts.SubjectMappingConfig> Mappings { get; set; } = [];
+    /// <summary>
+    /// The account's JetStream (<c>jetstream: enabled</c> or <c>jetstream { max_mem ... }</c>, or an account JWT's
+    /// <c>limits</c>); null = JetStream is not enabled for the account (opts.go parseJetStreamForAccount).
+    /// </summary>
+    public JetStreamAccountLimits? JetStream { get; set; }
+}
+
+/// <summary>
+/// An account's JetStream limits (server/jetstream.go JetStreamAccountLimits); -1 = unlimited, as nats-server's
+/// dynamicJSAccountLimits (what <c>jetstream: enabled</c> gives).
+/// </summary>
+public sealed record JetStreamAccountLimits
+{
+    public static JetStreamAccountLimits Dynamic { get; } = new();
+
+    public long MaxMemory { get; init; } = -1;
+    public long MaxStore { get; init; } = -1;
+    public int MaxStreams { get; init; } = -1;
+    public int MaxConsumers { get; init; } = -1;
+    public int MaxAckPending { get; init; } = -1;
+    public long MemoryMaxStreamBytes { get; init; } = -1;
+    public long StoreMaxStreamBytes { get; init; } = -1;
+    public bool MaxBytesRequired { get; init; }
 }
 
 /// <summary>How many responses a service import forwards per request (server/accounts.go ServiceRespType).</summary>

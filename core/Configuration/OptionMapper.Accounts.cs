@@ -57,8 +57,11 @@ internal sealed partial class OptionMapper
                     case "mappings" or "maps":
                         Mappings(f, config.Mappings);
                         break;
-                    case "nkey" or "jetstream":
+                    case "nkey":
                         Unsupported(f, "an account");
+                        break;
+                    case "jetstream":
+                        AccountJetStream(f, config);
                         break;
                     default:
                         Unknown(f);
@@ -96,6 +99,73 @@ internal sealed partial class OptionMapper
         }
         o.Accounts.Add(config);
         return true;
+    }
+
+    /// <summary>An account's <c>jetstream</c>: a bool, "enabled"/"disabled", or a map of limits (opts.go parseJetStreamForAccount).</summary>
+    private void AccountJetStream(ConfigEntry e, AccountConfig config)
+    {
+        var v = e.Value;
+        switch (v.Kind)
+        {
+            case ConfigValueKind.Bool:
+                config.JetStream = v.AsBool() ? JetStreamAccountLimits.Dynamic : null;
+                return;
+            case ConfigValueKind.String:
+                switch (v.AsString().ToLowerInvariant())
+                {
+                    case "enabled" or "enable":
+                        config.JetStream = JetStreamAccountLimits.Dynamic;
+                        return;
+                    case "disabled" or "disable":
+                        config.JetStream = null;
+                        return;
+                }
+                Error(e.KeyPosition, $"Expected 'enabled' or 'disabled' for string value, got '{v.AsString()}'");
+                return;
+            case ConfigValueKind.Map:
+                break;
+            default:
+                Error(e.KeyPosition, $"Expected map, bool or string to define JetStream, got {v.Describe()}");
+                return;
+        }
+        var limits = new JetStreamAccountLimits();
+        foreach (var f in v.AsMap())
+        {
+            long n;
+            switch (f.Key.ToLowerInvariant())
+            {
+                case "max_memory" or "max_mem" or "mem" or "memory":
+                    if (Integer(f, out n)) limits = limits with { MaxMemory = n };
+                    break;
+                case "max_store" or "max_file" or "max_disk" or "store" or "disk":
+                    if (Integer(f, out n)) limits = limits with { MaxStore = n };
+                    break;
+                case "max_streams" or "streams":
+                    if (Integer(f, out n, int.MinValue, int.MaxValue)) limits = limits with { MaxStreams = (int)n };
+                    break;
+                case "max_consumers" or "consumers":
+                    if (Integer(f, out n, int.MinValue, int.MaxValue)) limits = limits with { MaxConsumers = (int)n };
+                    break;
+                case "max_bytes_required" or "max_stream_bytes" or "max_bytes":
+                    if (Bool(f, out bool required)) limits = limits with { MaxBytesRequired = required };
+                    break;
+                case "mem_max_stream_bytes" or "memory_max_stream_bytes":
+                    if (Integer(f, out n)) limits = limits with { MemoryMaxStreamBytes = n };
+                    break;
+                case "disk_max_stream_bytes" or "store_max_stream_bytes":
+                    if (Integer(f, out n)) limits = limits with { StoreMaxStreamBytes = n };
+                    break;
+                case "max_ack_pending":
+                    if (Integer(f, out n, int.MinValue, int.MaxValue)) limits = limits with { MaxAckPending = (int)n };
+                    break;
+                case "cluster_traffic":
+                    break; // no clustering here: where raft traffic goes does not matter
+                default:
+                    Unknown(f);
+                    break;
+            }
+        }
+        config.JetStream = limits;
     }
 
     private void AccountLimits(ConfigEntry e, AccountConfig config)

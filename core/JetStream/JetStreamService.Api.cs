@@ -27,11 +27,12 @@ public sealed partial class JetStreamService
         if (t.Length < 3) return true;
         if (!req.Headers.IsEmpty && ApiLevel.RequiresMore(req.Headers) && ResponseType(t) is { } responseType)
             return Fail(req, responseType, JsErrors.RequiredApiLevel);
-        if (StreamReadBy(t) is { } streamName && Account.TryGet(streamName, out var read)) await read.WaitIngestedAsync().ConfigureAwait(false);
+        if (req.Js is null) return NotEnabledForAccount(req, t);
+        if (StreamReadBy(t) is { } streamName && req.JetStream.TryGet(streamName, out var read)) await read.WaitIngestedAsync().ConfigureAwait(false);
         switch (t[2])
         {
             case "INFO" when t.Length == 3:
-                return Respond(req, AccountInfo());
+                return Respond(req, AccountInfo(req.JetStream));
             case "STREAM" when t.Length == 5 && t[3] == "DELETE":
                 return await StreamDeleteAsync(req, t[4]).ConfigureAwait(false);
             case "STREAM" when t.Length >= 4:
@@ -45,6 +46,20 @@ public sealed partial class JetStreamService
                 return true;
         }
         return true; // unknown API subject: nats-server has no handler for it either (no answer)
+    }
+
+    /// <summary>
+    /// A request from an account without JetStream (nats-server's checkJetStream in every handler): the JSON
+    /// endpoints answer 503 / 10039 "JetStream not enabled for account" (checked against 2.9.10); MSG.NEXT,
+    /// DIRECT.GET and CONSUMER.RESET, which nats-server serves from per-stream / per-consumer subscriptions, have no
+    /// responder; unknown subjects get nothing.
+    /// </summary>
+    private bool NotEnabledForAccount(ApiRequest req, string[] t)
+    {
+        if (ResponseType(t) is { } type) return Fail(req, type, JsErrors.NotEnabledForAccount);
+        bool perStream = t[2] == "DIRECT" || (t[2] == "CONSUMER" && t.Length >= 4 && t[3] is "MSG" or "RESET");
+        if (perStream && req.Reply.Length > 0) Publish(req, req.Reply, NoResponders, default);
+        return !perStream;
     }
 
     /// <summary>
@@ -118,17 +133,32 @@ public sealed partial class JetStreamService
         return false;
     }
 
-    private byte[] AccountInfo()
+    /// <summary>$JS.API.INFO of the requester's account (nats-server JetStreamAccountStats): usage, reservations, limits, API totals.</summary>
+    private byte[] AccountInfo(JsAccount account)
     {
-        var usage = Usage();
+        var usage = AccountUsage(account);
+        var limits = account.Limits;
+        var (reservedMemory, reservedStore) = account.Reserved();
         var info = new AccountInfoResponse
         {
             Type = P + "account_info_response",
             Memory = usage.Memory,
             Storage = usage.Storage,
+            ReservedMemory = reservedMemory,
+            ReservedStorage = reservedStore,
             Streams = usage.Streams,
             Consumers = usage.Consumers,
-            Limits = new AccountLimits(),
+            Limits = new AccountLimits
+            {
+                MaxMemory = limits.MaxMemory,
+                MaxStorage = limits.MaxStore,
+                MaxStreams = limits.MaxStreams,
+                MaxConsumers = limits.MaxConsumers,
+                MaxAckPending = limits.MaxAckPending,
+                MemoryMaxStreamBytes = limits.MemoryMaxStreamBytes,
+                StorageMaxStreamBytes = limits.StoreMaxStreamBytes,
+                MaxBytesRequired = limits.MaxBytesRequired,
+            },
             Domain = string.IsNullOrEmpty(Domain) ? null : Domain,
             Api = new ApiStats { Total = usage.ApiTotal, Errors = usage.ApiErrors },
         };
@@ -167,23 +197,23 @@ public sealed partial class JetStreamService
         const string type = "stream_create_response";
         if (!JsJson.TryParse(req.Body, JsJsonContext.Default.StreamConfig, out var cfg, out var perr)) return Fail(req, type, perr!);
         if (cfg!.Name != name) return Fail(req, type, JsErrors.StreamMismatch);
-        var err = JsConfigCheck.CheckStream(cfg, this);
+        var err = JsConfigCheck.CheckStream(cfg, req.JetStream);
         if (err is not null) return Fail(req, type, err);
-        if (Account.TryGet(name, out var existing))
+        if (req.JetStream.TryGet(name, out var existing))
         {
             if (!SameJson(existing.Config, cfg)) return Fail(req, type, JsErrors.StreamNameExist);
             return Respond(req, StreamInfoJson(type, existing.Info(), didCreate: true));
         }
-        err = Account.Add(cfg, DateTime.UtcNow, out var stream);
+        err = req.JetStream.Add(cfg, DateTime.UtcNow, out var stream);
         if (err is not null)
         {
             // A concurrent create of the same config is not an error (the account lock decided).
-            if (err == JsErrors.StreamNameExist && Account.TryGet(name, out existing) && SameJson(existing.Config, cfg))
+            if (err == JsErrors.StreamNameExist && req.JetStream.TryGet(name, out existing) && SameJson(existing.Config, cfg))
                 return Respond(req, StreamInfoJson(type, existing.Info(), didCreate: true));
             return Fail(req, type, err);
         }
         Logger.LogDebug("JetStream: created stream {Stream}", name);
-        Advisories.StreamAction(name, "create");
+        req.JetStream.Advisories.StreamAction(name, "create");
         return Respond(req, StreamInfoJson(type, stream!.Info(), didCreate: true));
     }
 
@@ -192,15 +222,17 @@ public sealed partial class JetStreamService
         const string type = "stream_update_response";
         if (!JsJson.TryParse(req.Body, JsJsonContext.Default.StreamConfig, out var cfg, out var perr)) return Fail(req, type, perr!);
         if (cfg!.Name != name) return Fail(req, type, JsErrors.StreamMismatch);
-        var err = JsConfigCheck.CheckStream(cfg, this);
+        var err = JsConfigCheck.CheckStream(cfg, req.JetStream);
         if (err is not null) return Fail(req, type, err);
-        if (!Account.TryGet(name, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
+        if (!req.JetStream.TryGet(name, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
         err = JsConfigCheck.CheckStreamUpdate(stream.Config, cfg);
         if (err is not null) return Fail(req, type, err);
-        if (Account.OverlapsOthers(name, cfg.Subjects)) return Fail(req, type, JsErrors.StreamSubjectOverlap);
+        if (req.JetStream.OverlapsOthers(name, cfg.Subjects)) return Fail(req, type, JsErrors.StreamSubjectOverlap);
+        // jsa.configUpdateCheck: the new max_bytes against what the account's other streams reserve.
+        if (req.JetStream.CheckStreamConfigLimits(cfg) is { } limitError) return Fail(req, type, limitError);
         err = stream.Update(cfg);
         if (err is not null) return Fail(req, type, err);
-        Advisories.StreamAction(name, "modify");
+        req.JetStream.Advisories.StreamAction(name, "modify");
         return Respond(req, StreamInfoJson(type, stream.Info()));
     }
 
@@ -208,7 +240,7 @@ public sealed partial class JetStreamService
     {
         const string type = "stream_info_response";
         if (!JsJson.TryParse(req.Body, JsJsonContext.Default.StreamInfoRequest, out var r, out var perr)) return Fail(req, type, perr!);
-        if (!Account.TryGet(name, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
+        if (!req.JetStream.TryGet(name, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
         return Respond(req, StreamInfoJson(type, stream.Info(r!.SubjectsFilter, r.DeletedDetails == true), paged: true));
     }
 
@@ -237,11 +269,11 @@ public sealed partial class JetStreamService
     private async Task<bool> StreamDeleteAsync(ApiRequest req, string name)
     {
         const string type = "stream_delete_response";
-        if (!Account.TryGet(name, out _)) return Fail(req, type, JsErrors.StreamNotFound);
-        if (!await Account.DeleteAsync(name).ConfigureAwait(false)) return Fail(req, type, JsErrors.StreamNotFound);
+        if (!req.JetStream.TryGet(name, out _)) return Fail(req, type, JsErrors.StreamNotFound);
+        if (!await req.JetStream.DeleteAsync(name).ConfigureAwait(false)) return Fail(req, type, JsErrors.StreamNotFound);
         Respond(req, JsJson.Serialize(new StreamDeleteResponse { Type = P + type, Success = true }, JsJsonContext.Default.StreamDeleteResponse));
         // nats-server's delete advisory goes through the stream's send queue and arrives after the API audit.
-        Advisories.StreamAction(name, "delete");
+        req.JetStream.Advisories.StreamAction(name, "delete");
         return true;
     }
 
@@ -249,8 +281,9 @@ public sealed partial class JetStreamService
     {
         const string type = "stream_purge_response";
         if (!JsJson.TryParse(req.Body, JsJsonContext.Default.StreamPurgeRequest, out var r, out var perr)) return Fail(req, type, perr!);
-        if (!Account.TryGet(name, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
+        if (!req.JetStream.TryGet(name, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
         var err = stream.Purge(r!, out ulong purged);
+        req.JetStream.SyncUsage(stream);
         if (err is not null) return Fail(req, type, err);
         return Respond(req, JsJson.Serialize(new StreamPurgeResponse { Type = P + type, Success = true, Purged = purged }, JsJsonContext.Default.StreamPurgeResponse));
     }
@@ -260,7 +293,7 @@ public sealed partial class JetStreamService
         const string type = "stream_names_response";
         if (!JsJson.TryParse(req.Body, JsJsonContext.Default.StreamNamesRequest, out var r, out var perr)) return Fail(req, type, perr!);
         const int limit = 1024;
-        var names = Account.Streams()
+        var names = req.JetStream.Streams()
             .Where(s => string.IsNullOrEmpty(r!.Subject) || (s.Config.Subjects ?? []).Any(x => JsSubjects.Collide(x, r.Subject)))
             .Select(s => s.Name).ToList();
         int offset = Math.Clamp(r!.Offset ?? 0, 0, names.Count);
@@ -273,7 +306,7 @@ public sealed partial class JetStreamService
         const string type = "stream_list_response";
         if (!JsJson.TryParse(req.Body, JsJsonContext.Default.StreamNamesRequest, out var r, out var perr)) return Fail(req, type, perr!);
         const int limit = 256;
-        var all = Account.Streams()
+        var all = req.JetStream.Streams()
             .Where(s => string.IsNullOrEmpty(r!.Subject) || (s.Config.Subjects ?? []).Any(x => JsSubjects.Collide(x, r.Subject)))
             .ToList();
         int offset = Math.Clamp(r!.Offset ?? 0, 0, all.Count);
@@ -285,7 +318,7 @@ public sealed partial class JetStreamService
     {
         const string type = "stream_msg_get_response";
         if (!JsJson.TryParse(req.Body, JsJsonContext.Default.MsgGetRequest, out var r, out var perr)) return Fail(req, type, perr!);
-        if (!Account.TryGet(name, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
+        if (!req.JetStream.TryGet(name, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
         lock (_apiMsgLock)
         {
             var err = stream.GetMessage(r!, _apiMsg);
@@ -306,8 +339,9 @@ public sealed partial class JetStreamService
     {
         const string type = "stream_msg_delete_response";
         if (!JsJson.TryParse(req.Body, JsJsonContext.Default.MsgDeleteRequest, out var r, out var perr)) return Fail(req, type, perr!);
-        if (!Account.TryGet(name, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
+        if (!req.JetStream.TryGet(name, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
         var err = stream.DeleteMessage(r!);
+        req.JetStream.SyncUsage(stream);
         if (err is not null) return Fail(req, type, err);
         return Respond(req, JsJson.Serialize(new MsgDeleteResponse { Type = P + type, Success = true }, JsJsonContext.Default.MsgDeleteResponse));
     }
@@ -357,7 +391,7 @@ public sealed partial class JetStreamService
         if (r!.StreamName != streamName) return Fail(req, type, JsErrors.StreamMismatch);
         // nats-server's request holds the config by value: a missing one is an empty config.
         var cfg = r.Config ?? new ConsumerConfig();
-        if (!Account.TryGet(streamName, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
+        if (!req.JetStream.TryGet(streamName, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
 
         if (durableForm)
         {
@@ -388,7 +422,10 @@ public sealed partial class JetStreamService
         if (!string.IsNullOrEmpty(cfg.Name) || nameInSubject is not null) cfg.Name = name;
         if (!string.IsNullOrEmpty(cfg.DurableName)) cfg.Name = name;
         cfg.Name ??= name;
+        bool ackPendingSet = cfg.MaxAckPending is > 0;
         var err = JsConfigCheck.CheckConsumer(cfg, stream.Config, false);
+        if (err is not null) return Fail(req, type, err);
+        err = req.JetStream.ApplyAckPendingLimit(cfg, ackPendingSet);
         if (err is not null) return Fail(req, type, err);
 
         JsConsumer? consumer;
@@ -406,7 +443,7 @@ public sealed partial class JetStreamService
                 return Respond(req, ConsumerInfoJson(type, existing.Info()));
             }
             if (r.Action == "update") return Fail(req, type, JsErrors.ConsumerDoesNotExist);
-            if (stream.Config.MaxConsumers > 0 && stream.ConsumerCount >= stream.Config.MaxConsumers) return Fail(req, type, JsErrors.MaximumConsumersLimit);
+            if (req.JetStream.ConsumerLimitReached(stream)) return Fail(req, type, JsErrors.MaximumConsumersLimit);
             if (stream.Config.Retention == "workqueue")
             {
                 foreach (var other in stream.ConsumersUnlocked)
@@ -425,7 +462,7 @@ public sealed partial class JetStreamService
         // num_pending from the create response (ordered consumers, KV watchers) must see what is there to get.
         var info = consumer!.Info();
         consumer.Start();
-        Advisories.ConsumerAction(streamName, name, "create");
+        req.JetStream.Advisories.ConsumerAction(streamName, name, "create");
         return Respond(req, ConsumerInfoJson(type, info));
     }
 
@@ -459,7 +496,7 @@ public sealed partial class JetStreamService
     private bool ConsumerInfo(ApiRequest req, string streamName, string name)
     {
         const string type = "consumer_info_response";
-        if (!Account.TryGet(streamName, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
+        if (!req.JetStream.TryGet(streamName, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
         if (!stream.TryGetConsumer(name, out var c)) return Fail(req, type, JsErrors.ConsumerNotFound);
         return Respond(req, ConsumerInfoJson(type, c.Info()));
     }
@@ -467,13 +504,13 @@ public sealed partial class JetStreamService
     private async Task<bool> ConsumerDeleteAsync(ApiRequest req, string streamName, string name)
     {
         const string type = "consumer_delete_response";
-        if (!Account.TryGet(streamName, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
+        if (!req.JetStream.TryGet(streamName, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
         if (!stream.TryGetConsumer(name, out var c)) return Fail(req, type, JsErrors.ConsumerNotFound);
         c.MarkDeleted();
         bool deleted = await DeleteConsumerAsync(stream, c, advise: false).ConfigureAwait(false);
         Respond(req, JsJson.Serialize(new ConsumerDeleteResponse { Type = P + type, Success = true }, JsJsonContext.Default.ConsumerDeleteResponse));
         // As for streams, nats-server's consumer delete advisory arrives after the API audit.
-        if (deleted) Advisories.ConsumerAction(stream.Name, c.Name, "delete");
+        if (deleted) stream.Js.Advisories.ConsumerAction(stream.Name, c.Name, "delete");
         return true;
     }
 
@@ -487,7 +524,7 @@ public sealed partial class JetStreamService
         {
             if (!stream.RemoveConsumer(consumer)) return false;
             await consumer.StopAsync(delete: true).ConfigureAwait(false);
-            if (advise) Advisories.ConsumerAction(stream.Name, consumer.Name, "delete");
+            if (advise) stream.Js.Advisories.ConsumerAction(stream.Name, consumer.Name, "delete");
             return true;
         }
         catch (Exception ex)
@@ -501,7 +538,7 @@ public sealed partial class JetStreamService
     {
         const string type = "consumer_names_response";
         if (!JsJson.TryParse(req.Body, JsJsonContext.Default.OffsetRequest, out var r, out var perr)) return Fail(req, type, perr!);
-        if (!Account.TryGet(streamName, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
+        if (!req.JetStream.TryGet(streamName, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
         const int limit = 1024;
         var all = stream.Consumers;
         int offset = Math.Clamp(r!.Offset ?? 0, 0, all.Length);
@@ -513,7 +550,7 @@ public sealed partial class JetStreamService
     {
         const string type = "consumer_list_response";
         if (!JsJson.TryParse(req.Body, JsJsonContext.Default.OffsetRequest, out var r, out var perr)) return Fail(req, type, perr!);
-        if (!Account.TryGet(streamName, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
+        if (!req.JetStream.TryGet(streamName, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
         const int limit = 256;
         var all = stream.Consumers;
         int offset = Math.Clamp(r!.Offset ?? 0, 0, all.Length);
@@ -525,14 +562,14 @@ public sealed partial class JetStreamService
     private void PullNext(ApiRequest req, string streamName, string name)
     {
         if (req.Reply.Length == 0) return;
-        if (!Account.TryGet(streamName, out var stream) || !stream.TryGetConsumer(name, out var c) || !c.IsPull)
+        if (!req.JetStream.TryGet(streamName, out var stream) || !stream.TryGetConsumer(name, out var c) || !c.IsPull)
         {
-            Publish(req.Reply, default, NoResponders, default);
+            Publish(req, req.Reply, NoResponders, default);
             return;
         }
         if (ApiLevel.RequiresMore(req.Headers))
         {
-            Publish(req.Reply, default, RequiredApiLevelStatus, default);
+            Publish(req, req.Reply, RequiredApiLevelStatus, default);
             return;
         }
         var body = req.Body.Trim((byte)' ');
@@ -548,7 +585,7 @@ public sealed partial class JetStreamService
                 }
                 catch (JsonException)
                 {
-                    Publish(req.Reply, default, NatsHeaders.Status(400, "Bad Request"), default);
+                    Publish(req, req.Reply, NatsHeaders.Status(400, "Bad Request"), default);
                     return;
                 }
             }
@@ -560,12 +597,12 @@ public sealed partial class JetStreamService
         int batch = next.Batch is > 0 ? next.Batch.Value : 1;
         if (c.Config.MaxBatch is > 0 && batch > c.Config.MaxBatch)
         {
-            Publish(req.Reply, default, NatsHeaders.Status(409, $"Exceeded MaxRequestBatch of {c.Config.MaxBatch}"), default);
+            Publish(req, req.Reply, NatsHeaders.Status(409, $"Exceeded MaxRequestBatch of {c.Config.MaxBatch}"), default);
             return;
         }
         if (json && c.RefusePriorityFields(next) is { } refused)
         {
-            Publish(req.Reply, default, refused, default);
+            Publish(req, req.Reply, refused, default);
             return;
         }
         long now = Environment.TickCount64;
@@ -587,6 +624,6 @@ public sealed partial class JetStreamService
             PinId = next.Id,
             Priority = next.Priority ?? 0,
         };
-        if (!c.EnqueuePull(pr)) Publish(req.Reply, default, NatsHeaders.Status(409, "Exceeded MaxWaiting"), default);
+        if (!c.EnqueuePull(pr)) Publish(req, req.Reply, NatsHeaders.Status(409, "Exceeded MaxWaiting"), default);
     }
 }

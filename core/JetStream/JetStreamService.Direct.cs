@@ -22,10 +22,10 @@ public sealed partial class JetStreamService
     private static readonly byte[] DirectTooMany = NatsHeaders.Status(413, "Too Many Results");
 
     /// <summary>The stream itself when it allows direct gets, else a mirror of it with mirror_direct.</summary>
-    private bool TryDirectStream(string name, out JsStream stream)
+    private static bool TryDirectStream(JsAccount account, string name, out JsStream stream)
     {
-        if (Account.TryGet(name, out stream) && stream.Config.AllowDirect) return true;
-        foreach (var s in Account.Streams())
+        if (account.TryGet(name, out stream) && stream.Config.AllowDirect) return true;
+        foreach (var s in account.Streams())
         {
             if (s.Config.MirrorDirect && s.Config.Mirror?.Name == name)
             {
@@ -41,14 +41,14 @@ public sealed partial class JetStreamService
     {
         if (req.Reply.Length == 0) return;
         var reply = req.Reply.ToArray();
-        if (!TryDirectStream(t[4], out var stream))
+        if (!TryDirectStream(req.JetStream, t[4], out var stream))
         {
-            Publish(reply, default, NoResponders, default);
+            Publish(req, reply, NoResponders, default);
             return;
         }
         if (ApiLevel.RequiresMore(req.Headers))
         {
-            Publish(reply, default, RequiredApiLevelStatus, default);
+            Publish(req, reply, RequiredApiLevelStatus, default);
             return;
         }
         DirectGetRequest? r;
@@ -58,13 +58,13 @@ public sealed partial class JetStreamService
             r = new DirectGetRequest();
             if (!req.Body.IsEmpty && !TryParseDirect(req.Body, out r))
             {
-                Publish(reply, default, DirectMalformed, default);
+                Publish(req, reply, DirectMalformed, default);
                 return;
             }
             if (r!.LastBySubj is not null || r.NextBySubj is not null || r.MultiLast is { Length: > 0 } || r.Seq is > 0 || r.Batch is > 0
                 || r.StartTime is not null || r.UpToSeq is > 0 || r.UpToTime is not null)
             {
-                Publish(reply, default, DirectBadRequest, default);
+                Publish(req, reply, DirectBadRequest, default);
                 return;
             }
             r.LastBySubj = string.Join('.', t, 5, t.Length - 5);
@@ -73,24 +73,24 @@ public sealed partial class JetStreamService
         {
             if (req.Body.IsEmpty)
             {
-                Publish(reply, default, DirectEmptyRequest, default);
+                Publish(req, reply, DirectEmptyRequest, default);
                 return;
             }
             if (!TryParseDirect(req.Body, out r))
             {
-                Publish(reply, default, DirectMalformed, default);
+                Publish(req, reply, DirectMalformed, default);
                 return;
             }
             if (r!.Seq is null or 0 && string.IsNullOrEmpty(r.LastBySubj) && string.IsNullOrEmpty(r.NextBySubj) && r.MultiLast is not { Length: > 0 } && r.StartTime is null)
             {
-                Publish(reply, default, DirectEmptyRequest, default);
+                Publish(req, reply, DirectEmptyRequest, default);
                 return;
             }
             bool seq = r.Seq is > 0, last = !string.IsNullOrEmpty(r.LastBySubj), next = !string.IsNullOrEmpty(r.NextBySubj), multi = r.MultiLast is { Length: > 0 };
             if ((seq && last) || (seq && r.StartTime is not null) || (r.StartTime is not null && last) || (last && next) || (last && r.Batch is > 0)
                 || (last && multi) || (next && multi) || (r.UpToSeq is > 0 && r.UpToTime is not null))
             {
-                Publish(reply, default, DirectBadRequest, default);
+                Publish(req, reply, DirectBadRequest, default);
                 return;
             }
         }
@@ -147,7 +147,7 @@ public sealed partial class JetStreamService
             if (status != StoreStatus.Ok)
             {
                 if (isBatch && i > 0) break;
-                Publish(reply, default, DirectNotFound, default);
+                stream.Js.Publish(reply, default, DirectNotFound, default);
                 return;
             }
             if (isBatch && pending > 0) pending--;
@@ -161,7 +161,7 @@ public sealed partial class JetStreamService
             var eob = NatsHeaders.Status(204, "EOB",
                 ("Nats-Num-Pending", pending.ToString(CultureInfo.InvariantCulture)),
                 ("Nats-Last-Sequence", lastSent.ToString(CultureInfo.InvariantCulture)));
-            Publish(reply, default, eob, default);
+            stream.Js.Publish(reply, default, eob, default);
         }
     }
 
@@ -176,7 +176,7 @@ public sealed partial class JetStreamService
             upTo = SeqFromTime(store, GoTime.ToUnixNanos(ut));
             if (upTo <= state.FirstSequence)
             {
-                Publish(reply, default, DirectNoResults, default);
+                stream.Js.Publish(reply, default, DirectNoResults, default);
                 return;
             }
             upTo--;
@@ -200,13 +200,13 @@ public sealed partial class JetStreamService
             if (found >= from && found > 0) seqs.Add(found);
             if (seqs.Count > MaxMultiLastResults)
             {
-                Publish(reply, default, DirectTooMany, default);
+                stream.Js.Publish(reply, default, DirectTooMany, default);
                 return;
             }
         }
         if (seqs.Count == 0)
         {
-            Publish(reply, default, DirectNoResults, default);
+            stream.Js.Publish(reply, default, DirectNoResults, default);
             return;
         }
         seqs.Sort();
@@ -218,7 +218,7 @@ public sealed partial class JetStreamService
         {
             if (store.Load(s, msg) != StoreStatus.Ok)
             {
-                Publish(reply, default, DirectNotFound, default);
+                stream.Js.Publish(reply, default, DirectNotFound, default);
                 return;
             }
             pending--;
@@ -232,14 +232,14 @@ public sealed partial class JetStreamService
             ("Nats-Num-Pending", pending.ToString(CultureInfo.InvariantCulture)),
             ("Nats-Last-Sequence", lastSent.ToString(CultureInfo.InvariantCulture)),
             ("Nats-UpTo-Sequence", upTo.ToString(CultureInfo.InvariantCulture)));
-        Publish(reply, default, eob, default);
+        stream.Js.Publish(reply, default, eob, default);
     }
 
     private void SendDirect(JsStream stream, byte[] reply, StoredMessage msg, bool noHeaders, (ulong Pending, ulong Last)? batch)
     {
         if (noHeaders)
         {
-            Publish(reply, default, default, msg.Payload);
+            stream.Js.Publish(reply, default, default, msg.Payload);
             return;
         }
         var hdr = new ArrayBufferWriter<byte>(256);
@@ -255,7 +255,7 @@ public sealed partial class JetStreamService
         {
             NatsHeaders.AppendHeaders(msg.Headers, [("Nats-Stream", stream.Name), ("Nats-Subject", subject), ("Nats-Sequence", seq), ("Nats-Time-Stamp", ts)], hdr);
         }
-        Publish(reply, default, hdr.WrittenSpan, msg.Payload);
+        stream.Js.Publish(reply, default, hdr.WrittenSpan, msg.Payload);
     }
 
     /// <summary>The first sequence stored at or after <paramref name="nanos"/> (last + 1 when none).</summary>

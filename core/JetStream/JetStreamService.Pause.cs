@@ -21,7 +21,7 @@ public sealed partial class JetStreamService
                 return Fail(req, type, JsErrors.InvalidJson(ex.Message));
             }
         }
-        if (!Account.TryGet(streamName, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
+        if (!req.JetStream.TryGet(streamName, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
         if (!stream.TryGetConsumer(name, out var c)) return Fail(req, type, JsErrors.ConsumerNotFound);
         var until = r.PauseUntil is { } u && u > DateTime.MinValue.AddDays(1) ? DateTime.SpecifyKind(u.ToUniversalTime(), DateTimeKind.Utc) : (DateTime?)null;
         var next = CloneConfig(c.Config);

@@ -15,9 +15,9 @@ public sealed partial class JetStreamService
     private bool ConsumerReset(ApiRequest req, string streamName, string name)
     {
         if (req.Reply.Length == 0) return true;
-        if (!Account.TryGet(streamName, out var stream) || !stream.TryGetConsumer(name, out var c))
+        if (!req.JetStream.TryGet(streamName, out var stream) || !stream.TryGetConsumer(name, out var c))
         {
-            Publish(req.Reply, default, NoResponders, default);
+            Publish(req, req.Reply, NoResponders, default);
             return false;
         }
         if (ApiLevel.RequiresMore(req.Headers)) return Respond(req, ResetJson(JsJson.Error(P + ConsumerResetType, JsErrors.RequiredApiLevel), 0), ok: false);

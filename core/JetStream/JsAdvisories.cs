@@ -8,12 +8,12 @@ namespace NatsBroker.JetStream;
 
 /// <summary>
 /// JetStream advisories and metrics ($JS.EVENT.ADVISORY.&gt; and $JS.EVENT.METRIC.&gt;), published into the
-/// account as nats-server's jetstream_events.go / consumer.go sendAdvisory do: nothing is built or sent unless some
+/// account (its own subject space: advisories of one account never reach another) as nats-server's jetstream_events.go / consumer.go sendAdvisory do: nothing is built or sent unless some
 /// subscription is interested in the subject, so advisories cost a subscription lookup when nobody listens.
 /// Called from API workers, stream workers and consumer loops (possibly under a consumer's lock: publishing only
 /// copies into subscribers' buffers or bounded queues, it never calls back into the consumer).
 /// </summary>
-internal sealed class JsAdvisories(JetStreamService js)
+internal sealed class JsAdvisories(JsAccount js)
 {
     public const string ApiAudit = "$JS.EVENT.ADVISORY.API";
     public const string StreamCreated = "$JS.EVENT.ADVISORY.STREAM.CREATED";
@@ -141,14 +141,14 @@ internal sealed class JsAdvisories(JetStreamService js)
     private AdvisoryClientInfo? ClientInfo(object? origin)
     {
         if (origin is not ClientConnection c)
-            return origin is null ? null : new AdvisoryClientInfo { Acc = JetStreamService.GlobalAccount, Server = js.ServerName };
+            return origin is null ? null : new AdvisoryClientInfo { Acc = js.Name, Server = js.ServerName };
         var connect = c.Connect;
         return new AdvisoryClientInfo
         {
             Start = c.ConnectedAt.ToUniversalTime(),
             Host = c.RemoteIp,
             Id = c.Id,
-            Acc = JetStreamService.GlobalAccount,
+            Acc = js.Name,
             User = string.IsNullOrEmpty(c.AuthorizedUser) ? null : c.AuthorizedUser,
             Name = string.IsNullOrEmpty(connect?.Name) ? null : connect.Name,
             Lang = string.IsNullOrEmpty(connect?.Lang) ? null : connect.Lang,

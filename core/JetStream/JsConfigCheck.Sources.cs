@@ -6,7 +6,7 @@ namespace NatsBroker.JetStream;
 // nats-server's error codes and texts.
 internal static partial class JsConfigCheck
 {
-    private static ApiError? CheckMirrorAndSources(StreamConfig c, JetStreamService js)
+    private static ApiError? CheckMirrorAndSources(StreamConfig c, JsAccount js)
     {
         if (c.Mirror is { } m)
         {
@@ -26,7 +26,7 @@ internal static partial class JsConfigCheck
             }
             if (m.External is not null) return JsErrors.StreamInvalidConfig("external mirrors are not supported by this server");
             if (!IsValidName(m.Name) || HasPathSeparators(m.Name)) return JsErrors.MirrorInvalidStreamName;
-            if (js.Account.TryGet(m.Name, out var origin))
+            if (js.TryGet(m.Name, out var origin))
             {
                 if (c.MaxMsgSize > 0 && origin.Config.MaxMsgSize > 0 && c.MaxMsgSize < origin.Config.MaxMsgSize) return JsErrors.MirrorMaxMessageSizeTooBig;
                 // A mirror answers direct gets for its origin when the origin allows them (nats-server inherits it).
@@ -49,7 +49,7 @@ internal static partial class JsConfigCheck
                 for (int j = 0; j < trs.Length; j++)
                     if (i != j && JsSubjects.IsSubsetOf(Or(trs[i].Src), Or(trs[j].Src))) return JsErrors.SourceOverlappingSubjectFilters;
             if (src.External is not null) return JsErrors.StreamInvalidConfig("external sources are not supported by this server");
-            if (js.Account.TryGet(src.Name, out var origin) && c.MaxMsgSize > 0 && origin.Config.MaxMsgSize > 0 && c.MaxMsgSize < origin.Config.MaxMsgSize)
+            if (js.TryGet(src.Name, out var origin) && c.MaxMsgSize > 0 && origin.Config.MaxMsgSize > 0 && c.MaxMsgSize < origin.Config.MaxMsgSize)
                 return JsErrors.SourceMaxMessageSizeTooBig;
         }
         if (FormsCycle(c, js)) return JsErrors.StreamInvalidConfig("detected cycle");
@@ -59,7 +59,7 @@ internal static partial class JsConfigCheck
     private static string Or(string? filter) => string.IsNullOrEmpty(filter) ? ">" : filter;
 
     /// <summary>Source/mirror cycles through existing streams (nats-server's cycle check in checkStreamCfg).</summary>
-    private static bool FormsCycle(StreamConfig c, JetStreamService js)
+    private static bool FormsCycle(StreamConfig c, JsAccount js)
     {
         var toVisit = new Queue<StreamConfig>([c]);
         var visited = new HashSet<string>(StringComparer.Ordinal);
@@ -73,7 +73,7 @@ internal static partial class JsConfigCheck
                 {
                     if (string.IsNullOrEmpty(src.FilterSubject) || (cfg.Subjects ?? []).Any(s => JsSubjects.Collide(s, src.FilterSubject))) return true;
                 }
-                else if (js.Account.TryGet(src.Name, out var other))
+                else if (js.TryGet(src.Name, out var other))
                 {
                     toVisit.Enqueue(other.Config);
                 }
@@ -81,7 +81,7 @@ internal static partial class JsConfigCheck
             if (cfg.Mirror is { } m)
             {
                 if (visited.Contains(m.Name)) return true;
-                if (js.Account.TryGet(m.Name, out var other)) toVisit.Enqueue(other.Config);
+                if (js.TryGet(m.Name, out var other)) toVisit.Enqueue(other.Config);
             }
         }
         return false;

@@ -23,7 +23,7 @@ internal static partial class JsConfigCheck
 
     private static bool HasPathSeparators(string name) => name.Contains('/') || name.Contains('\\');
 
-    public static ApiError? CheckStream(StreamConfig c, JetStreamService js)
+    public static ApiError? CheckStream(StreamConfig c, JsAccount js)
     {
         if (string.IsNullOrEmpty(c.Name)) return JsErrors.StreamInvalidConfig("stream name is required");
         if (HasPathSeparators(c.Name)) return JsErrors.StreamNameContainsPathSeparators;

@@ -39,6 +39,15 @@ internal static class JsErrors
     public static ApiError NoMessageFound { get; } = E(404, 10037, "no message found");
     public static ApiError MaximumStreamsLimit { get; } = E(400, 10027, "maximum number of streams reached");
     public static ApiError MaximumConsumersLimit { get; } = E(400, 10026, "maximum consumers limit reached");
+    // Account JetStream and its limits (JsAccount.Limits.cs).
+    public static ApiError NotEnabledForAccount { get; } = E(503, 10039, "JetStream not enabled for account");
+    public static ApiError AccountResourcesExceeded { get; } = E(400, 10002, "resource limits exceeded for account");
+    public static ApiError InsufficientResources { get; } = E(503, 10023, "insufficient resources");
+    public static ApiError MemoryResourcesExceeded { get; } = E(500, 10028, "insufficient memory resources available");
+    public static ApiError StorageResourcesExceeded { get; } = E(500, 10047, "insufficient storage resources available");
+    public static ApiError StreamMaxBytesRequired { get; } = E(400, 10113, "account requires a stream config to have max bytes set");
+    public static ApiError StreamMaxStreamBytesExceeded { get; } = E(400, 10122, "stream max bytes exceeds account limit max stream bytes");
+    public static ApiError ConsumerMaxPendingAckExcess(int limit) => E(400, 10121, $"consumer max ack pending exceeds system limit of {limit}");
 
     public static ApiError MirrorMaxMessageSizeTooBig { get; } = E(400, 10030, "stream mirror must have max message size >= source");
     public static ApiError SourceMaxMessageSizeTooBig { get; } = E(400, 10046, "stream source must have max message size >= target");

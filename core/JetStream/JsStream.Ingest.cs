@@ -172,9 +172,15 @@ internal sealed partial class JsStream
         if (counter && CountIncrement(subject, hdr, out payload) is { } countError) return Fail(reply, countError);
         if (!TryMessageTtl(hdr, cfg, out long ttl, out var ttlError)) return Fail(reply, ttlError!);
         ulong republishLast = RepublishLastSequence(subject, cfg);
+        // Account / server storage limits (processJetStreamMsg's limitsExceeded / wouldExceedLimits); only a limited
+        // account pays for them: two counter reads before, one store state read after (JsAccount.Limits.cs).
+        bool memory = cfg.Storage == "memory";
+        bool limited = _account.IsLimited(memory);
+        if (limited && _account.CheckIngest(memory, subject.Length + hdr.Length + payload.Length) is { } limitError) return Fail(reply, limitError);
         var result = Store.Append(subject, hdr, payload, now, ttl > 0 ? ttl : 0);
         if (!result.IsOk) return Fail(reply, AppendFailed(result.Status));
         _lastStoredSeq = result.Sequence;
+        if (limited) _account.SyncUsage(this);
 
         if (msgId.Length > 0)
         {

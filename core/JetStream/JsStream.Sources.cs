@@ -145,6 +145,8 @@ internal sealed partial class JsStream
             _sourcing?.ReportStoreError(status, Store.LastError);
             return false;
         }
+        // Mirrored copies are not refused by the account's limits (README "Not done yet"), but they count at once.
+        if (_account.IsLimited(_config.Storage == "memory")) _account.SyncUsage(this);
         foreach (var c in _consumerSnapshot) c.OnStored(m.Subject);
         if (_config.Retention == "interest" && _consumerSnapshot.Length == 0) Store.Remove(m.OriginSeq);
         return true;

@@ -36,6 +36,7 @@ internal sealed partial class JsStream : IAsyncDisposable
     private volatile JsConsumer[] _consumerSnapshot = [];
     private volatile StreamConfig _config;
     private int _deleted;
+    private long _accountedBytes;
 
     private JsStream(JsAccount account, StreamConfig config, DateTime created, IStreamStore store, string? dir)
     {
@@ -56,7 +57,7 @@ internal sealed partial class JsStream : IAsyncDisposable
         });
         // nats-server formats PubAcks with Sprintf, spaces included: {"stream":"S", ["domain":"D", ]"seq":N[,"duplicate": true]}
         string quotedName = JsonSerializer.Serialize(Name, JsJsonContextStrings.Default.String);
-        string domain = account.Js.Domain is { Length: > 0 } d ? $"\"domain\":{JsonSerializer.Serialize(d, JsJsonContextStrings.Default.String)}, " : "";
+        string domain = account.Domain is { Length: > 0 } d ? $"\"domain\":{JsonSerializer.Serialize(d, JsJsonContextStrings.Default.String)}, " : "";
         _pubAckPrefix = Encoding.UTF8.GetBytes($"{{\"stream\":{quotedName}, {domain}\"seq\":");
     }
 
@@ -67,15 +68,19 @@ internal sealed partial class JsStream : IAsyncDisposable
     /// <summary>The stream's directory (file storage), or null (memory).</summary>
     public string? Dir { get; }
     public StreamConfig Config => _config;
-    public JetStreamService Js => _account.Js;
+    /// <summary>The JetStream of the stream's account: its router, advisories, limits, and the server's settings.</summary>
+    public JsAccount Js => _account;
     public JsAccount Account => _account;
+
+    /// <summary>Sets the bytes this stream last added to its account's usage; returns the previous figure (JsAccount.Limits.cs).</summary>
+    internal long ExchangeAccountedBytes(long bytes) => Interlocked.Exchange(ref _accountedBytes, bytes);
     public bool IsDeleted => Volatile.Read(ref _deleted) != 0;
 
     /// <summary>Opens (or creates) the store for a validated config and writes meta.json for file streams.</summary>
     public static ApiError? Open(JsAccount account, StreamConfig config, DateTime created, bool recovering, out JsStream? stream)
     {
         stream = null;
-        var js = account.Js;
+        var js = account;
         bool memory = config.Storage == "memory";
         string engine = memory ? "memory" : js.Engines.PersistentEngine;
         string? dir = memory ? null : Path.Combine(account.StreamsDir, config.Name);
@@ -92,7 +97,7 @@ internal sealed partial class JsStream : IAsyncDisposable
         return null;
     }
 
-    internal static StreamStoreConfig StoreConfigFor(JetStreamService js, StreamConfig c) => new()
+    internal static StreamStoreConfig StoreConfigFor(JsAccount js, StreamConfig c) => new()
     {
         StreamName = c.Name,
         Limits = LimitsFor(c),

@@ -583,7 +583,7 @@ public sealed class MonitorEndpoints(NatsServer server)
                 AccountName = account.Name,
                 UpdateTime = server.StartTime,
                 Complete = true,
-                JetStreamEnabled = server.Options.JetStream,
+                JetStreamEnabled = server.JetStream?.LimitsOf(account) is not null,
                 ClientConnections = account.Connections,
                 Subscriptions = stats.NumSubscriptions,
                 SublistStats = stats,
@@ -646,8 +646,12 @@ public sealed class MonitorEndpoints(NatsServer server)
         if (o.JetStream)
         {
             j.Config = JetStreamConfig();
-            j.Accounts = 1;
-            var u = server.JetStream?.Usage() ?? default;
+            var js = server.JetStream;
+            j.Accounts = js?.EnabledAccounts().Length ?? 0;
+            var (reservedMemory, reservedStore) = js?.ReservedTotals() ?? default;
+            j.ReservedMemory = (ulong)reservedMemory;
+            j.ReservedStorage = (ulong)reservedStore;
+            var u = js?.Usage() ?? default;
             j.Memory = u.Memory;
             j.Storage = u.Storage;
             j.Streams = u.Streams;

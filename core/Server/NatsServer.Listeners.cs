@@ -38,7 +38,7 @@ public sealed partial class NatsServer
             // Engines are resolved now so a bad store_engine / store_engine_path fails start-up, not a later request.
             StorageEngines = NatsBroker.JetStream.StorageEngines.Create(o);
             Log.StorageEngines(StorageEngines.PersistentEngine, string.Join(", ", StorageEngines.LoadedFromPaths));
-            JetStream = new NatsBroker.JetStream.JetStreamService(Router, o, StorageEngines, Log.Logger, ServerName);
+            JetStream = new NatsBroker.JetStream.JetStreamService(Accounts, o, StorageEngines, Log.Logger, ServerName);
             JetStream.Start();
             Log.JetStreamStarted(JetStream.StoreDir);
         }

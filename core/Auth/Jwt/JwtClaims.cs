@@ -144,6 +144,7 @@ public sealed class AccountClaims : JwtClaims
         MaxSubscriptions = (int)Math.Clamp(Long(limits, "subs", -1), -1, int.MaxValue);
         MaxPayload = (int)Math.Clamp(Long(limits, "payload", -1), -1, int.MaxValue);
         DisallowBearer = Bool(limits, "disallow_bearer");
+        JetStream = ParseJetStreamLimits(limits);
         DefaultPermissions = ParsePermissions(Nats.ValueKind == JsonValueKind.Object && Nats.TryGetProperty("default_permissions", out var dp) ? dp : default);
         ParseExportsAndImports();
     }
@@ -156,6 +157,8 @@ public sealed class AccountClaims : JwtClaims
     public int MaxSubscriptions { get; }
     public int MaxPayload { get; }
     public bool DisallowBearer { get; }
+    /// <summary>The account's JetStream limits; null = JetStream not enabled (no storage in the JWT's limits).</summary>
+    public JetStreamAccountLimits? JetStream { get; }
     public Permissions? DefaultPermissions { get; }
     public List<ExportConfig> Exports { get; } = [];
     public List<ImportConfig> Imports { get; } = [];
@@ -269,7 +272,38 @@ public sealed class AccountClaims : JwtClaims
         Exports = Exports,
         Imports = Imports,
         SigningKeys = SigningKeys.Keys,
+        JetStream = JetStream,
     };
+
+    /// <summary>
+    /// JetStream from the account JWT's limits (server/accounts.go UpdateAccountClaims): enabled when mem_storage or
+    /// disk_storage is not 0, or when tiered_limits are given; of the tiers only "R1" applies here (no clustering).
+    /// </summary>
+    private static JetStreamAccountLimits? ParseJetStreamLimits(JsonElement limits)
+    {
+        if (limits.ValueKind != JsonValueKind.Object) return null;
+        if (Long(limits, "mem_storage") != 0 || Long(limits, "disk_storage") != 0) return JetStreamLimitsOf(limits);
+        if (limits.TryGetProperty("tiered_limits", out var tiers) && tiers.ValueKind == JsonValueKind.Object
+            && tiers.TryGetProperty("R1", out var r1) && r1.ValueKind == JsonValueKind.Object) return JetStreamLimitsOf(r1);
+        return null;
+    }
+
+    private static JetStreamAccountLimits JetStreamLimitsOf(JsonElement l)
+    {
+        // accounts.go toUnlimited: per-stream maxima and max_ack_pending of 0 mean unlimited.
+        static long Unlimited(long v) => v > 0 ? v : -1;
+        return new JetStreamAccountLimits
+        {
+            MaxMemory = Long(l, "mem_storage"),
+            MaxStore = Long(l, "disk_storage"),
+            MaxStreams = (int)Math.Clamp(Long(l, "streams"), int.MinValue, int.MaxValue),
+            MaxConsumers = (int)Math.Clamp(Long(l, "consumer"), int.MinValue, int.MaxValue),
+            MaxAckPending = (int)Math.Clamp(Unlimited(Long(l, "max_ack_pending")), -1, int.MaxValue),
+            MemoryMaxStreamBytes = Unlimited(Long(l, "mem_max_stream_bytes")),
+            StoreMaxStreamBytes = Unlimited(Long(l, "disk_max_stream_bytes")),
+            MaxBytesRequired = Bool(l, "max_bytes_required"),
+        };
+    }
 }
 
 /// <summary>

@@ -140,12 +140,22 @@ internal sealed partial class JsStream
         var error = CheckBatch(batch);
         if (error is not null) return Fail(reply, error);
 
+        var cfg = _config;
+        // The account's / server's storage limits for the whole batch (JsAccount.Limits.cs): all or nothing.
+        bool memory = cfg.Storage == "memory";
+        bool limited = _account.IsLimited(memory);
+        if (limited)
+        {
+            long size = 0;
+            for (int i = 0; i < batch.Count; i++) size += batch.Subject(i).Length + batch.Headers(i).Length + batch.Payload(i).Length;
+            if (_account.CheckIngest(memory, size) is { } limitError) return Fail(reply, limitError);
+        }
         long now = GoTime.NowNanos();
         var result = Store.AppendBatch(batch, now);
         if (!result.IsOk) return Fail(reply, AppendFailed(result.Status));
+        if (limited) _account.SyncUsage(this);
         int n = batch.Count;
         ulong first = result.Sequence - (ulong)n + 1;
-        var cfg = _config;
         for (int i = 0; i < n; i++)
         {
             ulong seq = first + (ulong)i;

@@ -16,7 +16,7 @@ public sealed partial class JetStreamService
         var group = r!.Group;
         if (string.IsNullOrEmpty(group)) return Fail(req, type, JsErrors.InvalidJson("consumer group not specified"));
         if (!PriorityConfigCheck.IsValidGroupName(group)) return Fail(req, type, PriorityErrors.ConsumerInvalidGroupName);
-        if (!Account.TryGet(streamName, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
+        if (!req.JetStream.TryGet(streamName, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
         if (!stream.TryGetConsumer(name, out var c)) return Fail(req, type, JsErrors.ConsumerNotFound);
         if (Array.IndexOf(c.Config.PriorityGroups ?? [], group) < 0) return Fail(req, type, PriorityErrors.ConsumerInvalidPriorityGroup);
         c.UnpinByAdmin(group);

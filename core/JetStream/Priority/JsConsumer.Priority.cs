@@ -189,7 +189,7 @@ internal sealed partial class JsConsumer
         SendAdvisory(subject, new ConsumerGroupPinnedAdvisory
         {
             Type = "io.nats.jetstream.advisory.v1.consumer_group_pinned",
-            Account = JetStreamService.GlobalAccount,
+            Account = _stream.Js.Name,
             Stream = _stream.Name,
             Consumer = Name,
             Domain = string.IsNullOrEmpty(_stream.Js.Domain) ? null : _stream.Js.Domain,
@@ -210,7 +210,7 @@ internal sealed partial class JsConsumer
         SendAdvisory(subject, new ConsumerGroupUnpinnedAdvisory
         {
             Type = "io.nats.jetstream.advisory.v1.consumer_group_unpinned",
-            Account = JetStreamService.GlobalAccount,
+            Account = _stream.Js.Name,
             Stream = _stream.Name,
             Consumer = Name,
             Domain = string.IsNullOrEmpty(_stream.Js.Domain) ? null : _stream.Js.Domain,

@@ -184,6 +184,36 @@ public class ConfigLoaderTests
     }
 
     [Fact]
+    public void Account_JetStream_forms()
+    {
+        var o = Load("""
+            accounts {
+              A { jetstream: enabled }
+              B { jetstream: true }
+              C { jetstream: disabled }
+              D { jetstream { max_mem: 1G, max_file: 10GB, max_streams: 10, consumers: 100, max_ack_pending: 5, max_bytes_required: true, mem_max_stream_bytes: 1M, disk_max_stream_bytes: 2M } }
+              E { }
+            }
+            """);
+        var a = o.Accounts.ToDictionary(x => x.Name);
+        Assert.Equal(JetStreamAccountLimits.Dynamic, a["A"].JetStream);
+        Assert.Equal(JetStreamAccountLimits.Dynamic, a["B"].JetStream);
+        Assert.Null(a["C"].JetStream);
+        Assert.Null(a["E"].JetStream);
+        var d = a["D"].JetStream!;
+        Assert.Equal(1_000_000_000L, d.MaxMemory);
+        Assert.Equal(10L << 30, d.MaxStore);
+        Assert.Equal(10, d.MaxStreams);
+        Assert.Equal(100, d.MaxConsumers);
+        Assert.Equal(5, d.MaxAckPending);
+        Assert.True(d.MaxBytesRequired);
+        Assert.Equal(1_000_000L, d.MemoryMaxStreamBytes);
+        Assert.Equal(2_000_000L, d.StoreMaxStreamBytes);
+        Assert.Contains("Expected 'enabled' or 'disabled'", Fail("accounts { A { jetstream: maybe } }"));
+        Assert.Contains("unknown field \"max_things\"", Fail("accounts { A { jetstream { max_things: 1 } } }"));
+    }
+
+    [Fact]
     public void JetStream_forms()
     {
         Assert.True(Load("jetstream: true").JetStream);

@@ -80,7 +80,7 @@ public sealed class EngineOptionsTests
             var payload = new byte[1000];
             for (int i = 0; i < 20; i++) (await s.Js.PublishAsync("f.x", payload)).EnsureSuccess();
 
-            Assert.True(s.Server.Server.JetStream!.Account.TryGet("F", out var stream));
+            Assert.True(s.Server.Server.JetStream!.Account!.TryGet("F", out var stream));
             var cfg = stream.Store.Config;
             Assert.Equal(SyncPolicy.AsyncPersist, cfg.Sync);
             Assert.Equal(TimeSpan.FromSeconds(30), cfg.SyncInterval);
@@ -99,8 +99,8 @@ public sealed class EngineOptionsTests
         await s.Js.CreateStreamAsync(new StreamConfig("A", ["a.>"]) { PersistMode = StreamConfigPersistMode.Async });
         await s.Js.CreateStreamAsync(new StreamConfig("D", ["d.>"]));
         var js = s.Server.Server.JetStream!;
-        Assert.True(js.Account.TryGet("A", out var a));
-        Assert.True(js.Account.TryGet("D", out var d));
+        Assert.True(js.Account!.TryGet("A", out var a));
+        Assert.True(js.Account!.TryGet("D", out var d));
         Assert.Equal(SyncPolicy.AsyncPersist, a.Store.Config.Sync);
         Assert.Equal(SyncPolicy.Always, d.Store.Config.Sync);
         var info = await s.Js.GetStreamAsync("A");
