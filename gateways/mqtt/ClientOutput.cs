@@ -16,7 +16,7 @@ internal sealed class ClientOutput(Stream client, MqttPacketFormatterAdapter cod
 {
     private readonly SemaphoreSlim _lock = new(1, 1);
     private ArrayBufferWriter<byte> _buffer = new(4096);
-    /// <summary>_buffer holds PUBLISH packets not written yet (under _lock; read without it only as a hint).</summary>
+    /// <summary>_buffer holds PUBLISH / PUBACK packets not written yet (under _lock; read without it only as a hint).</summary>
     private bool _pending;
     /// <summary>Pending bytes past which a batched PUBLISH is written at once (bounds the buffer).</summary>
     private const int MaxPendingBytes = 64 * 1024;
@@ -94,6 +94,32 @@ internal sealed class ClientOutput(Stream client, MqttPacketFormatterAdapter cod
                 _buffer.Advance(1);
             }
             _buffer.Write(payload.Span);
+            _pending = true;
+            if (!batch || _buffer.WrittenCount >= MaxPendingBytes) await WritePendingAsync(ct).ConfigureAwait(false);
+        }
+        finally
+        {
+            _lock.Release();
+        }
+    }
+
+    /// <summary>
+    /// PUBACK: 0x40, remaining length 2, the packet identifier (MQTT 3.1.1 section 3.4; MQTT 5 section 3.4.2.1 lets a
+    /// Success reason code without properties be left out). With <paramref name="batch"/> it may stay in the buffer
+    /// until <see cref="FlushAsync"/>, as a batched PUBLISH.
+    /// </summary>
+    public async Task SendPubAckAsync(ushort packetId, CancellationToken ct, bool batch = false)
+    {
+        await _lock.WaitAsync(ct).ConfigureAwait(false);
+        try
+        {
+            if (!_pending) _buffer.ResetWrittenCount();
+            var ack = _buffer.GetSpan(4);
+            ack[0] = 0x40;
+            ack[1] = 2;
+            ack[2] = (byte)(packetId >> 8);
+            ack[3] = (byte)packetId;
+            _buffer.Advance(4);
             _pending = true;
             if (!batch || _buffer.WrittenCount >= MaxPendingBytes) await WritePendingAsync(ct).ConfigureAwait(false);
         }

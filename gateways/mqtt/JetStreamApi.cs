@@ -97,16 +97,34 @@ internal sealed class JetStreamApi(NatsLink link, MqttOptions options)
     /// <summary>Stores a message (PUB with a reply, waits for the PubAck): nothing is acknowledged to MQTT before it is durable.</summary>
     public async Task StoreAsync(string subject, ReadOnlyMemory<byte> headers, ReadOnlySequence<byte> payload, CancellationToken ct)
     {
+        var stored = await SendStoreAsync(subject, headers, payload, ct).ConfigureAwait(false);
+        await stored.ConfigureAwait(false);
+    }
+
+    /// <summary>
+    /// Sends a store and returns once it is in the link's buffer (the payload copied), with a task that completes when
+    /// the PubAck came (or fails with its error). See <see cref="NatsLink.SendRequestAsync"/> for <paramref name="batch"/>.
+    /// </summary>
+    public async ValueTask<Task> SendStoreAsync(string subject, ReadOnlyMemory<byte> headers, ReadOnlySequence<byte> payload, CancellationToken ct, bool batch = false)
+    {
+        var reply = await link.SendRequestAsync(subject, headers, payload, options.JsApiTimeout, ct, batch).ConfigureAwait(false);
+        return CheckStoredAsync(subject, reply);
+    }
+
+    private static async Task CheckStoredAsync(string subject, Task<NatsReply> pending)
+    {
         NatsReply reply;
         try
         {
-            reply = await link.RequestAsync(subject, headers, payload, options.JsApiTimeout, ct).ConfigureAwait(false);
+            reply = await pending.ConfigureAwait(false);
         }
         catch (TimeoutException)
         {
             throw new JetStreamException($"storing on {subject} timed out");
         }
         if (reply.NoResponders) throw new JetStreamException($"no stream for {subject}");
+        // A PubAck is {"stream":..,"seq":..}; only an error reply is parsed (no JSON tree per stored message).
+        if (reply.Payload.AsSpan().IndexOf("\"error\""u8) < 0) return;
         var ack = System.Text.Json.JsonSerializer.Deserialize(reply.Payload, MqttJsonContext.Default.JsonObject);
         if (ack?["error"] is JsonObject error) throw new JetStreamException(error["description"]?.GetValue<string>() ?? "store failed", error["err_code"]?.GetValue<int>() ?? 0);
     }

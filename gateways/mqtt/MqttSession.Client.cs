@@ -21,11 +21,28 @@ internal sealed partial class MqttSession
         var deadline = _keepAlive > 0 ? TimeSpan.FromSeconds(_keepAlive * 1.5) : Timeout.InfiniteTimeSpan;
         // One token for every read, its timer pushed back per packet (no allocation per packet).
         using var read = CancellationTokenSource.CreateLinkedTokenSource(stop.Token);
+        try
+        {
+            return await ReadPacketsAsync(stop, read, deadline).ConfigureAwait(false);
+        }
+        finally
+        {
+            await SettlePubAcksAsync().ConfigureAwait(false);
+        }
+    }
+
+    private async Task<bool> ReadPacketsAsync(CancellationTokenSource stop, CancellationTokenSource read, TimeSpan deadline)
+    {
         while (true)
         {
             ReceivedMqttPacket? read_;
-            // Before the read may wait for the client: the QoS 0 publishes batched so far go to the core.
-            if (!_reader.HasBufferedPacket && _nats is { } link) await link.FlushPublishesAsync(stop.Token).ConfigureAwait(false);
+            // Before the read may wait for the client: the publishes and stores batched so far go to the core, and the
+            // PUBACKs of the stored ones to the client.
+            if (!_reader.HasBufferedPacket && _nats is { } link)
+            {
+                await link.FlushPublishesAsync(stop.Token).ConfigureAwait(false);
+                await DrainPubAcksAsync(stop.Token).ConfigureAwait(false);
+            }
             read.CancelAfter(deadline);
             try
             {
@@ -42,6 +59,10 @@ internal sealed partial class MqttSession
             }
             if (read_ is not { } packet) return false;
             var type = (MqttControlPacketType)(packet.FixedHeader >> 4);
+            // Another QoS 1 PUBLISH joins the queued PUBACKs; any other packet is handled after them (PUBACK order).
+            bool qos1Publish = type == MqttControlPacketType.Publish && ((packet.FixedHeader >> 1) & 3) == 1;
+            if (_pendingPubAcks.Count > 0 && (!qos1Publish || _pendingPubAcks.Count >= MaxPendingPubAcks))
+                await DrainPubAcksAsync(stop.Token).ConfigureAwait(false);
             switch (type)
             {
                 case MqttControlPacketType.Publish:

@@ -71,12 +71,13 @@ internal sealed partial class MqttSession
             await _out.SendAsync(new MqttPubRecPacket { PacketIdentifier = p.PacketIdentifier }, ct).ConfigureAwait(false);
             return true;
         }
-        var outcome = await PublishToNatsAsync(p, p.UserProperties, ct).ConfigureAwait(false);
+        var outcome = await PublishToNatsAsync(p, p.UserProperties, ct, deferQoS1Ack: true).ConfigureAwait(false);
         if (outcome == PublishOutcome.Closed) return false;
         switch (qos)
         {
             case 1:
-                await _out.SendAsync(new MqttPubAckPacket { PacketIdentifier = p.PacketIdentifier }, ct).ConfigureAwait(false);
+                // A stored QoS 1 PUBLISH is acknowledged once its store is (MqttSession.PubAcks.cs).
+                if (outcome != PublishOutcome.AckDeferred) await _out.SendPubAckAsync(p.PacketIdentifier, ct).ConfigureAwait(false);
                 break;
             case 2:
                 _qos2Received.Add(p.PacketIdentifier);
@@ -108,14 +109,19 @@ internal sealed partial class MqttSession
         return subject;
     }
 
-    /// <summary>A publish the core refuses (permissions) is dropped by the core, as nats-server drops it for MQTT clients.</summary>
-    private enum PublishOutcome { Published, Closed }
+    /// <summary>
+    /// A publish the core refuses (permissions) is dropped by the core, as nats-server drops it for MQTT clients.
+    /// AckDeferred: a QoS 1 PUBLISH whose store is under way, its PUBACK queued (MqttSession.PubAcks.cs).
+    /// </summary>
+    private enum PublishOutcome { Published, Closed, AckDeferred }
 
     /// <summary>
     /// The PUBLISH as an HPUB (<c>Nmqtt-Pub:&lt;qos&gt;</c> and MQTT 5 user properties as headers; a response
     /// topic as the reply subject), plus the retained-message store when <c>retain</c> is set and the QoS 1/2 store.
     /// </summary>
-    private async Task<PublishOutcome> PublishToNatsAsync(MqttPublishPacket p, List<MqttUserProperty>? userProperties, CancellationToken ct)
+    /// <param name="deferQoS1Ack">From the read loop: a QoS 1 store is sent without waiting for it, its PUBACK queued.</param>
+    private async Task<PublishOutcome> PublishToNatsAsync(MqttPublishPacket p, List<MqttUserProperty>? userProperties, CancellationToken ct,
+        bool deferQoS1Ack = false)
     {
         var subject = SubjectFor(p.Topic ?? "");
         if (subject is null)
@@ -143,11 +149,18 @@ internal sealed partial class MqttSession
             return PublishOutcome.Closed;
         }
         string? reply = _v5 && !string.IsNullOrEmpty(p.ResponseTopic) ? TopicMapping.TopicToSubject(p.ResponseTopic) : null;
-        // QoS 0 without retain needs nothing after the publish: when the client's next packet is already buffered it
-        // joins one write to the core with the others of this read (the read loop flushes before it waits).
-        bool batch = qos == 0 && !p.Retain && _reader.HasBufferedPacket;
+        // QoS 0 without retain needs nothing after the publish, nor does a QoS 1 one whose PUBACK waits for its store:
+        // when the client's next packet is already buffered it joins one write to the core with the others of this
+        // read (the read loop flushes before it waits).
+        bool deferAck = deferQoS1Ack && qos == 1 && _js is not null && !p.Retain;
+        bool batch = (qos == 0 || deferAck) && !p.Retain && _reader.HasBufferedPacket;
         await _nats!.PublishAsync(subject, reply, headers, p.Payload, ct, batch).ConfigureAwait(false);
         if (p.Retain) await StoreRetainedAsync(p, subject, props, expiresAt, ct).ConfigureAwait(false);
+        if (deferAck)
+        {
+            QueuePubAck(p.PacketIdentifier, await _js!.SendStoreAsync(JetStreamApi.MessagePrefix + subject, headers, p.Payload, ct, batch).ConfigureAwait(false));
+            return PublishOutcome.AckDeferred;
+        }
         if (qos > 0) await StoreQoSMessageAsync(subject, headers, p.Payload, ct).ConfigureAwait(false);
         return PublishOutcome.Published;
     }

@@ -182,6 +182,19 @@ internal sealed class NatsLink : IAsyncDisposable
     /// <summary>A request on a unique reply subject of this link's inbox; the reply is copied out.</summary>
     public async Task<NatsReply> RequestAsync(string subject, ReadOnlyMemory<byte> headers, ReadOnlySequence<byte> payload, TimeSpan timeout, CancellationToken ct)
     {
+        var reply = await SendRequestAsync(subject, headers, payload, timeout, ct).ConfigureAwait(false);
+        return await reply.ConfigureAwait(false);
+    }
+
+    /// <summary>
+    /// Sends a request and returns once it is in the link's buffer (<paramref name="headers"/> and
+    /// <paramref name="payload"/> are copied, the caller may reuse them), with the task of its reply. With
+    /// <paramref name="batch"/> the request may wait for <see cref="FlushPublishesAsync"/> as a batched publish does:
+    /// the MQTT read loop sends the QoS 1 stores of one client read together.
+    /// </summary>
+    public async ValueTask<Task<NatsReply>> SendRequestAsync(string subject, ReadOnlyMemory<byte> headers, ReadOnlySequence<byte> payload, TimeSpan timeout,
+        CancellationToken ct, bool batch = false)
+    {
         if (!_inboxSubscribed)
         {
             _inboxSubscribed = true;
@@ -192,8 +205,21 @@ internal sealed class NatsLink : IAsyncDisposable
         _requests[id] = tcs;
         try
         {
-            await PublishAsync(subject, _inboxPrefix + id.ToString(System.Globalization.CultureInfo.InvariantCulture), headers, payload, ct).ConfigureAwait(false);
-            return await tcs.Task.WaitAsync(timeout, ct).ConfigureAwait(false);
+            await PublishAsync(subject, _inboxPrefix + id.ToString(System.Globalization.CultureInfo.InvariantCulture), headers, payload, ct, batch).ConfigureAwait(false);
+        }
+        catch
+        {
+            _requests.TryRemove(id, out _);
+            throw;
+        }
+        return ReplyAsync(id, tcs.Task, timeout, ct);
+    }
+
+    private async Task<NatsReply> ReplyAsync(long id, Task<NatsReply> reply, TimeSpan timeout, CancellationToken ct)
+    {
+        try
+        {
+            return await reply.WaitAsync(timeout, ct).ConfigureAwait(false);
         }
         finally
         {

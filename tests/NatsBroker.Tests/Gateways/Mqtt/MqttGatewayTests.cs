@@ -86,6 +86,38 @@ public sealed class MqttGatewayTests(MqttGatewayFixture fixture, ITestOutputHelp
         }
     }
 
+    /// <summary>
+    /// QoS 1 PUBLISHes arriving together are stored together (MqttSession.PubAcks.cs): every PUBACK still comes after
+    /// its message is in $MQTT_msgs, in the order of the PUBLISHes [MQTT-4.6.0-2], and the messages reach NATS in order.
+    /// </summary>
+    [SkippableFact]
+    public async Task A_burst_of_QoS1_publishes_is_acknowledged_in_order_once_stored()
+    {
+        var s = S;
+        const int count = 300;
+        string topic = "burst/" + Guid.NewGuid().ToString("N")[..8];
+        await using var nats = s.Nats();
+        await using var sub = await nats.SubscribeCoreAsync<byte[]>(topic.Replace('/', '.'));
+        await nats.PingAsync();
+        using var raw = await RawMqtt.ConnectAsync(s.MqttPort, Id("burst"));
+        Assert.Equal(0, await raw.ReadConnAckAsync());
+        long before = await MessagesLastSeqAsync(nats);
+        await raw.PublishQoS1BurstAsync(topic, count);
+        Assert.Equal(Enumerable.Range(1, count), await raw.ReadPubAcksAsync(count));
+        // Stored before acknowledged ($MQTT_msgs has interest retention, so without a consumer the messages are gone
+        // at once: its last sequence counts them). Other tests' stores may come in between: at least this many.
+        Assert.True(await MessagesLastSeqAsync(nats) - before >= count);
+        for (int i = 0; i < count; i++) Assert.Equal(i.ToString(System.Globalization.CultureInfo.InvariantCulture), Encoding.ASCII.GetString((await NextAsync(sub)).Data!));
+        await raw.DisconnectAsync();
+    }
+
+    private static async Task<long> MessagesLastSeqAsync(NatsConnection nats)
+    {
+        var info = await nats.RequestAsync<string, string>("$JS.API.STREAM.INFO.$MQTT_msgs", "");
+        using var doc = System.Text.Json.JsonDocument.Parse(info.Data!);
+        return doc.RootElement.GetProperty("state").GetProperty("last_seq").GetInt64();
+    }
+
     [SkippableFact]
     public async Task Credentials_map_to_core_users_and_their_permissions()
     {

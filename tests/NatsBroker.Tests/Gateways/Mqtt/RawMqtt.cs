@@ -70,6 +70,33 @@ internal sealed class RawMqtt : IDisposable
 
     public Task DisconnectAsync() => SendAsync(0xE0, []);
 
+    /// <summary>QoS 1 PUBLISHes of the payloads "0", "1", ... with packet identifiers 1, 2, ..., all in one write.</summary>
+    public async Task PublishQoS1BurstAsync(string topic, int count)
+    {
+        var burst = new List<byte>();
+        for (int i = 0; i < count; i++)
+        {
+            byte[] body = [.. Str(topic), (byte)((i + 1) >> 8), (byte)(i + 1), .. Encoding.ASCII.GetBytes(i.ToString(System.Globalization.CultureInfo.InvariantCulture))];
+            burst.AddRange(Packet(0x32, body));
+        }
+        await _stream.WriteAsync(burst.ToArray());
+    }
+
+    /// <summary>The packet identifiers of the next <paramref name="count"/> PUBACKs, in the order they came.</summary>
+    public async Task<List<int>> ReadPubAcksAsync(int count)
+    {
+        var ids = new List<int>(count);
+        var ack = new byte[4];
+        for (int i = 0; i < count; i++)
+        {
+            await _stream.ReadExactlyAsync(ack).AsTask().WaitAsync(TimeSpan.FromSeconds(15));
+            Assert.Equal(0x40, ack[0]);
+            Assert.Equal(2, ack[1]);
+            ids.Add(ack[2] << 8 | ack[3]);
+        }
+        return ids;
+    }
+
     /// <summary>Closes the socket without DISCONNECT (RST): the will must be published.</summary>
     public void Vanish()
     {
@@ -77,7 +104,9 @@ internal sealed class RawMqtt : IDisposable
         _tcp.Close();
     }
 
-    private async Task SendAsync(byte header, byte[] body)
+    private async Task SendAsync(byte header, byte[] body) => await _stream.WriteAsync(Packet(header, body));
+
+    private static byte[] Packet(byte header, byte[] body)
     {
         var packet = new List<byte> { header };
         int len = body.Length;
@@ -90,7 +119,7 @@ internal sealed class RawMqtt : IDisposable
         }
         while (len > 0);
         packet.AddRange(body);
-        await _stream.WriteAsync(packet.ToArray());
+        return [.. packet];
     }
 
     private static byte[] Str(string s)
