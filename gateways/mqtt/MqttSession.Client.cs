@@ -176,7 +176,11 @@ internal sealed partial class MqttSession
     private async Task PublishWillAsync(CancellationToken drain)
     {
         var will = _will;
-        if (will is null || _nats is null || _takenOver) return;
+        if (will is null || _nats is null || _takenOver)
+        {
+            if (will is not null) _log.LogDebug("{Ip}:{Port} - mqtt client {Id}: will not published (taken over: {TakenOver})", RemoteIp, _remote.Port, _clientId, _takenOver);
+            return;
+        }
         _will = null;
         var packet = new MqttPublishPacket
         {
@@ -198,6 +202,7 @@ internal sealed partial class MqttSession
             uint delay = _v5 ? Math.Min(will.WillDelayInterval, _sessionExpiry) : 0;
             if (delay > 0)
             {
+                _log.LogDebug("{Ip}:{Port} - mqtt client {Id}: will delayed {Delay} s", RemoteIp, _remote.Port, _clientId, delay);
                 using var wait = CancellationTokenSource.CreateLinkedTokenSource(_end.Token, drain, _willCancel.Token);
                 try
                 {
@@ -207,11 +212,16 @@ internal sealed partial class MqttSession
                 {
                     // draining or the core link ended: publish now (the link may be gone, then the publish fails below)
                 }
-                if (_takenOver) return;
+                if (_takenOver)
+                {
+                    _log.LogDebug("{Ip}:{Port} - mqtt client {Id}: will cancelled by a new connection", RemoteIp, _remote.Port, _clientId);
+                    return;
+                }
             }
             using var timeout = new CancellationTokenSource(_options.JsApiTimeout);
             await PublishToNatsAsync(packet, will.WillUserProperties, timeout.Token).ConfigureAwait(false);
-            await _nats.FlushAsync(timeout.Token).ConfigureAwait(false);
+            string? error = await _nats.FlushAsync(timeout.Token).ConfigureAwait(false);
+            _log.LogDebug("{Ip}:{Port} - mqtt client {Id}: will published on {Topic}{Error}", RemoteIp, _remote.Port, _clientId, will.WillTopic, error is null ? "" : ": " + error);
         }
         catch (Exception ex) when (ex is IOException or ObjectDisposedException or OperationCanceledException or TimeoutException or JetStreamException)
         {

@@ -114,6 +114,7 @@ internal sealed partial class MqttSession : INatsDelivery
                 _clientGone = true;
                 killed = _killedByTakeover;
             }
+            _log.LogDebug("{Ip}:{Port} - mqtt client {Id} ended (DISCONNECT: {Graceful}, taken over: {Killed})", RemoteIp, _remote.Port, _clientId, graceful, killed);
             // A connection ended by a takeover leaves the session to its successor; one that ended by itself finishes
             // the session's last records first (a successor waits for them: SessionSettledAsync).
             if (!killed) await EndConnectionAsync(graceful, drain).ConfigureAwait(false);

@@ -8,7 +8,8 @@ using Xunit.Abstractions;
 namespace NatsBroker.Tests.Gateways.Mqtt;
 
 /// <summary>One core with its MQTT gateway (max_keepalive 30) for <see cref="Mqtt5FeatureTests"/>.</summary>
-public sealed class Mqtt5FeatureFixture() : MqttServerFixture("no_auth_user: alice\n  max_keepalive: 30");
+/// <remarks>With <c>debug</c>: the gateway logs each connection's end and will, which a failing test prints.</remarks>
+public sealed class Mqtt5FeatureFixture() : MqttServerFixture("no_auth_user: alice\n  max_keepalive: 30", MqttTestServer.Users + "\ndebug: true");
 
 /// <summary>
 /// MQTT 5 features (OASIS mqtt-v5.0) as an MQTTnet 5 client sees them through our gateway: session and message

@@ -131,14 +131,14 @@ internal sealed class Received
 }
 
 /// <summary>One MQTT-enabled core per test class (IClassFixture), started when our broker is available.</summary>
-public abstract class MqttServerFixture(string mqttExtra) : IAsyncLifetime
+public abstract class MqttServerFixture(string mqttExtra, string rest = MqttTestServer.Users) : IAsyncLifetime
 {
     internal MqttTestServer? Server { get; private set; }
 
     public async Task InitializeAsync()
     {
         if (TestEnvironment.UnavailableReason(ServerKind.Ours) is null)
-            Server = await MqttTestServer.StartAsync(ServerKind.Ours, null, mqttExtra);
+            Server = await MqttTestServer.StartAsync(ServerKind.Ours, null, mqttExtra, rest);
     }
 
     public async Task DisposeAsync()
