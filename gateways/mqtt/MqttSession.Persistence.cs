@@ -41,6 +41,7 @@ internal sealed partial class MqttSession
         {
             await js.EnsureStreamsAsync(_username, ct).ConfigureAwait(false);
             _js = js;
+            RememberForSweep();
         }
         catch (JetStreamException ex)
         {

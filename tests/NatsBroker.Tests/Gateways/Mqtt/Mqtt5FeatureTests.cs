@@ -93,7 +93,7 @@ public sealed class Mqtt5FeatureTests(Mqtt5FeatureFixture fixture, ITestOutputHe
     /// Polls the session stream's record of the client (subject <c>$MQTT.sess.&lt;8 base-62 digits of its
     /// SHA-256&gt;</c>, gateways/mqtt MqttSession.Durable.cs; null when there is none) until <paramref name="done"/>.
     /// </summary>
-    private static async Task<bool> PollSessionRecordAsync(MqttTestServer s, string clientId, TimeSpan limit, Func<string?, bool> done)
+    internal static async Task<bool> PollSessionRecordAsync(MqttTestServer s, string clientId, TimeSpan limit, Func<string?, bool> done)
     {
         const string digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
         var sha = System.Security.Cryptography.SHA256.HashData(Encoding.UTF8.GetBytes(clientId));
