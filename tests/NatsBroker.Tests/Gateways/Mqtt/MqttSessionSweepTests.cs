@@ -61,6 +61,52 @@ public sealed class MqttSessionSweepTests(MqttSessionSweepFixture fixture, ITest
         await back.DisconnectAsync(new MqttClientDisconnectOptionsBuilder().WithSessionExpiryInterval(0).Build());
     }
 
+    [SkippableFact]
+    public async Task Sessions_taken_again_as_they_expire_are_not_swept()
+    {
+        var s = S;
+        string topic = "sweep/" + Guid.NewGuid().ToString("N")[..8];
+        var ids = Enumerable.Range(0, 8).Select(i => MqttServerFixture.Id("race" + i)).ToArray();
+        var subscribe = new MqttClientSubscribeOptionsBuilder().WithTopicFilter(topic, MqttQualityOfServiceLevel.AtLeastOnce).Build();
+        foreach (var id in ids)
+        {
+            using var client = await s.ConnectAsync(id, MqttProtocolVersion.V500, b => b.WithSessionExpiryInterval(1));
+            await client.SubscribeAsync(subscribe);
+            await client.DisconnectAsync();
+        }
+        // Each client comes back as its session expires, while the sweeper (every second) may be walking it, and leaves
+        // a new session for 300 s: that one must survive every later sweep.
+        foreach (var id in ids)
+        {
+            // Detached first (else the CONNECT would take over the live connection); swept already or not, either is fine.
+            await Mqtt5FeatureTests.PollSessionRecordAsync(s, id, TimeSpan.FromSeconds(5), r => r is null || r.Contains("\"expires\"", StringComparison.Ordinal));
+            using var client = new MqttClientFactory().CreateMqttClient();
+            await s.ConnectAsync(client, id, MqttProtocolVersion.V500, b => b.WithCleanStart(false).WithSessionExpiryInterval(300));
+            await client.SubscribeAsync(subscribe);
+            await client.DisconnectAsync();
+            await Task.Delay(150);
+        }
+        var consumers = new string[ids.Length];
+        for (int i = 0; i < ids.Length; i++)
+        {
+            string? record = null;
+            Assert.True(await Mqtt5FeatureTests.PollSessionRecordAsync(s, ids[i], TimeSpan.FromSeconds(15),
+                r => r is not null && (record = r).Contains("\"expires\"", StringComparison.Ordinal)), $"{ids[i]}: no detached record\n{s.Server.OutputTail()}");
+            consumers[i] = Consumer(record!);
+        }
+        // Three sweeps (each second) pass; nothing may be deleted (what must not happen can only be waited for).
+        await Task.Delay(3500);
+        await using var nats = s.Nats();
+        for (int i = 0; i < ids.Length; i++)
+        {
+            Assert.True(await ConsumerExistsAsync(nats, consumers[i]), $"{ids[i]}: its consumer was swept");
+            using var back = new MqttClientFactory().CreateMqttClient();
+            Assert.True((await s.ConnectAsync(back, ids[i], MqttProtocolVersion.V500, b => b.WithCleanStart(false).WithSessionExpiryInterval(300))).IsSessionPresent,
+                $"{ids[i]}: its session was swept");
+            await back.DisconnectAsync(new MqttClientDisconnectOptionsBuilder().WithSessionExpiryInterval(0).Build());
+        }
+    }
+
     private static string Consumer(string record)
     {
         using var doc = JsonDocument.Parse(record);
