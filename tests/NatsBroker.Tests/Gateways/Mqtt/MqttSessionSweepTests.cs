@@ -75,7 +75,8 @@ public sealed class MqttSessionSweepTests(MqttSessionSweepFixture fixture, ITest
             await client.DisconnectAsync();
         }
         // Each client comes back as its session expires, while the sweeper (every second) may be walking it, and leaves
-        // a new session for 300 s: that one must survive every later sweep.
+        // a new session for 300 s: that one must survive every later sweep. This exercises reconnects beside sweeps; it
+        // does not force the narrow interleavings the registry claim and the re-read under it guard against.
         foreach (var id in ids)
         {
             // Detached first (else the CONNECT would take over the live connection); swept already or not, either is fine.
