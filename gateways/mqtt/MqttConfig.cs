@@ -102,6 +102,10 @@ public static class MqttConfig
                     if (v.Kind == ConfigValueKind.Integer && v.AsInteger() is >= 0 and <= 0xFFFF) o.MaxKeepAlive = (ushort)v.AsInteger();
                     else errors.Add(new ConfigError(f.KeyPosition, $"invalid value {v.Describe()}, should be in [0..65535] range"));
                     break;
+                case "session_sweep_interval":
+                    // Ours (SessionSweeper): how often expired MQTT 5 sessions are deleted; 0 = only when their client ID connects.
+                    if (Duration(v, out var si) && si >= TimeSpan.Zero) o.SessionSweepInterval = si; else Bad("a duration");
+                    break;
                 case "js_domain":
                     errors.Add(new ConfigError(f.KeyPosition, $"\"{f.Key}\" in mqtt is not supported by this server yet"));
                     break;

@@ -44,4 +44,6 @@ public sealed class MqttOptions : NatsBroker.Gateways.Link.IGatewayListenOptions
     /// <summary>Top-level max_payload: the largest NATS message (headers included) an MQTT PUBLISH may become.</summary>
     public int MaxPayload { get; set; } = 1024 * 1024;
     public TimeSpan DrainTimeout { get; set; } = TimeSpan.FromSeconds(10);
+    /// <summary>Ours: how often expired sessions nobody reconnected to are deleted (<see cref="SessionSweeper"/>); zero = never.</summary>
+    public TimeSpan SessionSweepInterval { get; set; } = TimeSpan.FromSeconds(30);
 }

@@ -17,6 +17,7 @@ internal sealed class MqttService(MqttOptions options, GatewayEnvironment link, 
 {
     // Which client id is connected where: a second CONNECT with the same id takes the session over.
     private readonly SessionRegistry _registry = new();
+    private SessionSweeper? _sweeper;
     private CertificateSet? _certificates;
 
     protected override TimeSpan DrainTimeout => options.DrainTimeout;
@@ -24,6 +25,14 @@ internal sealed class MqttService(MqttOptions options, GatewayEnvironment link, 
     protected override void OnStarting()
     {
         if (options.Tls is { } tls) _certificates = new CertificateSet(tls);
+        _sweeper = new SessionSweeper(options, Link, Signer, _registry, Log);
+        _sweeper.Start();
+    }
+
+    protected override void Dispose(bool disposing)
+    {
+        if (disposing) _sweeper?.Dispose();
+        base.Dispose(disposing);
     }
 
     protected override void OnReload() => _certificates?.ReloadAndLog(Log);
@@ -33,7 +42,7 @@ internal sealed class MqttService(MqttOptions options, GatewayEnvironment link, 
         Log.LogInformation("Listening for MQTT clients on {Scheme}://{Host}:{Port}", _certificates is null ? "mqtt" : "mqtts", options.Host, Port);
 
     /// <summary>A session over any stream (MQTT over WebSocket hands its unframed bytes here).</summary>
-    internal MqttSession NewMqttSession(Socket socket) => new(socket, options, _certificates, Link, Signer, _registry, Log);
+    internal MqttSession NewMqttSession(Socket socket) => new(socket, options, _certificates, Link, Signer, _registry, Log, _sweeper);
 
     protected override Func<CancellationToken, Task> NewSession(Socket socket) => NewMqttSession(socket).RunAsync;
 }

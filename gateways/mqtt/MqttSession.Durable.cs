@@ -12,7 +12,8 @@ namespace NatsBroker.MqttGateway;
 /// <summary>
 /// Persistent sessions (clean session 0), as nats-server keeps them (server/mqtt.go mqttSession.save,
 /// processJSConsumer): the session record is the last message on <c>$MQTT.sess.&lt;hash of the client ID&gt;</c> in
-/// <c>$MQTT_sess</c>, JSON <c>{"origin","id","clean","subs":{subject:qos},"cons":{subject:consumer config}}</c>; each
+/// <c>$MQTT_sess</c>, JSON <c>{"origin","id","clean","subs":{subject:qos},"cons":{subject:consumer config}}</c> (ours adds
+/// <c>"opts":{subject:{"nl","rap","ids"}}</c>, see <see cref="SubscriptionOptions"/>, and <c>"expires"</c>); each
 /// QoS 1/2 subscription has a durable push consumer on <c>$MQTT_msgs</c> filtered on <c>$MQTT.msgs.&lt;subject&gt;</c>
 /// (explicit ack, ack_wait and max_ack_pending from the mqtt block, deliver new). Ours delivers to
 /// <c>$MQTT.sub.&lt;durable&gt;</c> (a fixed subject, so a reconnect through any gateway just subscribes to it again);
@@ -80,13 +81,16 @@ internal sealed partial class MqttSession
     {
         var subs = new JsonObject();
         var cons = new JsonObject();
+        JsonObject? opts = null;
         foreach (var sub in _byFilter.Values)
         {
             if (sub.Group is not null) continue;
             subs[sub.Subject] = (int)sub.Qos;
+            if (SubscriptionOptions(sub) is { } o) (opts ??= [])[sub.Subject] = o;
             if (_durables.TryGetValue(sub.Subject, out var d)) cons[sub.Subject] = DurableConfig(d.Name, sub.Subject);
         }
         var record = new JsonObject { ["origin"] = s_origin, ["id"] = _clientId, ["subs"] = subs, ["cons"] = cons };
+        if (opts is not null) record["opts"] = opts;
         if (expiresAt is not null) record["expires"] = expiresAt.Value;
         await _js!.StoreAsync(SessionSubject, ReadOnlyMemory<byte>.Empty, new ReadOnlySequence<byte>(Encoding.UTF8.GetBytes(record.ToJsonString())), ct).ConfigureAwait(false);
     }
@@ -110,11 +114,44 @@ internal sealed partial class MqttSession
         return config;
     }
 
-    /// <summary>A restored subscription: the filter back from its subject, the same durable if it had one.</summary>
-    private async Task RestoreSubscriptionAsync(string subject, byte qos, CancellationToken ct)
+    /// <summary>
+    /// Ours: the MQTT 5 options a subscription keeps for its life (section 3.8.3.1: No Local, Retain As Published;
+    /// section 3.8.2.1.2: the Subscription Identifier, "associated with any subscription created or modified"), as
+    /// <c>{"nl":true,"rap":true,"ids":[7]}</c> (only what is set; none: no entry). They are a separate map beside
+    /// <c>subs</c> so that <c>subs</c> stays nats-server's subject → QoS (its mqttSession JSON ignores unknown fields)
+    /// and records without it (older ones, 3.1.1 sessions) read as "no options". Retain Handling is not kept: it acts
+    /// only when the SUBSCRIBE is processed (section 3.8.3.1), and a resubscription after resumption finds the restored
+    /// subscription existing, as [MQTT-3.3.1-10] wants.
+    /// </summary>
+    private static JsonObject? SubscriptionOptions(Subscription sub)
+    {
+        if (!sub.NoLocal && !sub.RetainAsPublished && sub.Identifiers is null) return null;
+        var o = new JsonObject();
+        if (sub.NoLocal) o["nl"] = true;
+        if (sub.RetainAsPublished) o["rap"] = true;
+        if (sub.Identifiers is { } ids)
+        {
+            var array = new JsonArray();
+            foreach (var id in ids) array.Add(id);
+            o["ids"] = array;
+        }
+        return o;
+    }
+
+    /// <summary>A restored subscription: the filter back from its subject, its options (<see cref="SubscriptionOptions"/>), the same durable if it had one.</summary>
+    private async Task RestoreSubscriptionAsync(string subject, byte qos, JsonNode? options, CancellationToken ct)
     {
         string filter = TopicMapping.SubjectToTopic(subject).Replace('*', '+').Replace('>', '#');
-        await SubscribeOneAsync(new MqttTopicFilter { Topic = filter, QualityOfServiceLevel = (MqttQualityOfServiceLevel)qos }, 0, ct).ConfigureAwait(false);
+        uint identifier = options?["ids"] is JsonArray { Count: > 0 } ids ? ids[0]!.GetValue<uint>() : 0;
+        await SubscribeOneAsync(new MqttTopicFilter
+        {
+            Topic = filter,
+            QualityOfServiceLevel = (MqttQualityOfServiceLevel)qos,
+            NoLocal = options?["nl"]?.GetValue<bool>() ?? false,
+            RetainAsPublished = options?["rap"]?.GetValue<bool>() ?? false,
+            // Nothing is sent on restore (retained messages went with the original SUBACK).
+            RetainHandling = MqttRetainHandling.DoNotSendOnSubscribe,
+        }, identifier, ct).ConfigureAwait(false);
     }
 
     /// <summary>Creates (or finds) the durable consumer and subscribes to its deliver subject.</summary>

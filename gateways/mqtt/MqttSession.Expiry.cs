@@ -9,7 +9,7 @@ namespace NatsBroker.MqttGateway;
 /// CONNECT, and the Session Expiry Interval (CONNECT, changed by DISCONNECT [MQTT-3.14.2-2]) says how many seconds
 /// the session is kept after the connection closes (0: not kept, 0xFFFFFFFF: for ever). The stored record carries
 /// <c>"expires"</c> (Unix milliseconds) while no connection has it; a session found past it is deleted instead of
-/// resumed. Ours: an expired session's consumers are removed when its client ID next connects (no sweeper).
+/// resumed (here, or by the <see cref="SessionSweeper"/> when nobody reconnects).
 /// </summary>
 internal sealed partial class MqttSession
 {
@@ -52,5 +52,12 @@ internal sealed partial class MqttSession
         }
         if (_sessionExpiry == uint.MaxValue) return; // the record saved while connected never expires
         await SaveSessionAsync(ct, DateTimeOffset.UtcNow.ToUnixTimeMilliseconds() + _sessionExpiry * 1000L).ConfigureAwait(false);
+        RememberForSweep();
+    }
+
+    /// <summary>The sweeper learns how to reach this client's account (the latest client of an account wins).</summary>
+    private void RememberForSweep()
+    {
+        if (_sweeper is not null && _connectFields is not null && _proxiedClient is not null) _sweeper.Remember(_username, _connectFields, _proxiedClient);
     }
 }

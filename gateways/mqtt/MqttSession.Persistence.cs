@@ -41,6 +41,7 @@ internal sealed partial class MqttSession
         {
             await js.EnsureStreamsAsync(_username, ct).ConfigureAwait(false);
             _js = js;
+            RememberForSweep();
         }
         catch (JetStreamException ex)
         {
@@ -71,10 +72,11 @@ internal sealed partial class MqttSession
         // Resubscribe what the stored session had (server/mqtt.go mqttProcessConnect: "Process possible saved subscriptions").
         if (_restored?["subs"] is JsonObject subs)
         {
+            var opts = _restored["opts"] as JsonObject;
             foreach (var (subject, qosNode) in subs)
             {
                 byte qos = (byte)(qosNode?.GetValue<int>() ?? 0);
-                await RestoreSubscriptionAsync(subject, qos, ct).ConfigureAwait(false);
+                await RestoreSubscriptionAsync(subject, qos, opts?[subject], ct).ConfigureAwait(false);
             }
             OnSubscriptionsChanged();
         }

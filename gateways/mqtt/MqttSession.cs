@@ -35,6 +35,7 @@ internal sealed partial class MqttSession : INatsDelivery
     private readonly GatewayEnvironment _link;
     private readonly ProxySigner _signer;
     private readonly SessionRegistry _registry;
+    private readonly SessionSweeper? _sweeper;
     private readonly ILogger _log;
     private readonly IPEndPoint _remote;
     private readonly CancellationTokenSource _end = new();
@@ -45,12 +46,16 @@ internal sealed partial class MqttSession : INatsDelivery
     private string _clientId = "";
     private bool _v5;
     private MqttConnectPacket? _will;
+    /// <summary>This client's NATS CONNECT fields and proxy info (also what the sweeper opens its account's link with).</summary>
+    private JsonObject? _connectFields;
+    private ProxiedClient? _proxiedClient;
     private volatile bool _takenOver;
     private Task? _coreLoop;
 
     public MqttSession(Socket socket, MqttOptions options, CertificateSet? certificates, GatewayEnvironment link, ProxySigner signer,
-        SessionRegistry registry, ILogger log)
+        SessionRegistry registry, ILogger log, SessionSweeper? sweeper = null)
     {
+        _sweeper = sweeper;
         _socket = socket;
         _options = options;
         _certificates = certificates;
@@ -248,7 +253,9 @@ internal sealed partial class MqttSession : INatsDelivery
             return false;
         }
         _nats = new NatsLink(core);
-        string? error = await _nats.ConnectAsync(ConnectLine(connect, core), drain).ConfigureAwait(false);
+        _connectFields = ConnectFields(connect);
+        _proxiedClient = ProxiedClientInfo();
+        string? error = await _nats.ConnectAsync(SignedConnect(_connectFields, _proxiedClient, _signer, core), drain).ConfigureAwait(false);
         if (error is not null)
         {
             _log.LogDebug("{Ip}:{Port} - mqtt client {Id} refused by the core: {Error}", RemoteIp, _remote.Port, clientId, error);
@@ -265,6 +272,8 @@ internal sealed partial class MqttSession : INatsDelivery
             previous.TakeOver();
             await previous.SessionSettledAsync(_options.SessionEndTimeout).ConfigureAwait(false);
         }
+        // The sweeper may be deleting this client ID's expired session right now: wait until it is done (SessionSweeper).
+        await _registry.SweepOf(clientId).WaitAsync(drain).ConfigureAwait(false);
         bool sessionPresent = await RestoreSessionAsync(connect, drain).ConfigureAwait(false);
         if (_v5)
         {
@@ -313,8 +322,8 @@ internal sealed partial class MqttSession : INatsDelivery
         return true;
     }
 
-    /// <summary>The NATS CONNECT for this MQTT client (server/mqtt.go: the password is also the token).</summary>
-    private byte[] ConnectLine(MqttConnectPacket connect, CoreLink core)
+    /// <summary>The NATS CONNECT fields for this MQTT client (server/mqtt.go: the password is also the token).</summary>
+    private JsonObject ConnectFields(MqttConnectPacket connect)
     {
         var obj = new JsonObject
         {
@@ -339,7 +348,12 @@ internal sealed partial class MqttSession : INatsDelivery
                 obj["auth_token"] = password;
             }
         }
-        var line = Encoding.UTF8.GetBytes("CONNECT " + obj.ToJsonString());
+        return obj;
+    }
+
+    /// <summary>What the core is told about the end user (ADR-55 proxy, our <see cref="ProxiedClient"/>).</summary>
+    private ProxiedClient ProxiedClientInfo()
+    {
         var client = new ProxiedClient
         {
             Gateway = "mqtt",
@@ -352,7 +366,14 @@ internal sealed partial class MqttSession : INatsDelivery
             client.TlsVersion = ssl.SslProtocol == SslProtocols.Tls13 ? "1.3" : "1.2";
             client.TlsCipherSuite = ssl.NegotiatedCipherSuite.ToString();
         }
-        return CoreLink.RewriteConnect(line, _signer, core.Nonce, client) ?? Encoding.UTF8.GetBytes("CONNECT " + obj.ToJsonString() + "\r\n");
+        return client;
+    }
+
+    /// <summary>The CONNECT line with the proxy signature of this link's nonce.</summary>
+    internal static byte[] SignedConnect(JsonObject fields, ProxiedClient client, ProxySigner signer, CoreLink core)
+    {
+        string json = fields.ToJsonString();
+        return CoreLink.RewriteConnect(Encoding.UTF8.GetBytes("CONNECT " + json), signer, core.Nonce, client) ?? Encoding.UTF8.GetBytes("CONNECT " + json + "\r\n");
     }
 
     private async Task RefuseAsync(MqttConnectReasonCode reason, CancellationToken ct)

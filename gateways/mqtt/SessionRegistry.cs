@@ -11,16 +11,49 @@ internal sealed class SessionRegistry
 {
     private readonly ConcurrentDictionary<string, MqttSession> _sessions = new(StringComparer.Ordinal);
 
+    // Client IDs whose expired session the sweeper (SessionSweeper) is deleting. A sweep starts only for an ID with no
+    // connection here, and a connection registering meanwhile waits for it (SweepOf) before it reads the session:
+    // under one lock with Register, so one of the two always sees the other.
+    private readonly Lock _sweepLock = new();
+    private readonly Dictionary<string, TaskCompletionSource> _sweeping = new(StringComparer.Ordinal);
+
     /// <summary>Registers <paramref name="session"/> and returns the one it replaces, if any.</summary>
     public MqttSession? Register(string clientId, MqttSession session)
     {
         MqttSession? previous = null;
-        _sessions.AddOrUpdate(clientId, session, (_, old) =>
+        lock (_sweepLock)
         {
-            previous = old;
-            return session;
-        });
+            _sessions.AddOrUpdate(clientId, session, (_, old) =>
+            {
+                previous = old;
+                return session;
+            });
+        }
         return previous;
+    }
+
+    /// <summary>Claims <paramref name="clientId"/> for a sweep: false while a connection has it (or another sweep does).</summary>
+    public bool TryBeginSweep(string clientId)
+    {
+        lock (_sweepLock)
+        {
+            if (_sessions.ContainsKey(clientId) || _sweeping.ContainsKey(clientId)) return false;
+            _sweeping[clientId] = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+            return true;
+        }
+    }
+
+    public void EndSweep(string clientId)
+    {
+        TaskCompletionSource? done;
+        lock (_sweepLock) _sweeping.Remove(clientId, out done);
+        done?.TrySetResult();
+    }
+
+    /// <summary>Completes when no sweep of <paramref name="clientId"/> is under way.</summary>
+    public Task SweepOf(string clientId)
+    {
+        lock (_sweepLock) return _sweeping.TryGetValue(clientId, out var done) ? done.Task : Task.CompletedTask;
     }
 
     /// <summary>Removes the entry only if it is still <paramref name="session"/> (not a later taker-over).</summary>

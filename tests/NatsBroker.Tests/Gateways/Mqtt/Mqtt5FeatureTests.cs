@@ -94,7 +94,7 @@ public sealed class Mqtt5FeatureTests(Mqtt5FeatureFixture fixture, ITestOutputHe
     /// Polls the session stream's record of the client (subject <c>$MQTT.sess.&lt;8 base-62 digits of its
     /// SHA-256&gt;</c>, gateways/mqtt MqttSession.Durable.cs; null when there is none) until <paramref name="done"/>.
     /// </summary>
-    private static async Task<bool> PollSessionRecordAsync(MqttTestServer s, string clientId, TimeSpan limit, Func<string?, bool> done)
+    internal static async Task<bool> PollSessionRecordAsync(MqttTestServer s, string clientId, TimeSpan limit, Func<string?, bool> done)
     {
         const string digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
         var sha = System.Security.Cryptography.SHA256.HashData(Encoding.UTF8.GetBytes(clientId));
@@ -185,6 +185,42 @@ public sealed class Mqtt5FeatureTests(Mqtt5FeatureFixture fixture, ITestOutputHe
         Assert.True(again.Retain);
         Assert.Equal("kept", again.ConvertPayloadToString());
         await b.PublishAsync(Message(topic + "/rap", "", retain: true)); // clean up
+    }
+
+    [SkippableFact]
+    public async Task A_resumed_session_keeps_its_subscription_options_and_identifiers()
+    {
+        var s = S;
+        string id = Id("so");
+        string topic = "so/" + Guid.NewGuid().ToString("N")[..8];
+        using (var first = await V5Async(id, b => b.WithSessionExpiryInterval(300)))
+        {
+            await first.SubscribeAsync(new MqttClientSubscribeOptionsBuilder().WithSubscriptionIdentifier(7)
+                .WithTopicFilter(f => f.WithTopic(topic + "/nl").WithQualityOfServiceLevel(MqttQualityOfServiceLevel.AtLeastOnce).WithNoLocal()).Build());
+            await first.SubscribeAsync(new MqttClientSubscribeOptionsBuilder().WithSubscriptionIdentifier(8)
+                .WithTopicFilter(f => f.WithTopic(topic + "/rap").WithRetainAsPublished()).Build());
+            await first.DisconnectAsync();
+        }
+        Assert.True(await SessionDetachedAsync(s, id, TimeSpan.FromSeconds(15)), "the session was not detached\n" + s.Server.OutputTail());
+
+        using var again = new MqttClientFactory().CreateMqttClient();
+        var received = new Received(again);
+        Assert.True((await s.ConnectAsync(again, id, MqttProtocolVersion.V500, b => b.WithCleanStart(false).WithSessionExpiryInterval(300))).IsSessionPresent);
+        // Its own message (PUBACKed, so processed after the restored subscriptions) is not delivered to it: No Local
+        // was restored, for the QoS 1 subscription's durable consumer as for live delivery.
+        Assert.True((await again.PublishAsync(Message(topic + "/nl", "mine"))).IsSuccess);
+        using (var other = await V5Async(Id("sopub")))
+        {
+            await other.PublishAsync(Message(topic + "/nl", "theirs"));
+            await other.PublishAsync(Message(topic + "/rap", "kept", MqttQualityOfServiceLevel.AtMostOnce, retain: true));
+            // Two paths (the QoS 1 one through JetStream), so in either order.
+            var got = new[] { await received.NextAsync(30), await received.NextAsync(30) }.OrderBy(m => m.Topic, StringComparer.Ordinal).ToArray();
+            Assert.Equal(("theirs", 7u), (got[0].ConvertPayloadToString(), Assert.Single(got[0].SubscriptionIdentifiers)));
+            Assert.Equal(("kept", 8u, true), (got[1].ConvertPayloadToString(), Assert.Single(got[1].SubscriptionIdentifiers), got[1].Retain));
+            Assert.True(await received.NothingWithinAsync(1000));
+            await other.PublishAsync(Message(topic + "/rap", "", MqttQualityOfServiceLevel.AtMostOnce, retain: true)); // clean up
+        }
+        await again.DisconnectAsync(new MqttClientDisconnectOptionsBuilder().WithSessionExpiryInterval(0).Build());
     }
 
     [SkippableFact]
