@@ -173,6 +173,10 @@ internal sealed partial class JsStream
         {
             if (CountIncrement(subject, hdr, m.Payload, out payload, out bool counterHeaders) is { } countError) return Fail(reply, countError);
             if (counterHeaders) hdr = _counterHdr!.WrittenSpan;
+            // nats-server checks the new total (and headers) against max_payload, then max_msg_size.
+            int maxPayload = Js.Options.MaxPayload;
+            if (hdr.Length > maxPayload || payload.Length > maxPayload - hdr.Length) return Fail(reply, JsErrors.StreamMessageExceedsMaximum);
+            if (cfg.MaxMsgSize > 0 && hdr.Length + payload.Length > cfg.MaxMsgSize) return Fail(reply, JsErrors.StreamMessageExceedsMaximum);
         }
         if (!TryMessageTtl(hdr, cfg, out long ttl, out var ttlError)) return Fail(reply, ttlError!);
         ulong republishLast = RepublishLastSequence(subject, cfg);

@@ -116,4 +116,17 @@ public sealed class CounterTests(AtomicBatchServer fixture) : IClassFixture<Atom
         Assert.Equal(2, await MessagesAsync(T, "CSPLAIN"));
         Assert.Equal("{\"val\":\"7\"}", plainData);
     }
+
+    [Fact]
+    public async Task The_stored_total_must_fit_max_msg_size()
+    {
+        // {"val":"N"} is 10 bytes plus the digits; the headers count too (nats-server checks after adding).
+        await CreateStreamAsync(T, """{"name":"CN5","subjects":["cn5"],"allow_msg_counter":true,"max_msg_size":40}""");
+        await using var c = await ConnectAsync(T);
+        await HPubAsync(c, "cn5", "_R.1", "Nats-Incr: 1\r\n", "");
+        Assert.Contains("\"val\":\"1\"", await ReplyAsync(c, "_R.1"), StringComparison.Ordinal);
+        await HPubAsync(c, "cn5", "_R.2", "Nats-Incr: 99999999999999\r\n", "");
+        Assert.Equal(Error(400, 10054, "message size exceeds maximum allowed", "CN5"), await ReplyAsync(c, "_R.2"));
+        Assert.Equal(1, await MessagesAsync(T, "CN5"));
+    }
 }
