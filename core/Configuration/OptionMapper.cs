@@ -24,7 +24,7 @@ internal sealed partial class OptionMapper(ServerOptions o)
 
     private static readonly HashSet<string> UnsupportedJetStream = new(StringComparer.Ordinal)
     {
-        "key", "ek", "encryption_key", "cipher", "extension_hint", "limits", "unique_tag",
+        "key", "ek", "encryption_key", "cipher", "extension_hint", "unique_tag",
         "max_outstanding_catchup",
     };
 
@@ -855,6 +855,9 @@ internal sealed partial class OptionMapper(ServerOptions o)
                     {
                         o.JetStreamSyncInterval = interval;
                     }
+                    break;
+                case "limits":
+                    JetStreamLimits(f);
                     break;
                 case "store_engine":
                     // Our extension: which storage engine backs file streams (see ServerOptions.StorageEngine).

@@ -103,8 +103,26 @@ public sealed class ServerOptions
     public TimeSpan? JetStreamSyncInterval { get; set; }
     /// <summary><c>sync_interval: always</c>: every stored message is fsynced before it is acknowledged.</summary>
     public bool JetStreamSyncAlways { get; set; }
-    /// <summary>Idle time after which an atomic or fast-ingest batch is abandoned (nats-server jetstream limits max_batch_timeout, default 10 s).</summary>
+    /// <summary>
+    /// Idle time after which an atomic or fast-ingest batch is abandoned (<c>jetstream { limits { batch { timeout } } }</c>,
+    /// nats-server MaxBatchTimeout; default streamDefaultMaxBatchTimeout, 10 s).
+    /// </summary>
     public TimeSpan JetStreamBatchTimeout { get; set; } = TimeSpan.FromSeconds(10);
+    /// <summary>
+    /// <c>jetstream { limits { batch { max_inflight_per_stream } } }</c> (nats-server MaxBatchInflightPerStream): open
+    /// batches per stream, atomic and fast alike; 0 or less keeps nats-server's defaults (50 atomic, 1,000 fast).
+    /// </summary>
+    public int JetStreamBatchMaxInflightPerStream { get; set; }
+    /// <summary>
+    /// <c>jetstream { limits { batch { max_inflight_total } } }</c> (nats-server MaxBatchInflightTotal): open batches on
+    /// the server, counted separately for atomic and fast; 0 or less keeps the defaults (1,000 atomic, 50,000 fast).
+    /// </summary>
+    public int JetStreamBatchMaxInflightTotal { get; set; }
+    /// <summary>
+    /// <c>jetstream { limits { batch { max_msgs } } }</c> (nats-server MaxBatchSize): messages in one atomic batch; 0 or
+    /// less keeps the default 1,000.
+    /// </summary>
+    public int JetStreamBatchMaxMsgs { get; set; }
     /// <summary>
     /// Name of the storage engine for file-backed streams ("file" by default). Our extension, set with
     /// <c>jetstream { store_engine: name }</c>; nats-server has no such key.

@@ -199,8 +199,11 @@ public sealed partial class JetStreamService
         if (cfg!.Name != name) return Fail(req, type, JsErrors.StreamMismatch);
         var err = JsConfigCheck.CheckStream(cfg, req.JetStream);
         if (err is not null) return Fail(req, type, err);
+        AssetVersioning.SetStatic(cfg);
         if (req.JetStream.TryGet(name, out var existing))
         {
+            // nats-server processStream: the existing stream's required level, not this request's, is compared.
+            AssetVersioning.CopyStatic(cfg, existing.Config);
             if (!SameJson(existing.Config, cfg)) return Fail(req, type, JsErrors.StreamNameExist);
             return Respond(req, StreamInfoJson(type, existing.Info(), didCreate: true));
         }
@@ -208,8 +211,11 @@ public sealed partial class JetStreamService
         if (err is not null)
         {
             // A concurrent create of the same config is not an error (the account lock decided).
-            if (err == JsErrors.StreamNameExist && req.JetStream.TryGet(name, out existing) && SameJson(existing.Config, cfg))
-                return Respond(req, StreamInfoJson(type, existing.Info(), didCreate: true));
+            if (err == JsErrors.StreamNameExist && req.JetStream.TryGet(name, out existing))
+            {
+                AssetVersioning.CopyStatic(cfg, existing.Config);
+                if (SameJson(existing.Config, cfg)) return Respond(req, StreamInfoJson(type, existing.Info(), didCreate: true));
+            }
             return Fail(req, type, err);
         }
         Logger.LogDebug("JetStream: created stream {Stream}", name);
@@ -224,6 +230,7 @@ public sealed partial class JetStreamService
         if (cfg!.Name != name) return Fail(req, type, JsErrors.StreamMismatch);
         var err = JsConfigCheck.CheckStream(cfg, req.JetStream);
         if (err is not null) return Fail(req, type, err);
+        AssetVersioning.SetStatic(cfg);
         if (!req.JetStream.TryGet(name, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
         err = JsConfigCheck.CheckStreamUpdate(stream.Config, cfg);
         if (err is not null) return Fail(req, type, err);
@@ -245,7 +252,8 @@ public sealed partial class JetStreamService
     }
 
     /// <summary>
-    /// A StreamInfo response. <paramref name="didCreate"/>: STREAM.CREATE's did_create (nats-server sets it on every
+    /// A StreamInfo response, its config's metadata naming this server (nats-server setDynamicStreamMetadata).
+    /// <paramref name="didCreate"/>: STREAM.CREATE's did_create (nats-server sets it on every
     /// successful create, also for an identical existing stream); <paramref name="paged"/>: STREAM.INFO carries
     /// ApiPaged (total/offset/limit of subject details).
     /// </summary>
@@ -257,7 +265,7 @@ public sealed partial class JetStreamService
             Total = paged ? info.State.Subjects?.Count ?? 0 : null,
             Offset = paged ? 0 : null,
             Limit = paged ? (info.State.Subjects is null ? 0 : 100_000) : null,
-            Config = info.Config,
+            Config = AssetVersioning.WithDynamic(info.Config),
             Created = info.Created,
             State = info.State,
             Cluster = info.Cluster,
@@ -425,6 +433,7 @@ public sealed partial class JetStreamService
         bool ackPendingSet = cfg.MaxAckPending is > 0;
         var err = JsConfigCheck.CheckConsumer(cfg, stream.Config, false);
         if (err is not null) return Fail(req, type, err);
+        AssetVersioning.SetStatic(cfg);
         err = req.JetStream.ApplyAckPendingLimit(cfg, ackPendingSet);
         if (err is not null) return Fail(req, type, err);
 
@@ -433,7 +442,12 @@ public sealed partial class JetStreamService
         {
             if (stream.TryGetConsumer(name, out var existing))
             {
-                if (r.Action == "create" && !SameJson(existing.Config, cfg)) return Fail(req, type, JsErrors.ConsumerAlreadyExists);
+                if (r.Action == "create")
+                {
+                    // nats-server addConsumerWithAssignment: a create compares with the existing required level.
+                    AssetVersioning.CopyStatic(cfg, existing.Config);
+                    if (!SameJson(existing.Config, cfg)) return Fail(req, type, JsErrors.ConsumerAlreadyExists);
+                }
                 if (!SameJson(existing.Config, cfg))
                 {
                     var uerr = CheckConsumerUpdate(existing.Config, cfg);
@@ -490,8 +504,13 @@ public sealed partial class JetStreamService
         return new string(c);
     }
 
-    private static byte[] ConsumerInfoJson(string type, ConsumerInfo info) =>
-        JsJson.Serialize(ConsumerInfoResponse.From(P + type, info), JsJsonContext.Default.ConsumerInfoResponse);
+    /// <summary>A ConsumerInfo response, its config's metadata naming this server (nats-server setDynamicConsumerInfoMetadata).</summary>
+    private static byte[] ConsumerInfoJson(string type, ConsumerInfo info)
+    {
+        var resp = ConsumerInfoResponse.From(P + type, info);
+        resp.Config = AssetVersioning.WithDynamic(info.Config);
+        return JsJson.Serialize(resp, JsJsonContext.Default.ConsumerInfoResponse);
+    }
 
     private bool ConsumerInfo(ApiRequest req, string streamName, string name)
     {

@@ -26,6 +26,8 @@ public sealed partial class JetStreamService
         var until = r.PauseUntil is { } u && u > DateTime.MinValue.AddDays(1) ? DateTime.SpecifyKind(u.ToUniversalTime(), DateTimeKind.Utc) : (DateTime?)null;
         var next = CloneConfig(c.Config);
         next.PauseUntil = until;
+        // nats-server jsConsumerPauseRequest: the required level follows pause_until.
+        AssetVersioning.SetStatic(next);
         c.Update(next);
         var now = DateTime.UtcNow;
         var resp = new ConsumerPauseResponse

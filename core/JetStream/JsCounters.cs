@@ -11,19 +11,24 @@ namespace NatsBroker.JetStream;
 // Distributed counters (ADR-49, nats-server 2.12 stream.go processJetStreamMsgWithBatch): on a stream with
 // allow_msg_counter every message carries Nats-Incr (a big integer, "+1", "-10", "0") and no payload; the server
 // adds it to the subject's last value and stores {"val":"<total>"} with the headers as published. The PubAck gets
-// "val". Sourced counters (Nats-Counter-Sources) need sources, which this server does not have yet.
+// "val". A counter stream that sources other counter streams aggregates them per source (JsCounters.Sources.cs).
 internal sealed partial class JsStream
 {
     public const string IncrHeader = "Nats-Incr";
     private byte[] _counterScratch = new byte[64];
     private string? _counterValue; // the total of the message being stored (worker thread only)
 
-    /// <summary>The Nats-Incr checks nats-server makes first among the header checks; null when the message may go on.</summary>
-    private static ApiError? CheckCounterHeaders(ReadOnlySpan<byte> hdr, int payloadLength, StreamConfig cfg)
+    /// <summary>
+    /// The Nats-Incr checks nats-server makes first among the header checks; null when the message may go on. A
+    /// <paramref name="sourced"/> message is only checked for a readable increment: it is stored verbatim (a
+    /// non-counter stream) or aggregated (a counter stream).
+    /// </summary>
+    private static ApiError? CheckCounterHeaders(ReadOnlySpan<byte> hdr, int payloadLength, StreamConfig cfg, bool sourced)
     {
         var incr = NatsHeaders.Get(hdr, IncrHeader);
         if (incr.IsEmpty) return null;
         if (!TryParseIncrement(incr, out _)) return BatchErrors.MessageIncrInvalid;
+        if (sourced) return null;
         if (cfg.AllowMsgCounter != true) return BatchErrors.MessageIncrDisabled;
         if (payloadLength > 0) return BatchErrors.MessageIncrPayload;
         if (!NatsHeaders.Get(hdr, NatsHeaders.Rollup).IsEmpty
@@ -51,29 +56,34 @@ internal sealed partial class JsStream
 
     /// <summary>
     /// For a counter stream: the new total of <paramref name="subject"/> as the payload to store
-    /// ({"val":"N"}), or the error (increment missing, last value unreadable).
+    /// ({"val":"N"}), or the error (increment missing, last value unreadable). When sources are involved (a sourced
+    /// message, or a subject whose last message names sources) the headers are rewritten into <see cref="_counterHdr"/>
+    /// (<paramref name="headersRewritten"/>): the per-source
+    /// values in Nats-Counter-Sources and, for a sourced message, Nats-Incr as the change since that source's last
+    /// value (nats-server processJetStreamMsgWithBatch).
     /// </summary>
-    private ApiError? CountIncrement(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> hdr, out ReadOnlySpan<byte> payload)
+    private ApiError? CountIncrement(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> hdr, ReadOnlySpan<byte> published, out ReadOnlySpan<byte> payload, out bool headersRewritten)
     {
         payload = default;
+        headersRewritten = false;
         _counterValue = null;
         var incrText = NatsHeaders.Get(hdr, IncrHeader);
         if (incrText.IsEmpty || !TryParseIncrement(incrText, out var incr)) return BatchErrors.MessageIncrMissing;
         var probe = t_probe ??= new StoredMessage(64);
         BigInteger total = BigInteger.Zero;
+        CounterSources? sources = null;
         if (Store.LoadLast(subject, probe) == StoreStatus.Ok)
         {
-            try
-            {
-                using var doc = JsonDocument.Parse(probe.Payload.ToArray());
-                if (!doc.RootElement.TryGetProperty("val", out var v) || v.ValueKind != JsonValueKind.String
-                    || !BigInteger.TryParse(v.GetString(), NumberStyles.AllowLeadingSign, CultureInfo.InvariantCulture, out total))
-                    return BatchErrors.MessageCounterBroken;
-            }
-            catch (JsonException)
-            {
-                return BatchErrors.MessageCounterBroken;
-            }
+            if (!TryReadCounterValue(probe.Payload, out total)) return BatchErrors.MessageCounterBroken;
+            var stored = NatsHeaders.Get(probe.Headers, CounterSources.Header);
+            if (!stored.IsEmpty && !CounterSources.TryParse(stored, out sources)) return BatchErrors.MessageCounterBroken;
+        }
+        var source = NatsHeaders.Get(hdr, JsSourcing.SourceHeader);
+        if (!source.IsEmpty && CountSourced(subject, source, published, ref sources, ref incr) is { } sourceError) return sourceError;
+        if (sources is { Count: > 0 })
+        {
+            CounterHeaders(hdr, sources, source.IsEmpty ? null : incr);
+            headersRewritten = true;
         }
         total += incr;
         _counterValue = total.ToString(CultureInfo.InvariantCulture);

@@ -127,7 +127,7 @@ internal sealed partial class JsStream
         long now = GoTime.NowNanos();
         if (!hdr.IsEmpty)
         {
-            if (CheckCounterHeaders(hdr, m.Payload.Length, cfg) is { } counterError) return Fail(reply, counterError);
+            if (CheckCounterHeaders(hdr, m.Payload.Length, cfg, m.Kind == Inbound.KindSourced) is { } counterError) return Fail(reply, counterError);
             msgId = NatsHeaders.GetString(hdr, NatsHeaders.MsgId);
             if (msgId.Length > 0)
             {
@@ -169,7 +169,15 @@ internal sealed partial class JsStream
 
         var payload = m.Payload;
         bool counter = cfg.AllowMsgCounter == true;
-        if (counter && CountIncrement(subject, hdr, out payload) is { } countError) return Fail(reply, countError);
+        if (counter)
+        {
+            if (CountIncrement(subject, hdr, m.Payload, out payload, out bool counterHeaders) is { } countError) return Fail(reply, countError);
+            if (counterHeaders) hdr = _counterHdr!.WrittenSpan;
+            // nats-server checks the new total (and headers) against max_payload, then max_msg_size.
+            int maxPayload = Js.Options.MaxPayload;
+            if (hdr.Length > maxPayload || payload.Length > maxPayload - hdr.Length) return Fail(reply, JsErrors.StreamMessageExceedsMaximum);
+            if (cfg.MaxMsgSize > 0 && hdr.Length + payload.Length > cfg.MaxMsgSize) return Fail(reply, JsErrors.StreamMessageExceedsMaximum);
+        }
         if (!TryMessageTtl(hdr, cfg, out long ttl, out var ttlError)) return Fail(reply, ttlError!);
         ulong republishLast = RepublishLastSequence(subject, cfg);
         // Account / server storage limits (processJetStreamMsg's limitsExceeded / wouldExceedLimits); only a limited

@@ -108,7 +108,7 @@ internal sealed partial class JsStream
         subject.CopyTo(buf, 0);
         headers.CopyTo(buf.AsSpan(subject.Length));
         payload.CopyTo(buf.AsSpan(subject.Length + headers.Length));
-        var inbound = new Inbound(buf, subject.Length, 0, headers.Length, payload.Length, originSeq, timestamp);
+        var inbound = new Inbound(buf, subject.Length, 0, headers.Length, payload.Length, originSeq, timestamp, originSeq == 0 ? Inbound.KindSourced : (byte)0);
         return WriteCopyAsync(inbound, token);
     }
 

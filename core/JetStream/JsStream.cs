@@ -327,6 +327,8 @@ internal sealed partial class JsStream : IAsyncDisposable
     {
         public const byte KindTick = 1;
         public const byte KindScheduled = 2;
+        /// <summary>A message copied from a source (nats-server processJetStreamMsg's <c>sourced</c>).</summary>
+        public const byte KindSourced = 3;
         public static Inbound ScheduleTick => new([], 0, 0, 0, 0, kind: KindTick);
 
         public readonly byte[] Buffer = buffer;

@@ -82,6 +82,33 @@ internal static class NatsHeaders
         return into.WrittenCount - start;
     }
 
+    /// <summary>
+    /// nats-server setHeader (client.go): <paramref name="block"/> with the first <paramref name="key"/> line's value
+    /// replaced (one space after the colon kept), or the line appended when absent; written into
+    /// <paramref name="into"/>.
+    /// </summary>
+    public static void Set(ReadOnlySpan<byte> block, string key, string value, ArrayBufferWriter<byte> into)
+    {
+        var keyLine = Encoding.ASCII.GetBytes("\r\n" + key + ":");
+        int at = block.IsEmpty ? -1 : block.IndexOf(keyLine);
+        if (at < 0)
+        {
+            AppendHeaders(block, [(key, value)], into);
+            return;
+        }
+        int valStart = at + keyLine.Length;
+        if (valStart < block.Length && block[valStart] == (byte)' ') valStart++;
+        int valEnd = block[valStart..].IndexOf((byte)'\r');
+        if (valEnd < 0)
+        {
+            Write(into, block); // malformed: kept as it is, as nats-server does
+            return;
+        }
+        Write(into, block[..valStart]);
+        Write(into, Encoding.UTF8.GetBytes(value));
+        Write(into, block[(valStart + valEnd)..]);
+    }
+
     private static void Write(ArrayBufferWriter<byte> w, ReadOnlySpan<byte> s)
     {
         s.CopyTo(w.GetSpan(s.Length));

@@ -127,6 +127,9 @@ public sealed class StreamConfig
     public long? SubjectDeleteMarkerTtl { get; set; }
     public Dictionary<string, string>? Metadata { get; set; }
     public StreamConsumerLimits ConsumerLimits { get; set; } = new();
+
+    /// <summary>A member-wise copy (Go's <c>newCfg := *cfg</c>); nested objects are shared.</summary>
+    internal StreamConfig ShallowCopy() => (StreamConfig)MemberwiseClone();
 }
 
 /// <summary>nats-server StreamState as the API shows it.</summary>
@@ -298,6 +301,9 @@ public sealed class ConsumerConfig
     public string? PriorityPolicy { get; set; }
     /// <summary>Nanoseconds a pinned client may go without a pull before it loses the pin (nats-server PinnedTTL).</summary>
     public long? PriorityTimeout { get; set; }
+
+    /// <summary>A member-wise copy (Go's <c>newCfg := *cfg</c>); nested objects are shared.</summary>
+    internal ConsumerConfig ShallowCopy() => (ConsumerConfig)MemberwiseClone();
 }
 
 public sealed class CreateConsumerRequest

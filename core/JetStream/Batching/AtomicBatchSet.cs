@@ -1,3 +1,5 @@
+using NatsBroker.Configuration;
+
 namespace NatsBroker.JetStream.Batching;
 
 /// <summary>
@@ -6,29 +8,26 @@ namespace NatsBroker.JetStream.Batching;
 /// </summary>
 internal sealed class BatchCounters
 {
-    /// <summary>nats-server streamDefaultMaxAtomicBatchInflightTotal.</summary>
-    public const int MaxAtomicInflightTotal = 1_000;
-    /// <summary>nats-server streamDefaultMaxFastBatchInflightTotal.</summary>
-    public const int MaxFastInflightTotal = 50_000;
-
     private int _atomic;
     private int _fast;
 
     public int AtomicInFlight => Volatile.Read(ref _atomic);
     public int FastInFlight => Volatile.Read(ref _fast);
 
-    public bool TryAddAtomic()
+    /// <param name="max">The server's limit (<see cref="BatchLimits.AtomicInflightTotal"/>).</param>
+    public bool TryAddAtomic(int max)
     {
-        if (Interlocked.Increment(ref _atomic) <= MaxAtomicInflightTotal) return true;
+        if (Interlocked.Increment(ref _atomic) <= max) return true;
         Interlocked.Decrement(ref _atomic);
         return false;
     }
 
     public void RemoveAtomic() => Interlocked.Decrement(ref _atomic);
 
-    public bool TryAddFast()
+    /// <param name="max">The server's limit (<see cref="BatchLimits.FastInflightTotal"/>).</param>
+    public bool TryAddFast(int max)
     {
-        if (Interlocked.Increment(ref _fast) <= MaxFastInflightTotal) return true;
+        if (Interlocked.Increment(ref _fast) <= max) return true;
         Interlocked.Decrement(ref _fast);
         return false;
     }
@@ -46,24 +45,22 @@ internal sealed class BatchCounters
 /// </summary>
 internal sealed class AtomicBatchSet : IDisposable
 {
-    /// <summary>nats-server streamDefaultMaxAtomicBatchInflightPerStream.</summary>
-    public const int MaxInflightPerStream = 50;
-    /// <summary>nats-server streamDefaultMaxAtomicBatchSize.</summary>
-    public const int MaxBatchSize = 1_000;
-
     private readonly Dictionary<string, StagedBatch> _batches = new(StringComparer.Ordinal);
     private readonly Lock _lock = new();
     private readonly BatchCounters _counters;
+    private readonly ServerOptions _options;
     private readonly TimeSpan _timeout;
     private readonly Action<string> _abandoned;
     private Timer? _sweep;
     private bool _disposed;
 
     /// <param name="abandoned">Called (outside the lock, on a timer thread) with the id of a batch abandoned for inactivity.</param>
-    public AtomicBatchSet(BatchCounters counters, TimeSpan timeout, Action<string> abandoned)
+    /// <param name="options">The limits (<see cref="BatchLimits"/>), read at each new batch as nats-server does.</param>
+    public AtomicBatchSet(BatchCounters counters, ServerOptions options, Action<string> abandoned)
     {
         _counters = counters;
-        _timeout = timeout;
+        _options = options;
+        _timeout = options.JetStreamBatchTimeout;
         _abandoned = abandoned;
     }
 
@@ -106,8 +103,8 @@ internal sealed class AtomicBatchSet : IDisposable
         batch = null;
         lock (_lock)
         {
-            if (_disposed || _batches.Count + 1 > MaxInflightPerStream) return StartResult.TooManyInStream;
-            if (!_counters.TryAddAtomic()) return StartResult.TooManyInServer;
+            if (_disposed || _batches.Count + 1 > BatchLimits.AtomicInflightPerStream(_options)) return StartResult.TooManyInStream;
+            if (!_counters.TryAddAtomic(BatchLimits.AtomicInflightTotal(_options))) return StartResult.TooManyInServer;
             batch = new StagedBatch(id) { LastActivity = Environment.TickCount64 };
             _batches[id] = batch;
             if (_sweep is null)

@@ -1,3 +1,5 @@
+using NatsBroker.Configuration;
+
 namespace NatsBroker.JetStream.Batching;
 
 /// <summary>
@@ -25,28 +27,30 @@ internal sealed class FastBatch(string id, bool gapOk, ushort maxAckMessages)
 }
 
 /// <summary>
-/// The fast-ingest batches in flight on one stream: limits (1,000 per stream, 50,000 per server) and silent
+/// The fast-ingest batches in flight on one stream: limits (<see cref="BatchLimits"/>: 1,000 per stream, 50,000 per
+/// server unless configured) and silent
 /// abandonment after the batch timeout (a sweep timer that runs only while batches exist). The ingest worker
 /// owns each batch's fields; <see cref="_lock"/> guards the map (the sweep removes from it).
 /// </summary>
 internal sealed class FastBatchSet : IDisposable
 {
-    /// <summary>nats-server streamDefaultMaxFastBatchInflightPerStream.</summary>
-    public const int MaxInflightPerStream = 1_000;
     /// <summary>nats-server fastBatchInit / checkFlowControl: the flow shared by the stream's fast publishers.</summary>
     public const int FlowBudget = 500;
 
     private readonly Dictionary<string, FastBatch> _batches = new(StringComparer.Ordinal);
     private readonly Lock _lock = new();
     private readonly BatchCounters _counters;
+    private readonly ServerOptions _options;
     private readonly TimeSpan _timeout;
     private Timer? _sweep;
     private bool _disposed;
 
-    public FastBatchSet(BatchCounters counters, TimeSpan timeout)
+    /// <param name="options">The limits (<see cref="BatchLimits"/>), read at each new batch as nats-server does.</param>
+    public FastBatchSet(BatchCounters counters, ServerOptions options)
     {
         _counters = counters;
-        _timeout = timeout;
+        _options = options;
+        _timeout = options.JetStreamBatchTimeout;
     }
 
     public int Count
@@ -89,8 +93,8 @@ internal sealed class FastBatchSet : IDisposable
     {
         lock (_lock)
         {
-            if (_disposed || _batches.Count + 1 > MaxInflightPerStream) return null;
-            if (!_counters.TryAddFast()) return null;
+            if (_disposed || _batches.Count + 1 > BatchLimits.FastInflightPerStream(_options)) return null;
+            if (!_counters.TryAddFast(BatchLimits.FastInflightTotal(_options))) return null;
             var b = new FastBatch(id, gapOk, maxAckMessages) { LastActivity = Environment.TickCount64 };
             _batches[id] = b;
             b.AckMessages = _batches.Count > 1 ? (ushort)1 : Math.Min((ushort)FlowBudget, maxAckMessages);

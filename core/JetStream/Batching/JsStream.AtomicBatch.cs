@@ -29,7 +29,7 @@ internal sealed partial class JsStream
     private readonly Dictionary<string, ulong> _batchExpectedPerSubject = new(StringComparer.Ordinal);
     private char[] _subjectChars = new char[256];
 
-    private AtomicBatchSet AtomicBatches => _atomicBatches ??= new AtomicBatchSet(Js.BatchCounters, Js.Options.JetStreamBatchTimeout, id => SendBatchAbandoned(id, "timeout"));
+    private AtomicBatchSet AtomicBatches => _atomicBatches ??= new AtomicBatchSet(Js.BatchCounters, Js.Options, id => SendBatchAbandoned(id, "timeout"));
 
     /// <summary>Drops the staged atomic batches (stream stopped, or allow_atomic turned off).</summary>
     private void ClearAtomicBatches() => _atomicBatches?.Clear();
@@ -58,8 +58,9 @@ internal sealed partial class JsStream
         {
             if (seq != 1)
             {
-                return Fail(reply, size > AtomicBatchSet.MaxBatchSize
-                    ? BatchErrors.AtomicPublishTooLargeBatch(AtomicBatchSet.MaxBatchSize)
+                int maxSize = BatchLimits.AtomicBatchSize(Js.Options);
+                return Fail(reply, size > (ulong)maxSize
+                    ? BatchErrors.AtomicPublishTooLargeBatch(maxSize)
                     : BatchErrors.AtomicPublishIncompleteBatch);
             }
             if (set.Start(Encoding.UTF8.GetString(batchId), out batch) != AtomicBatchSet.StartResult.Started) return Fail(reply, BatchErrors.AtomicPublishTooManyInflight);
@@ -92,11 +93,12 @@ internal sealed partial class JsStream
             SendBatchAbandoned(id, "incomplete");
             return Fail(reply, BatchErrors.AtomicPublishIncompleteBatch);
         }
-        if (size > AtomicBatchSet.MaxBatchSize)
+        int maxBatchSize = BatchLimits.AtomicBatchSize(Js.Options);
+        if (size > (ulong)maxBatchSize)
         {
             Drop(set, batch);
             SendBatchAbandoned(id, "large");
-            return Fail(reply, BatchErrors.AtomicPublishTooLargeBatch(AtomicBatchSet.MaxBatchSize));
+            return Fail(reply, BatchErrors.AtomicPublishTooLargeBatch(maxBatchSize));
         }
         batch.Add(m.Subject, hdr, m.Payload);
         if (!commit)

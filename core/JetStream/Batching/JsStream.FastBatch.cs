@@ -20,7 +20,7 @@ internal sealed partial class JsStream
     private readonly byte[] _flowScratch = new byte[96];
     private FastBatch? _lastFastBatch; // worker thread only
 
-    private FastBatchSet FastBatches => _fastBatches ??= new FastBatchSet(Js.BatchCounters, Js.Options.JetStreamBatchTimeout);
+    private FastBatchSet FastBatches => _fastBatches ??= new FastBatchSet(Js.BatchCounters, Js.Options);
 
     private void ClearFastBatches() => _fastBatches?.Clear();
 

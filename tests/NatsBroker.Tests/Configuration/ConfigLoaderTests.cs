@@ -300,6 +300,26 @@ public class ConfigLoaderTests
     }
 
     [Fact]
+    public void Jetstream_batch_limits()
+    {
+        // nats-server 2.12+ opts.go parseJetStreamLimitsBatch.
+        var o = Load("jetstream { limits { max_ha_assets: 3, batch { max_inflight_per_stream: 7, max_inflight_total: 70, max_msgs: 100, timeout: \"2s\" } } }");
+        Assert.Equal(7, o.JetStreamBatchMaxInflightPerStream);
+        Assert.Equal(70, o.JetStreamBatchMaxInflightTotal);
+        Assert.Equal(100, o.JetStreamBatchMaxMsgs);
+        Assert.Equal(TimeSpan.FromSeconds(2), o.JetStreamBatchTimeout);
+        var d = Load("jetstream { limits { batch { max_msgs: 0, timeout: \"0s\" } } }");
+        Assert.Equal(0, d.JetStreamBatchMaxMsgs); // 0: nats-server's default (1,000) applies
+        Assert.Equal(TimeSpan.FromSeconds(10), d.JetStreamBatchTimeout);
+        Assert.Equal("t.conf:1:22: Expected a map to define batch limits, got integer 5", Fail("jetstream { limits { batch: 5 } }"));
+        Assert.Equal("t.conf:1:13: Expected a map to define JetStreamLimits, got boolean true", Fail("jetstream { limits: true }"));
+        Assert.Equal("t.conf:1:30: unknown field \"max_batch_size\"", Fail("jetstream { limits { batch { max_batch_size: 5 } } }"));
+        Assert.Equal("t.conf:1:30: invalid value for \"max_msgs\": expected an integer, got string \"x\"", Fail("jetstream { limits { batch { max_msgs: x } } }"));
+        Assert.Equal("t.conf:1:30: error parsing timeout: time: unknown unit \"x\" in duration \"5x\"", Fail("jetstream { limits { batch { timeout: \"5x\" } } }"));
+        Assert.Equal("t.conf:1:22: \"max_request_batch\" in jetstream limits is not supported by this server yet", Fail("jetstream { limits { max_request_batch: 5 } }"));
+    }
+
+    [Fact]
     public void All_errors_are_collected()
     {
         var e = Assert.Throws<ConfigException>(() => Load("foo: 1\nport: x\nbar: 2"));
