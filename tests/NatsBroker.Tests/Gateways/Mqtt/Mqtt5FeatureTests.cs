@@ -42,11 +42,14 @@ public sealed class Mqtt5FeatureTests(Mqtt5FeatureFixture fixture, ITestOutputHe
     {
         var s = S;
         string id = Id("sx");
-        using (var first = await V5Async(id, b => b.WithCleanStart(true).WithSessionExpiryInterval(3)))
+        using (var first = await V5Async(id, b => b.WithCleanStart(true).WithSessionExpiryInterval(30)))
         {
             await first.SubscribeAsync(new MqttClientSubscribeOptionsBuilder().WithTopicFilter("sx/a", MqttQualityOfServiceLevel.AtLeastOnce).Build());
             await first.DisconnectAsync();
         }
+        // As in the expiry test below: a message sent while the gateway still delivers to the old connection is in
+        // flight there and comes back only after ack_wait.
+        Assert.True(await SessionDetachedAsync(s, id, TimeSpan.FromSeconds(15)), "the session was not detached\n" + s.Server.OutputTail());
         using (var publisher = await V5Async(Id("sxpub")))
         {
             Assert.True((await publisher.PublishAsync(Message("sx/a", "queued"))).IsSuccess);
