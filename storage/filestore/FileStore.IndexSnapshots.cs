@@ -191,6 +191,12 @@ internal sealed partial class FileStore
         {
             return;
         }
+        if (_closing)
+        {
+            // A close is waiting (FileStore.ImageCheckpoint.cs, BeforeClose): it writes the snapshots and the image itself.
+            Volatile.Write(ref _checkpointing, 0);
+            return;
+        }
         try
         {
             var list = _checkpointList;
@@ -242,6 +248,8 @@ internal sealed partial class FileStore
             }
             list.Clear();
             if (wrote) SyncIndexDirectory();
+            // The index image (FileStore.ImageCheckpoint.cs): every image_interval_bytes, and at an explicit flush.
+            if (ImageCheckpointDue(wait)) WriteImageCheckpoint(atClose: false);
         }
         finally
         {
@@ -276,7 +284,8 @@ internal sealed partial class FileStore
     /// </summary>
     private void WriteSnapshotsLocked()
     {
-        if (Interlocked.CompareExchange(ref _checkpointing, 1, 0) != 0) return;
+        var spin = new SpinWait();
+        while (Interlocked.CompareExchange(ref _checkpointing, 1, 0) != 0) spin.SpinOnce(); // see BeforeClose
         try
         {
             var list = _checkpointList;

@@ -42,8 +42,9 @@ internal sealed partial class FileStore : IndexedStore
     private bool _recovering;
     private uint _maxBlockId;
 
-    private FileStore(StreamStoreConfig config, string dir, FileStoreOptions opt) : base(config)
+    private FileStore(StreamStoreConfig config, string dir, FileStoreOptions opt, bool ignoreImage = false) : base(config)
     {
+        _ignoreImage = ignoreImage;
         _dir = dir;
         _blockDir = Path.Combine(dir, Format.BlockDir);
         _consumerDir = Path.Combine(dir, Format.ConsumerDir);
@@ -76,6 +77,17 @@ internal sealed partial class FileStore : IndexedStore
         try
         {
             var (st, err) = fs.OpenDirectory();
+            if (fs._restartWithoutImage)
+            {
+                // The index image passed its checks but the replay showed that it still lists messages of a block
+                // deleted since (FileStore.FastOpen.cs): nothing of it is kept, the store is opened again from the blocks.
+                fs.StopTimers();
+                fs.CloseFiles();
+                var report = fs.RecoveryReport;
+                fs = new FileStore(config, dir, opt, ignoreImage: true);
+                foreach (var line in report) fs.Report(line);
+                (st, err) = fs.OpenDirectory();
+            }
             if (st != StoreStatus.Ok)
             {
                 fs.StopTimers();
@@ -258,7 +270,7 @@ internal sealed partial class FileStore : IndexedStore
             if (FlushTailLocked() == StoreStatus.Ok && SyncAllLocked() == StoreStatus.Ok)
             {
                 WriteSnapshotsLocked();
-                WriteIndexImageLocked();
+                WriteImageAtClose();
             }
         }
         CloseFiles();
