@@ -16,9 +16,9 @@ namespace NatsBroker.Storage.File;
 /// which deletes the image durably before it rewrites anything; so the records after the checkpoint are exactly
 /// the bytes from L on and the blocks with higher ids, and open replays them through the same code as a scan
 /// (<see cref="ApplyRecord"/>, or a block's index snapshot). A block the image lists that was deleted since held
-/// no live message when it was deleted (its removals were made durable first); the replay must therefore have
-/// removed every entry the image has in it: if one is left (its removal record went with a block deleted too),
-/// the image is not trusted and the store is opened again from the blocks.
+/// no live message when it was deleted, so whatever the image still has in it is removed (a scan would not see it
+/// either). If the replay meets an error (a newer block version, a damaged index page), nothing of the attempt is
+/// kept and the store is opened again from the blocks alone.
 /// </para>
 /// <para>
 /// Open then costs O(blocks + subjects + index chunks) plus the replay of what was written after the checkpoint
@@ -168,19 +168,17 @@ internal sealed partial class FileStore
         }
         RecoverLast(last, floor);
 
-        // Blocks deleted since the checkpoint: nothing of theirs may be left.
+        // Blocks deleted since the checkpoint: a block is deleted only once no live message is left in it, so
+        // nothing of it survives, as with a scan, which never sees it. Entries the image still has there (their
+        // removal was not recorded: front removals by limits write their floor lazily, and a tombstone that pointed
+        // into a deleted block is not carried) are removed now, in sequence order (front ones move First).
         foreach (var m in missing)
         {
-            if (m.LastMsgSeq < First || Msgs == 0) continue;
-            for (ulong seq = Math.Max(First, m.StartSeq); seq != 0 && seq <= m.LastMsgSeq; seq = Index.NextLive(seq + 1, m.LastMsgSeq))
+            if (Msgs == 0 || m.LastMsgSeq < First) continue;
+            for (ulong seq = Index.NextLive(Math.Max(First, m.StartSeq), m.LastMsgSeq); seq != 0; seq = seq >= m.LastMsgSeq ? 0 : Index.NextLive(seq + 1, m.LastMsgSeq))
             {
                 if (Failure is not null) return ImageOpen.Restart;
-                ref var e = ref Index.Get(seq);
-                if (e.IsLive && (uint)(e.Location >> 32) == m.Id)
-                {
-                    Report($"index image lists sequence {seq} in block {Format.BlockName(m.Id)}, deleted since; not used");
-                    return ImageOpen.Restart;
-                }
+                if ((uint)(Index.Get(seq).Location >> 32) == m.Id) RemoveLocked(seq, RemoveKind.Lazy);
             }
         }
         if (Failure is not null) return ImageOpen.Restart; // a damaged page met during the replay

@@ -343,6 +343,7 @@ public sealed class ImageCheckpointTests(ITestOutputHelper output)
 
             var s2 = Open(fs);
             output.WriteLine($"round {round}: opened from image {s2.OpenedFromImage}; report: {string.Join("; ", s2.RecoveryReport)}");
+            Assert.True(s2.OpenedFromImage, "the image was not used: " + string.Join("; ", s2.RecoveryReport));
             model.Check(s2, $"round {round}");
             s2.Dispose();
         }
