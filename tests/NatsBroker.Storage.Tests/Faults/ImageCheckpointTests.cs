@@ -348,4 +348,102 @@ public sealed class ImageCheckpointTests(ITestOutputHelper output)
             s2.Dispose();
         }
     }
+
+    [Fact]
+    public async Task A_checkpoint_stalled_in_the_image_fsync_does_not_block_appends_or_removes()
+    {
+        // The image is written outside the store lock: with its fsync hanging, appends and removes go on. The
+        // removes touch index chunks the checkpoint captured (copy-on-write), and the image committed afterwards
+        // still describes the capture, which the open after a power cut checks.
+        var fs = NewFileSystem();
+        var rng = new Random(3);
+        var model = new Model();
+        var s = Open(fs);
+        model.Fill(s, 1500);
+        using var entered = new ManualResetEventSlim();
+        using var release = new ManualResetEventSlim();
+        int stalled = 0;
+        fs.BeforeSync = path =>
+        {
+            if (!path.EndsWith("index.img.tmp", StringComparison.Ordinal) && !path.EndsWith("index.img", StringComparison.Ordinal)) return;
+            if (Interlocked.Exchange(ref stalled, 1) == 1) return;
+            entered.Set();
+            release.Wait(TimeSpan.FromSeconds(60));
+        };
+        var flush = Task.Run(async () => await s.FlushAsync());
+        Assert.True(entered.Wait(TimeSpan.FromSeconds(30)), "no image checkpoint reached its fsync");
+        var work = Task.Run(() =>
+        {
+            model.Fill(s, 300);
+            model.RemoveSome(s, rng, 100);
+        });
+        bool finished = await Task.WhenAny(work, Task.Delay(TimeSpan.FromSeconds(40))) == work;
+        release.Set();
+        Assert.True(finished, "appends or removes were blocked by a checkpoint waiting on the disk");
+        await work;
+        Assert.Equal(StoreStatus.Ok, await flush);
+        fs.BeforeSync = null;
+        Assert.True(s.ImageGeneration > 0);
+        fs.PowerCut(rng);
+        s.Dispose();
+        var s2 = Open(fs);
+        Assert.True(s2.OpenedFromImage, string.Join("; ", s2.RecoveryReport));
+        model.Check(s2, "after the stalled checkpoint");
+        s2.Dispose();
+    }
+
+    [Fact]
+    public void A_frozen_index_chunk_is_copied_as_it_was_at_the_capture_whatever_happens_to_it_after()
+    {
+        var ix = new NatsBroker.Storage.Internal.SequenceIndex();
+        for (ulong q = 1; q <= 5000; q++)
+        {
+            ref var e = ref ix.Add();
+            e.SubjectId = (int)(q % 3);
+            e.Timestamp = (long)q;
+            e.Location = (long)q * 10;
+            ix.MarkLive(q);
+        }
+        var expected = new List<byte[]>();
+        for (int k = 0; k < ix.ChunkSlots; k++)
+        {
+            ix.ChunkAt(k, out var data, out _, out _);
+            expected.Add(System.Runtime.InteropServices.MemoryMarshal.AsBytes(data!.AsSpan()).ToArray());
+        }
+        var freeze = ix.Freeze(all: true, _ => false);
+        Assert.Equal(ix.ChunkSlots, freeze.Chunks.Count);
+        // After the capture: an entry rewritten (chunk 0), a whole chunk deleted and released (chunk 2), appends
+        // into the last chunk, the first chunk trimmed away (chunk 0 again), and links rewritten in chunk 3.
+        ix.GetForWrite(10).Timestamp = -1;
+        for (ulong q = 2048; q < 3072; q++)
+        {
+            ref var e = ref ix.GetForWrite(q);
+            e.SubjectId = -1;
+            ix.MarkDead(q);
+        }
+        for (int i = 0; i < 50; i++)
+        {
+            ulong q = ix.End;
+            ref var e = ref ix.Add();
+            e.SubjectId = 1;
+            e.Timestamp = (long)q;
+            ix.MarkLive(q);
+        }
+        ix.TrimBelow(1500);
+        ix.GetForWrite(3100).Next = 77;
+        var page = new byte[expected[0].Length];
+        for (int k = 0; k < freeze.Chunks.Count; k++)
+        {
+            Assert.Equal(NatsBroker.Storage.Internal.SequenceIndex.ChunkSource.Frozen, freeze.Chunks[k].Source);
+            ix.CopyFrozen(freeze, k, page);
+            Assert.True(page.AsSpan().SequenceEqual(expected[k]), $"chunk {freeze.Chunks[k].Chunk} changed after the capture");
+        }
+        ix.EndFreeze(freeze);
+        // A second, incremental capture: only the chunks written since count as changed.
+        var again = ix.Freeze(all: false, _ => true);
+        Assert.Contains(again.Chunks, c => c.Source == NatsBroker.Storage.Internal.SequenceIndex.ChunkSource.Frozen);
+        Assert.Contains(again.Chunks, c => c.Chunk == 3 && c.Source == NatsBroker.Storage.Internal.SequenceIndex.ChunkSource.Frozen);
+        Assert.Contains(again.Chunks, c => c.Chunk == 1 && c.Source == NatsBroker.Storage.Internal.SequenceIndex.ChunkSource.Clean);
+        ix.EndFreeze(again);
+    }
 }
