@@ -278,9 +278,8 @@ internal sealed partial class FileStore
 
     /// <summary>
     /// Checkpoint at a clean close, under the store lock (nothing is appended any more): the snapshot of every
-    /// sealed, fully durable block that has none, then one fsync of idx/. Skipped when a tick's checkpoint is
-    /// still running (it gives up when it sees the store closed; those blocks are scanned at the next open,
-    /// which the index image written at close usually makes unnecessary).
+    /// sealed, fully durable block that has none, then one fsync of idx/. A tick's checkpoint has finished before
+    /// the close took the lock (<see cref="BeforeClose"/>), and none starts after it.
     /// </summary>
     private void WriteSnapshotsLocked()
     {
