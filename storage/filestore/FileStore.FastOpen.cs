@@ -10,8 +10,9 @@ namespace NatsBroker.Storage.File;
 /// <para>
 /// The image describes the store at its checkpoint: the blocks then (ids, lengths, headers) and the first L bytes
 /// of the then newest block (CRC-32C). It is used only if the blocks it describes are unchanged: every sealed block
-/// of the recorded length with a matching 40-byte header, the checkpoint's newest block at least L bytes long
-/// with the same CRC over [0, L), and no block it does not list with an id below its newest. Blocks only change
+/// still there of the recorded length with a matching 40-byte header, the checkpoint's newest block (if not deleted
+/// since) at least L bytes long with the same CRC over [0, L), and no block it does not list with an id below its
+/// newest. Blocks only change
 /// by appends to the newest block (messages, tombstones, floors, skips), new blocks, deleted blocks and Erase,
 /// which deletes the image durably before it rewrites anything; so the records after the checkpoint are exactly
 /// the bytes from L on and the blocks with higher ids, and open replays them through the same code as a scan
@@ -71,8 +72,12 @@ internal sealed partial class FileStore
         byte[]? tailData = null;
         long tailFileLen = 0;
         // A block the image does not list with an id up to its newest (a deletion not yet durable came back), or
-        // the checkpoint's newest block gone: the image does not describe these blocks.
-        bool ok = onDisk.Contains(tailRec.Id) && !ids.Any(id => id <= tailRec.Id && !listed.Contains(id));
+        // no block at least as new as the checkpoint's newest (the newest block is never deleted, so the store
+        // was tampered with): the image does not describe these blocks. The checkpoint's newest block itself may
+        // be gone: deleted once nothing in it was live, like any other block (see the class comment).
+        bool tailPresent = onDisk.Contains(tailRec.Id);
+        bool ok = ids[^1] >= tailRec.Id && !ids.Any(id => id <= tailRec.Id && !listed.Contains(id));
+        string? stale = ok ? null : "a block it does not list exists, or its newest block is missing";
         try
         {
             for (int i = 0; ok && i < head.Blocks.Length; i++)
@@ -87,18 +92,19 @@ internal sealed partial class FileStore
                 var file = _fs.OpenFile(path, create: false);
                 var blk = new MsgBlock { Id = rec.Id, Path = path, File = file, StartSeq = rec.StartSeq, Floor = rec.Floor, LastMsgSeq = rec.LastMsgSeq, Size = rec.Size, Flushed = rec.Size, Reserved = rec.Size, Live = rec.Live, Tombstones = rec.Tombstones };
                 opened.Add(blk);
-                if (!SealedHeaderMatches(file, rec)) { ok = false; break; }
+                if (!SealedHeaderMatches(file, rec)) { ok = false; stale = $"the header of block {Format.BlockName(rec.Id)} differs"; break; }
                 if (i < head.Blocks.Length - 1)
                 {
-                    if (file.Length != rec.Size) { ok = false; break; }
+                    if (file.Length != rec.Size) { ok = false; stale = $"block {Format.BlockName(rec.Id)} has {file.Length} bytes, not {rec.Size}"; break; }
                     continue;
                 }
                 // The checkpoint's newest block: it may have grown since; the bytes the image covers must be unchanged.
                 tailFileLen = file.Length;
-                if (tailFileLen < rec.Size || tailFileLen > int.MaxValue - 64) { ok = false; break; }
+                if (tailFileLen < rec.Size || tailFileLen > int.MaxValue - 64) { ok = false; stale = $"block {Format.BlockName(rec.Id)} has {tailFileLen} bytes, fewer than the {rec.Size} it covers"; break; }
                 tailData = RentBuffer((int)Math.Max(tailFileLen, _opt.BlockSize));
                 int got = file.Read(tailData.AsSpan(0, (int)tailFileLen), 0);
                 ok = got >= rec.Size && Crc32C.Compute(tailData.AsSpan(0, (int)rec.Size)) == head.TailCrc;
+                if (!ok) stale = $"the first {rec.Size} bytes of block {Format.BlockName(rec.Id)} changed";
                 tailFileLen = got;
             }
         }
@@ -114,6 +120,7 @@ internal sealed partial class FileStore
             image.Dispose();
             // Stale (the blocks changed under it, e.g. a power cut took back bytes it covers): removed; the next
             // checkpoint writes a new one.
+            if (stale is not null) Report($"index image not used: {stale}; index rebuilt from the blocks");
             try { _fs.DeleteFile(ImagePath); }
             catch (Exception e) when (e is IOException or UnauthorizedAccessException) { Report($"cannot remove stale index image: {e.Message}"); }
             _imageOnDisk = false;
@@ -138,24 +145,28 @@ internal sealed partial class FileStore
         _imageFull = false;
 
         // Replay what was written after the checkpoint: the rest of its newest block, then every newer block.
-        var tailBlk = opened[^1];
-        bool tailIsNewest = tailRec.Id == ids[^1];
         last = Math.Max(last, st.Last);
-        tailBlk.Size = tailBlk.Flushed = tailFileLen; // the scan truncates a torn tail
-        ScanRecords(tailBlk, tailBlk.File, tailData.AsSpan(0, (int)tailFileLen), (int)tailRec.Size, tailIsNewest, ref last, ref floor);
-        _diskBytes -= tailBlk.Reserved;
-        tailBlk.Reserved = tailIsNewest ? Math.Max(_opt.BlockSize, tailBlk.Size) : tailBlk.Size;
-        _diskBytes += tailBlk.Reserved;
-        if (tailIsNewest)
+        if (tailPresent)
         {
-            tailBlk.Cache = tailData;
-            _tail = tailBlk;
+            var tailBlk = opened[^1];
+            bool tailIsNewest = tailRec.Id == ids[^1];
+            tailBlk.Size = tailBlk.Flushed = tailFileLen; // the scan truncates a torn tail
+            ScanRecords(tailBlk, tailBlk.File, tailData.AsSpan(0, (int)tailFileLen), (int)tailRec.Size, tailIsNewest, ref last, ref floor);
+            _diskBytes -= tailBlk.Reserved;
+            tailBlk.Reserved = tailIsNewest ? Math.Max(_opt.BlockSize, tailBlk.Size) : tailBlk.Size;
+            _diskBytes += tailBlk.Reserved;
+            if (tailIsNewest)
+            {
+                tailBlk.Cache = tailData;
+                _tail = tailBlk;
+            }
+            else
+            {
+                ReturnBuffer(tailData!);
+            }
         }
-        else
-        {
-            ReturnBuffer(tailData!);
-        }
-        int from = ids.IndexOf(tailRec.Id) + 1;
+        int from = ids.FindIndex(id => id > tailRec.Id);
+        if (from < 0) from = ids.Count;
         for (int i = from; i < ids.Count; i++)
         {
             if (i < ids.Count - 1 && TryRecoverFromSnapshot(ids[i], Path.Combine(_blockDir, Format.BlockName(ids[i])), ref last, ref floor)) continue;

@@ -446,4 +446,44 @@ public sealed class ImageCheckpointTests(ITestOutputHelper output)
         Assert.Contains(again.Chunks, c => c.Chunk == 1 && c.Source == NatsBroker.Storage.Internal.SequenceIndex.ChunkSource.Clean);
         ix.EndFreeze(again);
     }
+
+    [Fact]
+    public async Task Per_subject_limits_and_ttls_hold_after_an_open_from_a_checkpoint_and_a_replay()
+    {
+        var fs = NewFileSystem();
+        var rng = new Random(9);
+        var limits = new StreamLimits { MaxMessagesPerSubject = 3 };
+        FileStore OpenLimited()
+        {
+            var cfg = new StreamStoreConfig { StreamName = "X", Sync = SyncPolicy.Always, SyncInterval = TimeSpan.FromHours(1), Limits = limits };
+            var opt = new FileStoreOptions { BlockSize = BlockSize, CacheBlocks = 1, FileSystem = fs.Session(), ImageIntervalBytes = 16 << 10 };
+            var r = FileStore.Open(cfg, Dir, opt);
+            Assert.True(r.IsOk, $"{r.Status} {r.Error}");
+            return (FileStore)r.Store!;
+        }
+        var s = OpenLimited();
+        for (ulong q = 1; q <= 400; q++) Assert.True(s.Append(B(Subject(q)), default, B(Payload(q))).IsOk);
+        Assert.Equal(StoreStatus.Ok, await s.FlushAsync());
+        // After the checkpoint: more of the same (older ones removed by the per-subject limit) and short-lived ones.
+        for (ulong q = 401; q <= 600; q++) Assert.True(s.Append(B(Subject(q)), default, B(Payload(q))).IsOk);
+        for (int i = 0; i < 20; i++) Assert.True(s.Append(B("t.x"), default, B("short"), 0, 1_000_000).IsOk);
+        fs.PowerCut(rng);
+        s.Dispose();
+        await Task.Delay(20);
+
+        var s2 = OpenLimited();
+        Assert.True(s2.OpenedFromImage, string.Join("; ", s2.RecoveryReport));
+        var m = new StoredMessage();
+        for (int k = 0; k < 5; k++)
+        {
+            Assert.Equal(3UL, s2.CountMatching(B("s." + k)));
+            Assert.Equal(StoreStatus.Ok, s2.LoadLast(B("s." + k), m));
+            ulong last = 600 - (ulong)((600 - k + 5) % 5);
+            Assert.Equal(last, m.Sequence);
+            Assert.Equal(Payload(last), S(m.Payload));
+        }
+        Assert.Equal(0UL, s2.CountMatching(B("t.x")));
+        Assert.Equal(15UL, s2.GetState().Messages);
+        s2.Dispose();
+    }
 }
