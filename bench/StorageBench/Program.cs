@@ -343,7 +343,7 @@ foreach (var engine in openOnly || kvOnly || coldOnly || crashOnly || args.Conta
 
 // ---- open after a crash: the store is written (1 GB of 1 KiB messages, or "open-crash 10g"), flushed (a
 // checkpoint: every sealed block gets its index snapshot and the index image gets a checkpoint), then more messages
-// are appended ("tail=N" MiB, default 250: just below the 256 MiB image interval, the most an open after a crash
+// are appended ("tail=N" MiB, default 120: just below the 128 MiB image interval, the most an open after a crash
 // replays) and handed to the OS by the flush timer, and the directory is copied while the store is still open,
 // which is what kill -9 leaves behind. The copy is then opened: index image of the last checkpoint + replay of
 // the tail. "no-image" deletes idx/index.img from the copy first (the open before checkpoint images: rebuild from
@@ -351,7 +351,7 @@ foreach (var engine in openOnly || kvOnly || coldOnly || crashOnly || args.Conta
 if (crashOnly)
 {
     long mb = args.Contains("10g") ? 10240 : 1024;
-    long tailMb = args.FirstOrDefault(a => a.StartsWith("tail=", StringComparison.Ordinal)) is { } t ? long.Parse(t[5..], CultureInfo.InvariantCulture) : 250;
+    long tailMb = args.FirstOrDefault(a => a.StartsWith("tail=", StringComparison.Ordinal)) is { } t ? long.Parse(t[5..], CultureInfo.InvariantCulture) : 120;
     bool noImage = args.Contains("no-image");
     const int size = 1024;
     var subj = Subjects("bench", 16);

@@ -4,7 +4,7 @@ using NatsBroker.Storage.Internal;
 namespace NatsBroker.Storage.File;
 
 /// <summary>
-/// Index image checkpoints (FORMAT.md "Index image"): every <c>image_interval_bytes</c> written (default 256 MiB),
+/// Index image checkpoints (FORMAT.md "Index image"): every <c>image_interval_bytes</c> written (default 128 MiB),
 /// at an explicit flush and at a clean close, the store's state is captured under the store lock in
 /// O(blocks + subjects + index chunks), without copying index entries: chunks changed since the last checkpoint
 /// are frozen (<see cref="SequenceIndex.Freeze"/>, copy-on-write for a writer that touches one first). The rest

@@ -10,7 +10,7 @@ namespace NatsBroker.Storage.File;
 /// (recent full blocks kept in memory besides the newest, default 1), <c>coalesce_bytes</c> (buffered bytes
 /// that trigger an inline write, default 256 KiB), <c>disk_limit_bytes</c> (refuse writes past this many bytes
 /// on disk, exactly as a full disk; 0 = none), <c>image_interval_bytes</c> (bytes written between two index image
-/// checkpoints, default 256 MiB: bounds what an open after a crash replays).
+/// checkpoints, default 128 MiB: bounds what an open after a crash replays).
 /// </summary>
 public sealed class FileStoreFactory : IStreamStoreFactory
 {
@@ -35,7 +35,7 @@ internal sealed class FileStoreOptions
     public int CoalesceBytes = 256 << 10;
     public long DiskLimitBytes;
     /// <summary>An index image checkpoint is written after this many bytes were written to the blocks (FileStore.ImageCheckpoint.cs).</summary>
-    public long ImageIntervalBytes = 256L << 20;
+    public long ImageIntervalBytes = 128L << 20;
     /// <summary>Periodic sync mode: consumer state files are rewritten (tmp + fsync + rename) at most this often.</summary>
     public TimeSpan ConsumerWriteInterval = TimeSpan.FromSeconds(1);
     /// <summary>The file system the engine writes through; tests substitute a fault-injecting one.</summary>
