@@ -486,4 +486,38 @@ public sealed class ImageCheckpointTests(ITestOutputHelper output)
         Assert.Equal(15UL, s2.GetState().Messages);
         s2.Dispose();
     }
+
+    [Fact]
+    public async Task An_open_after_a_power_cut_reads_only_block_headers_and_what_followed_the_checkpoint()
+    {
+        // The cost of an open from a checkpoint does not grow with the store: 40 bytes per sealed block, the
+        // checkpoint's newest block and the blocks written after it; the index pages stay on disk.
+        var fs = NewFileSystem();
+        var rng = new Random(13);
+        var model = new Model();
+        var s = Open(fs, imageInterval: 1L << 40);
+        model.Fill(s, 6000);
+        Assert.Equal(StoreStatus.Ok, await s.FlushAsync());
+        int blocksAtCheckpoint = fs.Session().ListFiles(Dir + "/msgs").Count;
+        model.Fill(s, 100); // about three blocks more
+        for (ulong q = model.N - 20; q < model.N - 10; q++) // removes in the newest index page only
+        {
+            Assert.Equal(StoreStatus.Ok, s.Remove(q));
+            model.Gone.Add(q);
+        }
+        fs.PowerCut(rng);
+        s.Dispose();
+        int blocks = fs.Session().ListFiles(Dir + "/msgs").Count;
+        int after = blocks - blocksAtCheckpoint + 1;
+
+        fs.ResetReadCounters();
+        var s2 = Open(fs);
+        Assert.True(s2.OpenedFromImage, string.Join("; ", s2.RecoveryReport));
+        long limit = 40L * blocks + (long)after * BlockSize;
+        output.WriteLine($"{blocks} blocks, {after} read whole; open read {fs.BlockBytesRead} block bytes (limit {limit}), {s2.PagedIndexChunks} index pages left on disk");
+        Assert.True(fs.BlockBytesRead <= limit, $"open read {fs.BlockBytesRead} block bytes");
+        Assert.True(s2.PagedIndexChunks >= 4, $"index pages on disk: {s2.PagedIndexChunks}");
+        model.Check(s2, "after the open");
+        s2.Dispose();
+    }
 }
