@@ -148,6 +148,7 @@ internal abstract class IndexedStore : IStreamStore
     protected virtual void BeforeClose()
     {
     }
+
     protected abstract StoreStatus DeleteEngine();
     public abstract ValueTask<StoreStatus> FlushAsync(CancellationToken cancellationToken = default);
 

@@ -19,7 +19,8 @@ namespace NatsBroker.Storage.File;
 /// The class is split by concern: FileStore.cs (open, lifetime, consumers), FileStore.Recovery.cs,
 /// FileStore.Write.cs (newest block, records), FileStore.Durability.cs (fsync bookkeeping, group commit, timers),
 /// FileStore.Read.cs (reads, block cache), FileStore.Compaction.cs (removal, block deletion, purge),
-/// FileStore.IndexSnapshots.cs (per-block index snapshots), FileStore.FastOpen.cs (index image, lazy index pages).
+/// FileStore.IndexSnapshots.cs (per-block index snapshots), FileStore.FastOpen.cs (open from the index image, lazy
+/// index pages), FileStore.ImageCheckpoint.cs (writing index image checkpoints).
 /// Lock order: the store lock (<see cref="IndexedStore.Sync"/>), then a consumer's gate; the group-commit
 /// gate is never held while taking the store lock. fsyncs of the timers and of the group-commit leader run
 /// outside the store lock.
