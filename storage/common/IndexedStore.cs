@@ -143,6 +143,12 @@ internal abstract class IndexedStore : IStreamStore
     protected abstract StoreStatus OnOperationDone(bool floorChanged);
     protected abstract IConsumerStore CreateConsumerStore(string name);
     protected abstract void CloseEngine();
+
+    /// <summary>Called by <see cref="Dispose"/> before it takes the store lock (an engine lets its background work finish).</summary>
+    protected virtual void BeforeClose()
+    {
+    }
+
     protected abstract StoreStatus DeleteEngine();
     public abstract ValueTask<StoreStatus> FlushAsync(CancellationToken cancellationToken = default);
 
@@ -353,7 +359,7 @@ internal abstract class IndexedStore : IStreamStore
         e.Next = 0;
         if (ttl > 0) e.Flags |= IndexEntry.FlagTtl;
         Index.MarkLive(seq);
-        if (subj.Last != 0) Index.Get(subj.Last).Next = seq;
+        if (subj.Last != 0) Index.GetForWrite(subj.Last).Next = seq;
         else subj.First = seq;
         subj.Last = seq;
         subj.Count++;
@@ -447,7 +453,7 @@ internal abstract class IndexedStore : IStreamStore
         e.Size = size;
         e.SubjectId = subj.Id;
         e.Prev = subj.Last;
-        if (subj.Last != 0) Index.Get(subj.Last).Next = seq;
+        if (subj.Last != 0) Index.GetForWrite(subj.Last).Next = seq;
         else subj.First = seq;
         subj.Last = seq;
         subj.Count++;
@@ -502,14 +508,14 @@ internal abstract class IndexedStore : IStreamStore
     protected StoreStatus RemoveLocked(ulong seq, RemoveKind kind)
     {
         if (seq < First || seq > Last || !Index.Holds(seq)) return StoreStatus.NotFound;
-        ref var e = ref Index.Get(seq);
+        ref var e = ref Index.GetForWrite(seq);
         if (!e.IsLive) return StoreStatus.Deleted;
         if (kind == RemoveKind.Durable && seq == First) kind = RemoveKind.Lazy;
         OnRemoved(seq, ref e, kind);
         var s = Subjects.ById(e.SubjectId);
-        if (e.Prev != 0) Index.Get(e.Prev).Next = e.Next;
+        if (e.Prev != 0) Index.GetForWrite(e.Prev).Next = e.Next;
         else s.First = e.Next;
-        if (e.Next != 0) Index.Get(e.Next).Prev = e.Prev;
+        if (e.Next != 0) Index.GetForWrite(e.Next).Prev = e.Prev;
         else s.Last = e.Prev;
         s.Count--;
         if (s.Count == 0) Subjects.Remove(s);
@@ -1045,6 +1051,7 @@ internal abstract class IndexedStore : IStreamStore
 
     public void Dispose()
     {
+        if (!IsClosed) BeforeClose();
         lock (Sync)
         {
             if (IsClosed) return;

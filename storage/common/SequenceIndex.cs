@@ -69,6 +69,11 @@ internal sealed class SequenceIndex
     private int[] _live = new int[16];
     /// <summary>Chunk not in memory but on the engine's disk (<see cref="IIndexPager"/>); its <see cref="_live"/> count is known.</summary>
     private bool[] _paged = new bool[16];
+    /// <summary>Chunk written since the engine last captured it for an index image (<see cref="Freeze"/>).</summary>
+    private bool[] _dirty = new bool[16];
+    /// <summary>0, or 1 + the position of the chunk in the running <see cref="_freeze"/> (copy-on-write pending).</summary>
+    private int[] _frozen = new int[16];
+    private IndexFreeze? _freeze;
     private IIndexPager? _pager;
     private bool _missed;
     private ulong _missedChunk;
@@ -140,10 +145,11 @@ internal sealed class SequenceIndex
 
     public void Reset(ulong nextSequence)
     {
-        for (int i = 0; i < _count; i++) Release(_chunks[Slot(i)]);
+        for (int i = 0; i < _count; i++) ReleaseSlot(Slot(i));
         Array.Clear(_chunks);
         Array.Clear(_live);
         Array.Clear(_paged);
+        Array.Clear(_dirty);
         PagedChunks = 0;
         _head = 0;
         _count = 0;
@@ -211,6 +217,9 @@ internal sealed class SequenceIndex
         _chunks = new IndexEntry[cap][];
         _live = new int[cap];
         _paged = new bool[cap];
+        _dirty = new bool[cap];
+        _frozen = new int[cap];
+        _freeze = null;
         _count = (int)span;
         End = Math.Max(end, baseChunk << Shift);
         ulong appendChunk = end == 0 ? 0 : (end - 1) >> Shift;
@@ -255,13 +264,13 @@ internal sealed class SequenceIndex
         while (k >= (ulong)_count)
         {
             if (_count == _chunks.Length) Grow();
-            _chunks[Slot(_count)] = null;
-            _live[Slot(_count)] = 0;
-            _paged[Slot(_count)] = false;
+            ClearNewSlot(Slot(_count));
             _count++;
         }
         int slot = SlotOf(seq);
         var c = _chunks[slot] ?? PageIn(slot, seq >> Shift, force: true) ?? (_chunks[slot] = Rent());
+        if (_frozen[slot] != 0) Thaw(slot);
+        _dirty[slot] = true;
         End = seq + 1;
         ref var e = ref c[seq & Mask];
         e = default;
@@ -282,9 +291,7 @@ internal sealed class SequenceIndex
                 while (k >= (ulong)_count)
                 {
                     if (_count == _chunks.Length) Grow();
-                    _chunks[Slot(_count)] = null;
-                    _live[Slot(_count)] = 0;
-                    _paged[Slot(_count)] = false;
+                    ClearNewSlot(Slot(_count));
                     _count++;
                 }
                 End += ChunkSize;
@@ -295,17 +302,37 @@ internal sealed class SequenceIndex
     }
 
     /// <summary>The entry for <paramref name="seq"/> became live.</summary>
-    public void MarkLive(ulong seq) => _live[SlotOf(seq)]++;
+    public void MarkLive(ulong seq)
+    {
+        int slot = SlotOf(seq);
+        _live[slot]++;
+        _dirty[slot] = true;
+    }
 
     /// <summary>The entry for <paramref name="seq"/> was deleted; its chunk is released once nothing in it is live.</summary>
     public void MarkDead(ulong seq)
     {
         int slot = SlotOf(seq);
+        _dirty[slot] = true;
         if (--_live[slot] > 0) return;
         // Never the chunk being appended to (Add re-allocates any other released chunk it needs, e.g. after RemoveLast).
         if ((seq >> Shift) == (End >> Shift)) return;
-        Release(_chunks[slot]);
+        ReleaseSlot(slot);
         _chunks[slot] = null;
+    }
+
+    /// <summary>
+    /// The entry for <paramref name="seq"/>, to be written: every write to an entry other than through
+    /// <see cref="Add"/> goes through here (or is preceded by it), so that a chunk captured by a running
+    /// <see cref="Freeze"/> is copied first and the chunk is marked as changed since the last image.
+    /// </summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    public ref IndexEntry GetForWrite(ulong seq)
+    {
+        int slot = SlotOf(seq);
+        if (_frozen[slot] != 0) Thaw(slot);
+        _dirty[slot] = true;
+        return ref Get(seq);
     }
 
     /// <summary>The first live sequence in [<paramref name="seq"/>, <paramref name="last"/>], skipping released chunks; 0 if none.</summary>
@@ -335,9 +362,10 @@ internal sealed class SequenceIndex
     {
         while (_count > 1 && ((_baseChunk + 1) << Shift) <= seq)
         {
-            Release(_chunks[_head]);
+            ReleaseSlot(_head);
             _chunks[_head] = null;
             _live[_head] = 0;
+            _dirty[_head] = false;
             if (_paged[_head])
             {
                 _paged[_head] = false;
@@ -354,15 +382,21 @@ internal sealed class SequenceIndex
         var n = new IndexEntry[]?[_chunks.Length * 2];
         var l = new int[_chunks.Length * 2];
         var p = new bool[_chunks.Length * 2];
+        var d = new bool[_chunks.Length * 2];
+        var f = new int[_chunks.Length * 2];
         for (int i = 0; i < _count; i++)
         {
             n[i] = _chunks[Slot(i)];
             l[i] = _live[Slot(i)];
             p[i] = _paged[Slot(i)];
+            d[i] = _dirty[Slot(i)];
+            f[i] = _frozen[Slot(i)];
         }
         _chunks = n;
         _live = l;
         _paged = p;
+        _dirty = d;
+        _frozen = f;
         _head = 0;
     }
 
@@ -377,5 +411,139 @@ internal sealed class SequenceIndex
         if (c is null) return;
         AllocatedChunks--;
         if (_free.Count < MaxFree) _free.Push(c);
+    }
+
+    private void ClearNewSlot(int slot)
+    {
+        _chunks[slot] = null;
+        _live[slot] = 0;
+        _paged[slot] = false;
+        _dirty[slot] = false;
+        _frozen[slot] = 0;
+    }
+
+    /// <summary>A slot's chunk is dropped (trim, reset, last entry deleted); a frozen one is handed to the freeze unchanged instead of being pooled.</summary>
+    private void ReleaseSlot(int slot)
+    {
+        int f = _frozen[slot];
+        if (f != 0)
+        {
+            _frozen[slot] = 0;
+            var c = _chunks[slot];
+            if (c is not null)
+            {
+                AllocatedChunks--;
+                _freeze!.Preserved[f - 1] = c; // nobody writes a dropped array: it keeps the captured content
+            }
+            return;
+        }
+        Release(_chunks[slot]);
+    }
+
+    // ---- consistent capture for an index image (file engine checkpoints) ----
+
+    /// <summary>Where the content of a chunk kept in an image comes from.</summary>
+    public enum ChunkSource : byte
+    {
+        /// <summary>In memory and captured: copied by <see cref="CopyFrozen"/> (as it was at the capture).</summary>
+        Frozen,
+        /// <summary>In memory, unchanged since the last image that the caller said holds it: that page is reused.</summary>
+        Clean,
+        /// <summary>Not in memory: still the page of the image it was restored from (<see cref="RestorePaged"/>).</summary>
+        OnDisk,
+    }
+
+    /// <summary>A running capture: the chunks kept, and the copies writers made before changing a frozen chunk.</summary>
+    public sealed class IndexFreeze
+    {
+        public readonly List<(ulong Chunk, int Live, ChunkSource Source)> Chunks = [];
+        /// <summary>Per position in <see cref="Chunks"/>: the captured content once a writer or a release took it off the live chunk.</summary>
+        internal readonly List<IndexEntry[]?> Preserved = [];
+    }
+
+    /// <summary>
+    /// Under the lock: captures the index for an image, in O(chunks) without copying entries. Every chunk kept
+    /// (live entries, or the chunk being appended to) is listed; an in-memory chunk that changed since the last
+    /// capture, or that <paramref name="inPrevious"/> says the previous image lacks, or every in-memory chunk when
+    /// <paramref name="all"/>, is frozen: the first write to it afterwards copies it first (copy-on-write, once
+    /// per chunk), so <see cref="CopyFrozen"/> returns it exactly as it was now, while appends go on.
+    /// Only one capture runs at a time; <see cref="EndFreeze"/> ends it.
+    /// </summary>
+    public IndexFreeze Freeze(bool all, Func<ulong, bool> inPrevious)
+    {
+        if (_freeze is not null) EndFreeze(_freeze);
+        var f = new IndexFreeze();
+        ulong appendChunk = End == 0 ? 0 : (End - 1) >> Shift;
+        for (int k = 0; k < _count; k++)
+        {
+            int slot = Slot(k);
+            ulong no = _baseChunk + (ulong)k;
+            var data = _chunks[slot];
+            int live = _live[slot];
+            bool paged = _paged[slot];
+            // Empty chunks are not kept, except the one being appended to (its dead entries must stay dead).
+            if (live == 0 && !(no == appendChunk && (data is not null || paged))) continue;
+            if (data is null && !paged) continue;
+            if (data is null)
+            {
+                f.Chunks.Add((no, live, ChunkSource.OnDisk));
+                f.Preserved.Add(null);
+                continue;
+            }
+            if (!all && !_dirty[slot] && inPrevious(no))
+            {
+                f.Chunks.Add((no, live, ChunkSource.Clean));
+                f.Preserved.Add(null);
+                continue;
+            }
+            f.Chunks.Add((no, live, ChunkSource.Frozen));
+            f.Preserved.Add(null);
+            _frozen[slot] = f.Chunks.Count;
+            _dirty[slot] = false;
+        }
+        _freeze = f;
+        return f;
+    }
+
+    /// <summary>Under the lock: the captured content of frozen chunk <paramref name="k"/> (a position in the freeze's list) into <paramref name="into"/>.</summary>
+    public void CopyFrozen(IndexFreeze f, int k, Span<byte> into)
+    {
+        var src = f.Preserved[k];
+        if (src is null)
+        {
+            ulong no = f.Chunks[k].Chunk;
+            int slot = Slot((int)(no - _baseChunk));
+            if (_freeze != f || no < _baseChunk || _frozen[slot] != k + 1) throw new InvalidOperationException($"index chunk {no} is not frozen");
+            src = _chunks[slot]!;
+            _frozen[slot] = 0;
+        }
+        f.Preserved[k] = null;
+        System.Runtime.InteropServices.MemoryMarshal.AsBytes(src.AsSpan()).CopyTo(into);
+    }
+
+    /// <summary>Under the lock: ends a capture (done or abandoned); chunks still frozen are released from it.</summary>
+    public void EndFreeze(IndexFreeze f)
+    {
+        if (_freeze != f) return;
+        for (int k = 0; k < _count; k++) _frozen[Slot(k)] = 0;
+        _freeze = null;
+    }
+
+    /// <summary>The last capture was not persisted: every in-memory chunk counts as changed again.</summary>
+    public void MarkAllDirty()
+    {
+        for (int k = 0; k < _count; k++) _dirty[Slot(k)] = true;
+    }
+
+    /// <summary>Replaces the pager (under the lock), e.g. when the engine rewrote its image into a new file.</summary>
+    public void SetPager(IIndexPager? pager) => Volatile.Write(ref _pager, pager);
+
+    /// <summary>A writer touches a frozen chunk: the capture gets a copy of it as it is now, before the write.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void Thaw(int slot)
+    {
+        int f = _frozen[slot];
+        _frozen[slot] = 0;
+        _freeze!.Preserved[f - 1] = (IndexEntry[])_chunks[slot]!.Clone();
     }
 }

@@ -214,12 +214,14 @@ internal sealed partial class FileStore
             // fsync and consumer writes outside the lock: appends go on meanwhile.
             if (toSync is not null) SyncCollected(toSync);
             if (consumers is not null) foreach (var c in consumers) c.FlushIfDirty();
-            Checkpoint(wait: false); // sealed blocks made durable since the last tick get their snapshots
         }
         finally
         {
             Volatile.Write(ref _flushing, 0);
         }
+        // After releasing _flushing: a checkpoint (an index image can take seconds to write) must not hold back
+        // the next flush ticks, which write the buffered tail and, with async persist, fsync it.
+        if (!IsClosed && Failure is null) Checkpoint(wait: false); // sealed blocks made durable since the last tick get their snapshots, and the index image its checkpoint
     }
 
     /// <summary>Periodic fsync: SyncInterval after the first unsynced write.</summary>

@@ -191,6 +191,12 @@ internal sealed partial class FileStore
         {
             return;
         }
+        if (_closing)
+        {
+            // A close is waiting (FileStore.ImageCheckpoint.cs, BeforeClose): it writes the snapshots and the image itself.
+            Volatile.Write(ref _checkpointing, 0);
+            return;
+        }
         try
         {
             var list = _checkpointList;
@@ -242,6 +248,8 @@ internal sealed partial class FileStore
             }
             list.Clear();
             if (wrote) SyncIndexDirectory();
+            // The index image (FileStore.ImageCheckpoint.cs): every image_interval_bytes, and at an explicit flush.
+            if (ImageCheckpointDue(wait)) WriteImageCheckpoint(atClose: false);
         }
         finally
         {
@@ -270,13 +278,13 @@ internal sealed partial class FileStore
 
     /// <summary>
     /// Checkpoint at a clean close, under the store lock (nothing is appended any more): the snapshot of every
-    /// sealed, fully durable block that has none, then one fsync of idx/. Skipped when a tick's checkpoint is
-    /// still running (it gives up when it sees the store closed; those blocks are scanned at the next open,
-    /// which the index image written at close usually makes unnecessary).
+    /// sealed, fully durable block that has none, then one fsync of idx/. A tick's checkpoint has finished before
+    /// the close took the lock (<see cref="BeforeClose"/>), and none starts after it.
     /// </summary>
     private void WriteSnapshotsLocked()
     {
-        if (Interlocked.CompareExchange(ref _checkpointing, 1, 0) != 0) return;
+        var spin = new SpinWait();
+        while (Interlocked.CompareExchange(ref _checkpointing, 1, 0) != 0) spin.SpinOnce(); // see BeforeClose
         try
         {
             var list = _checkpointList;

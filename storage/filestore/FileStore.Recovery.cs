@@ -36,8 +36,18 @@ internal sealed partial class FileStore
         lock (Sync)
         {
             _imageOnDisk = _fs.FileExists(ImagePath);
-            // Fast open: the index image of the last clean close, if the store is still exactly what it describes.
-            if (!TryOpenFromImage(ids))
+            // Fast open: the index image of the last checkpoint, if the blocks it describes are unchanged; the
+            // records written after it are replayed (FileStore.FastOpen.cs).
+            var fast = ImageOpen.NotUsed;
+            if (_ignoreImage) DropImage();
+            else fast = TryOpenFromImage(ids, ref last, ref floor);
+            if (fast == ImageOpen.Restart)
+            {
+                _restartWithoutImage = true;
+                return (StoreStatus.Corrupt, "index image does not match the blocks; open again without it");
+            }
+            OpenedFromImage = fast == ImageOpen.Opened;
+            if (fast == ImageOpen.NotUsed)
             {
                 for (int i = 0; i < ids.Count; i++)
                 {
@@ -129,7 +139,32 @@ internal sealed partial class FileStore
         if (blk.StartSeq > 0 && blk.StartSeq - 1 > last) last = blk.StartSeq - 1;
         if (blk.Floor > floor) floor = blk.Floor;
 
-        int off = Format.BlockHeaderSize;
+        ScanRecords(blk, file, span, Format.BlockHeaderSize, isLast, ref last, ref floor);
+        _diskBytes += blk.Size;
+        blk.Reserved = isLast ? Math.Max(_opt.BlockSize, blk.Size) : blk.Size;
+        _diskBytes += blk.Reserved - blk.Size;
+        if (isLast)
+        {
+            _tail = blk;
+        }
+        else
+        {
+            blk.Cache = null;
+            ReturnBuffer(data);
+        }
+        return (StoreStatus.Ok, null);
+    }
+
+    /// <summary>
+    /// Applies the records of <paramref name="span"/> (a block's bytes) from offset <paramref name="from"/> (a record
+    /// boundary: the end of the header, or where an index image's checkpoint stopped) to the indexes, handling
+    /// atomic batches, torn tails (the newest block is truncated) and damaged ranges (reported, resynchronised).
+    /// </summary>
+    private void ScanRecords(MsgBlock blk, IStoreFile file, ReadOnlySpan<byte> span, int from, bool isLast, ref ulong last, ref ulong floor)
+    {
+        int off = from;
+        long len = span.Length;
+        string bn = Format.BlockName(blk.Id);
         ulong maxMsgSeq = Last;
         // Start of a run of atomic-batch records still waiting for the batch's last message (-1: none). The run
         // is applied when that message is read; a run cut short (crash mid-batch) is never applied.
@@ -193,19 +228,6 @@ internal sealed partial class FileStore
             Report($"block {bn}: incomplete atomic batch at offset {batchFrom} ({len - batchFrom} bytes) discarded");
             if (isLast) TruncateTail(file, blk, bn, batchFrom, len);
         }
-        _diskBytes += blk.Size;
-        blk.Reserved = isLast ? Math.Max(_opt.BlockSize, blk.Size) : blk.Size;
-        _diskBytes += blk.Reserved - blk.Size;
-        if (isLast)
-        {
-            _tail = blk;
-        }
-        else
-        {
-            blk.Cache = null;
-            ReturnBuffer(data);
-        }
-        return (StoreStatus.Ok, null);
     }
 
     private void TruncateTail(IStoreFile file, MsgBlock blk, string bn, int off, long len)

@@ -221,6 +221,7 @@ internal sealed partial class FileStore
             return Fail($"write of {n} bytes to {t.Path}", e);
         }
         _diskBytes += grow;
+        _bytesSinceImage += n;
         t.Flushed = t.Size;
         ArmSync();
         if (_writeRefused)

@@ -19,7 +19,8 @@ namespace NatsBroker.Storage.File;
 /// The class is split by concern: FileStore.cs (open, lifetime, consumers), FileStore.Recovery.cs,
 /// FileStore.Write.cs (newest block, records), FileStore.Durability.cs (fsync bookkeeping, group commit, timers),
 /// FileStore.Read.cs (reads, block cache), FileStore.Compaction.cs (removal, block deletion, purge),
-/// FileStore.IndexSnapshots.cs (per-block index snapshots), FileStore.FastOpen.cs (index image, lazy index pages).
+/// FileStore.IndexSnapshots.cs (per-block index snapshots), FileStore.FastOpen.cs (open from the index image, lazy
+/// index pages), FileStore.ImageCheckpoint.cs (writing index image checkpoints).
 /// Lock order: the store lock (<see cref="IndexedStore.Sync"/>), then a consumer's gate; the group-commit
 /// gate is never held while taking the store lock. fsyncs of the timers and of the group-commit leader run
 /// outside the store lock.
@@ -42,8 +43,9 @@ internal sealed partial class FileStore : IndexedStore
     private bool _recovering;
     private uint _maxBlockId;
 
-    private FileStore(StreamStoreConfig config, string dir, FileStoreOptions opt) : base(config)
+    private FileStore(StreamStoreConfig config, string dir, FileStoreOptions opt, bool ignoreImage = false) : base(config)
     {
+        _ignoreImage = ignoreImage;
         _dir = dir;
         _blockDir = Path.Combine(dir, Format.BlockDir);
         _consumerDir = Path.Combine(dir, Format.ConsumerDir);
@@ -76,6 +78,17 @@ internal sealed partial class FileStore : IndexedStore
         try
         {
             var (st, err) = fs.OpenDirectory();
+            if (fs._restartWithoutImage)
+            {
+                // The index image passed its checks but the replay showed that it still lists messages of a block
+                // deleted since (FileStore.FastOpen.cs): nothing of it is kept, the store is opened again from the blocks.
+                fs.StopTimers();
+                fs.CloseFiles();
+                var report = fs.RecoveryReport;
+                fs = new FileStore(config, dir, opt, ignoreImage: true);
+                foreach (var line in report) fs.Report(line);
+                (st, err) = fs.OpenDirectory();
+            }
             if (st != StoreStatus.Ok)
             {
                 fs.StopTimers();
@@ -258,7 +271,7 @@ internal sealed partial class FileStore : IndexedStore
             if (FlushTailLocked() == StoreStatus.Ok && SyncAllLocked() == StoreStatus.Ok)
             {
                 WriteSnapshotsLocked();
-                WriteIndexImageLocked();
+                WriteImageAtClose();
             }
         }
         CloseFiles();

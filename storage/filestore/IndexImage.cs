@@ -7,106 +7,158 @@ using NatsBroker.Storage.Internal;
 namespace NatsBroker.Storage.File;
 
 /// <summary>
-/// The index image (<c>idx/index.img</c>, FORMAT.md "Index image"): the whole in-memory state of a store at a
-/// clean close (counters, per-block summaries, subjects, TTLs) followed by the sequence index as raw 48 KiB pages.
-/// Open reads only the "head" (O(blocks + subjects + index chunks)); each page is read the first time an entry in
-/// it is touched (<see cref="IIndexPager"/>), so open does not depend on the number of messages.
-/// This type owns the layout (encode and decode) and the open image file the pages are read from.
+/// The index image (<c>idx/index.img</c>, FORMAT.md "Index image", version 2): the in-memory state of a store at a
+/// checkpoint (counters, per-block summaries, subjects, TTLs) and the sequence index as raw 48 KiB pages.
+/// <para>
+/// The file is append-only after its two superblocks: a checkpoint appends the pages that changed since the
+/// previous one and a new "head" (everything but the pages, with a page table that points at the newest copy
+/// of every page), fsyncs, then writes the superblock slot the previous checkpoint did not use and fsyncs again.
+/// A crash at any point leaves the previous superblock, head and pages intact (nothing they reference is ever
+/// overwritten); a torn superblock fails its checksum and the other one is used.
+/// </para>
+/// Open reads only a superblock and a head (O(blocks + subjects + index chunks)); each page is read the first
+/// time an entry in it is touched (<see cref="IIndexPager"/>). This type owns the layout (encode and decode), the
+/// open file, and the page table the pages are read through (replaced atomically when a checkpoint commits).
 /// </summary>
 internal sealed class IndexImage : IIndexPager, IDisposable
 {
     public const string FileName = "index.img";
-    public const ushort Version = 1;
+    public const ushort Version = 2;
     public const int HeaderSize = 104;
     public const int BlockEntrySize = 48;
-    public const int ChunkEntrySize = 16;
+    public const int PageEntrySize = 24;
+    public const int SuperblockSize = 48;
     public const int PageAlign = 4096;
+    /// <summary>Superblock slots are at 0 and 4096; pages and heads are appended from 8192 on.</summary>
+    public const long DataStart = 2 * PageAlign;
     private static ReadOnlySpan<byte> Magic => "NBIM"u8;
+    private static ReadOnlySpan<byte> SuperMagic => "NBIS"u8;
     public static int EntrySize => Unsafe.SizeOf<IndexEntry>();
     public static int PageSize => EntrySize * SequenceIndex.EntriesPerChunk;
 
-    /// <summary>Stream counters and index layout recorded in the header.</summary>
+    /// <summary>Stream counters and index layout recorded in the head.</summary>
     public readonly record struct Counters(ulong First, ulong Last, long LastTs, ulong Msgs, ulong Bytes, ulong IndexBaseChunk, ulong IndexEnd);
 
-    /// <summary>One block as recorded (the last one is the newest block, whose bytes are checked whole at open).</summary>
+    /// <summary>One block as recorded (the last one is the newest block at the checkpoint; its first <see cref="Size"/> bytes are CRC-checked at open).</summary>
     public readonly record struct BlockSummary(uint Id, ulong StartSeq, ulong Floor, ulong LastMsgSeq, long Size, int Live, int Tombstones);
 
     public readonly record struct SubjectRecord(int Id, byte[] Key, ulong Count, ulong First, ulong Last);
 
+    /// <summary>Where a page is in the file and its checksum.</summary>
+    public readonly record struct PageRef(long Offset, uint Crc);
+
+    /// <summary>A decoded head: the state of one checkpoint.</summary>
+    public sealed class Head
+    {
+        public required long Generation;
+        public required Counters State;
+        public required uint TailCrc;
+        public required BlockSummary[] Blocks;
+        public required SubjectRecord[] Subjects;
+        public required (ulong Seq, long Expires)[] Ttls;
+        public required (ulong Chunk, int Live)[] Chunks;
+        public required PageRef[] Pages;
+        public BlockSummary Tail => Blocks[^1];
+    }
+
+    /// <summary>Chunk number → page, sorted; replaced whole (readers outside the store lock see one or the other).</summary>
+    private sealed class PageMap(ulong[] chunks, PageRef[] pages)
+    {
+        public readonly ulong[] Chunks = chunks;
+        public readonly PageRef[] Pages = pages;
+    }
+
     private readonly IStoreFile _file;
-    private readonly ulong[] _chunkNos;
-    private readonly uint[] _crcs;
-    private readonly long _pagesStart;
     private readonly Action<string> _onFailure;
+    private PageMap _map;
 
-    public Counters State { get; }
-    public uint TailId { get; }
-    public long TailLength { get; }
-    public uint TailCrc { get; }
-    public BlockSummary[] Blocks { get; }
-    public SubjectRecord[] Subjects { get; }
-    public (ulong Seq, long Expires)[] Ttls { get; }
-    public (ulong Chunk, int Live)[] Chunks { get; }
+    /// <summary>Generation of the newest committed checkpoint (its superblock slot is Generation % 2).</summary>
+    public long Generation { get; private set; }
 
-    private IndexImage(IStoreFile file, Counters state, uint tailId, long tailLength, uint tailCrc, BlockSummary[] blocks,
-        SubjectRecord[] subjects, (ulong, long)[] ttls, (ulong, int)[] chunks, uint[] crcs, long pagesStart, Action<string> onFailure)
+    /// <summary>Where the next checkpoint appends (past everything the file holds, page-aligned).</summary>
+    public long AppendAt { get; private set; }
+
+    /// <summary>Bytes of pages the newest head references (the rest of the file past <see cref="DataStart"/> is garbage).</summary>
+    public long LiveBytes { get; private set; }
+
+    public IStoreFile File => _file;
+
+    private IndexImage(IStoreFile file, Action<string> onFailure, Head head, long appendAt)
     {
         _file = file;
-        State = state;
-        TailId = tailId;
-        TailLength = tailLength;
-        TailCrc = tailCrc;
-        Blocks = blocks;
-        Subjects = subjects;
-        Ttls = ttls;
-        Chunks = chunks;
-        _chunkNos = [.. chunks.Select(c => c.Item1)];
-        _crcs = crcs;
-        _pagesStart = pagesStart;
         _onFailure = onFailure;
+        _map = new PageMap([.. head.Chunks.Select(c => c.Chunk)], head.Pages);
+        Generation = head.Generation;
+        AppendAt = appendAt;
+        LiveBytes = (long)head.Pages.Length * PageSize;
+    }
+
+    /// <summary>An image whose file was just written (by <see cref="WriteCheckpoint"/> into a new file) and committed.</summary>
+    public static IndexImage Adopt(IStoreFile file, Action<string> onFailure, Head head, long appendAt) => new(file, onFailure, head, appendAt);
+
+    /// <summary>The page of <paramref name="chunk"/> in the newest checkpoint, if it has one.</summary>
+    public bool TryGetPage(ulong chunk, out PageRef page)
+    {
+        var map = Volatile.Read(ref _map);
+        int k = Array.BinarySearch(map.Chunks, chunk);
+        page = k >= 0 ? map.Pages[k] : default;
+        return k >= 0;
+    }
+
+    /// <summary>Under the store lock: a checkpoint appended to this file committed; its page table becomes current.</summary>
+    public void Commit(Head head, long appendAt)
+    {
+        Volatile.Write(ref _map, new PageMap([.. head.Chunks.Select(c => c.Chunk)], head.Pages));
+        Generation = head.Generation;
+        AppendAt = appendAt;
+        LiveBytes = (long)head.Pages.Length * PageSize;
     }
 
     /// <summary>
-    /// Reads and checks the head of an image; null (with <paramref name="problem"/> set when it is worth reporting)
-    /// if it is missing, of another version or layout, or damaged. Keeps the file open for the page reads.
+    /// Reads and checks the newest valid checkpoint of an image; null (with <paramref name="problem"/> set when it
+    /// is worth reporting) if the file is missing, of another version or layout, or has no valid superblock and
+    /// head. Keeps the file open for the page reads and later checkpoints.
     /// </summary>
-    public static IndexImage? TryRead(IStoreFileSystem fs, string path, Action<string> onFailure, out string? problem)
+    public static IndexImage? TryRead(IStoreFileSystem fs, string path, Action<string> onFailure, out Head? head, out string? problem)
     {
         problem = null;
+        head = null;
         if (!BitConverter.IsLittleEndian || !fs.FileExists(path)) return null;
         IStoreFile? file = null;
         try
         {
             file = fs.OpenFile(path, create: false);
-            Span<byte> h = stackalloc byte[HeaderSize];
-            if (file.Read(h, 0) < HeaderSize || !h[..4].SequenceEqual(Magic)
-                || BinaryPrimitives.ReadUInt16LittleEndian(h[4..]) != Version || BinaryPrimitives.ReadUInt16LittleEndian(h[6..]) != EntrySize)
+            long length = file.Length;
+            var candidates = new List<(long Gen, long Off, long Len, uint Crc)>(2);
+            Span<byte> sb = stackalloc byte[SuperblockSize];
+            for (int slot = 0; slot < 2; slot++)
             {
-                problem = $"index image {path} is of another version or layout; ignored";
-                file.Dispose();
-                return null;
+                if (file.Read(sb, slot * PageAlign) < SuperblockSize || !sb[..4].SequenceEqual(SuperMagic)) continue;
+                if (BinaryPrimitives.ReadUInt16LittleEndian(sb[4..]) != Version || BinaryPrimitives.ReadUInt16LittleEndian(sb[6..]) != EntrySize)
+                {
+                    problem = $"index image {path} is of another version or layout; ignored";
+                    continue;
+                }
+                if (Crc32C.Compute(sb[..44]) != BinaryPrimitives.ReadUInt32LittleEndian(sb[44..])) continue; // torn: the other slot holds the previous checkpoint
+                candidates.Add((BinaryPrimitives.ReadInt64LittleEndian(sb[8..]), BinaryPrimitives.ReadInt64LittleEndian(sb[16..]),
+                    BinaryPrimitives.ReadInt64LittleEndian(sb[24..]), BinaryPrimitives.ReadUInt32LittleEndian(sb[32..])));
             }
-            long headLen = BinaryPrimitives.ReadInt64LittleEndian(h[96..]);
-            if (headLen < HeaderSize + 4 || headLen > file.Length || headLen > int.MaxValue)
+            candidates.Sort((a, b) => b.Gen.CompareTo(a.Gen));
+            foreach (var (gen, off, len, crc) in candidates)
             {
-                problem = $"index image {path} is truncated; ignored";
-                file.Dispose();
-                return null;
+                if (off < DataStart || len < HeaderSize || off + len > length || len > int.MaxValue) continue;
+                var bytes = new byte[len];
+                if (file.Read(bytes, off) < len || Crc32C.Compute(bytes) != crc) continue;
+                var h = Decode(bytes, length);
+                if (h is null || h.Generation != gen) continue;
+                head = h;
+                problem = null;
+                long end = (length + PageAlign - 1) / PageAlign * PageAlign;
+                return new IndexImage(file, onFailure, h, Math.Max(end, DataStart));
             }
-            var head = new byte[headLen];
-            if (file.Read(head, 0) < headLen || Crc32C.Compute(head.AsSpan(0, (int)headLen - 4)) != BinaryPrimitives.ReadUInt32LittleEndian(head.AsSpan((int)headLen - 4)))
-            {
-                problem = $"index image {path} has a bad checksum; ignored";
-                file.Dispose();
-                return null;
-            }
-            var image = Decode(file, head, onFailure);
-            if (image is null)
-            {
-                problem = $"index image {path} is inconsistent; ignored";
-                file.Dispose();
-            }
-            return image;
+            problem ??= candidates.Count == 0 ? $"index image {path} has no valid superblock; ignored" : $"index image {path} has no valid head; ignored";
+            file.Dispose();
+            return null;
         }
         catch (Exception e) when (e is IOException or UnauthorizedAccessException)
         {
@@ -116,9 +168,10 @@ internal sealed class IndexImage : IIndexPager, IDisposable
         }
     }
 
-    private static IndexImage? Decode(IStoreFile file, byte[] head, Action<string> onFailure)
+    private static Head? Decode(byte[] bytes, long fileLength)
     {
-        var s = head.AsSpan(0, head.Length - 4);
+        var s = bytes.AsSpan();
+        if (!s[..4].SequenceEqual(Magic) || BinaryPrimitives.ReadUInt16LittleEndian(s[4..]) != Version || BinaryPrimitives.ReadUInt16LittleEndian(s[6..]) != EntrySize) return null;
         uint tailId = BinaryPrimitives.ReadUInt32LittleEndian(s[8..]);
         int blockCount = BinaryPrimitives.ReadInt32LittleEndian(s[12..]);
         long tailLen = BinaryPrimitives.ReadInt64LittleEndian(s[16..]);
@@ -129,11 +182,12 @@ internal sealed class IndexImage : IIndexPager, IDisposable
             BinaryPrimitives.ReadInt64LittleEndian(s[48..]), BinaryPrimitives.ReadUInt64LittleEndian(s[56..]),
             BinaryPrimitives.ReadUInt64LittleEndian(s[64..]), BinaryPrimitives.ReadUInt64LittleEndian(s[72..]),
             BinaryPrimitives.ReadUInt64LittleEndian(s[80..]));
-        int chunkCount = BinaryPrimitives.ReadInt32LittleEndian(s[88..]);
+        int pageCount = BinaryPrimitives.ReadInt32LittleEndian(s[88..]);
         int ttlCount = BinaryPrimitives.ReadInt32LittleEndian(s[92..]);
-        if (blockCount < 1 || subjectCount < 0 || chunkCount < 0 || ttlCount < 0) return null;
+        long gen = BinaryPrimitives.ReadInt64LittleEndian(s[96..]);
+        if (blockCount < 1 || subjectCount < 0 || pageCount < 0 || ttlCount < 0) return null;
         int p = HeaderSize;
-        if ((long)blockCount * BlockEntrySize + (long)ttlCount * 16 + (long)chunkCount * ChunkEntrySize > s.Length) return null;
+        if ((long)blockCount * BlockEntrySize + (long)ttlCount * 16 + (long)pageCount * PageEntrySize + p > s.Length) return null;
         var blocks = new BlockSummary[blockCount];
         for (int i = 0; i < blockCount; i++, p += BlockEntrySize)
         {
@@ -141,8 +195,9 @@ internal sealed class IndexImage : IIndexPager, IDisposable
             blocks[i] = new BlockSummary(BinaryPrimitives.ReadUInt32LittleEndian(b), BinaryPrimitives.ReadUInt64LittleEndian(b[8..]),
                 BinaryPrimitives.ReadUInt64LittleEndian(b[16..]), BinaryPrimitives.ReadUInt64LittleEndian(b[24..]),
                 BinaryPrimitives.ReadInt64LittleEndian(b[32..]), BinaryPrimitives.ReadInt32LittleEndian(b[40..]), BinaryPrimitives.ReadInt32LittleEndian(b[44..]));
+            if (i > 0 && blocks[i].Id <= blocks[i - 1].Id) return null;
         }
-        if (blocks[^1].Id != tailId) return null;
+        if (blocks[^1].Id != tailId || blocks[^1].Size != tailLen) return null;
         var subjects = new SubjectRecord[subjectCount];
         for (int i = 0; i < subjectCount; i++)
         {
@@ -154,21 +209,20 @@ internal sealed class IndexImage : IIndexPager, IDisposable
                 BinaryPrimitives.ReadUInt64LittleEndian(b[4..]), BinaryPrimitives.ReadUInt64LittleEndian(b[12..]), BinaryPrimitives.ReadUInt64LittleEndian(b[20..]));
             p += 30 + keyLen;
         }
-        if (p + (long)ttlCount * 16 + (long)chunkCount * ChunkEntrySize + 8 > s.Length) return null;
+        if (p + (long)ttlCount * 16 + (long)pageCount * PageEntrySize != s.Length) return null;
         var ttls = new (ulong, long)[ttlCount];
         for (int i = 0; i < ttlCount; i++, p += 16)
             ttls[i] = (BinaryPrimitives.ReadUInt64LittleEndian(s[p..]), BinaryPrimitives.ReadInt64LittleEndian(s[(p + 8)..]));
-        var chunks = new (ulong, int)[chunkCount];
-        var crcs = new uint[chunkCount];
-        for (int i = 0; i < chunkCount; i++, p += ChunkEntrySize)
+        var chunks = new (ulong, int)[pageCount];
+        var pages = new PageRef[pageCount];
+        for (int i = 0; i < pageCount; i++, p += PageEntrySize)
         {
             chunks[i] = (BinaryPrimitives.ReadUInt64LittleEndian(s[p..]), BinaryPrimitives.ReadInt32LittleEndian(s[(p + 8)..]));
-            crcs[i] = BinaryPrimitives.ReadUInt32LittleEndian(s[(p + 12)..]);
+            pages[i] = new PageRef(BinaryPrimitives.ReadInt64LittleEndian(s[(p + 16)..]), BinaryPrimitives.ReadUInt32LittleEndian(s[(p + 12)..]));
             if (i > 0 && chunks[i].Item1 <= chunks[i - 1].Item1) return null;
+            if (pages[i].Offset < DataStart || pages[i].Offset + PageSize > fileLength) return null;
         }
-        long pagesStart = BinaryPrimitives.ReadInt64LittleEndian(s[p..]);
-        if (pagesStart < head.Length || pagesStart + (long)chunkCount * PageSize > file.Length) return null;
-        return new IndexImage(file, state, tailId, tailLen, tailCrc, blocks, subjects, ttls, chunks, crcs, pagesStart, onFailure);
+        return new Head { Generation = gen, State = state, TailCrc = tailCrc, Blocks = blocks, Subjects = subjects, Ttls = ttls, Chunks = chunks, Pages = pages };
     }
 
     /// <summary>Loads one page (a chunk of the sequence index) and checks its checksum; a failure is reported to the store.</summary>
@@ -186,27 +240,26 @@ internal sealed class IndexImage : IIndexPager, IDisposable
     /// <summary>A reader's page-in without the store lock: nothing reported (the store retries under the lock with <see cref="Load"/>).</summary>
     public bool TryLoadDetached(ulong chunkNo, IndexEntry[] into) => ReadPage(chunkNo, MemoryMarshal.AsBytes(into.AsSpan()), out _);
 
-    /// <summary>Copies the raw bytes of a page still on disk (for the next image); false if unreadable.</summary>
+    /// <summary>Copies the raw bytes of a page (for a rewrite of the image); false if unreadable or damaged.</summary>
     public bool ReadPage(ulong chunkNo, Span<byte> into, out string? error)
     {
         error = null;
-        int k = Array.BinarySearch(_chunkNos, chunkNo);
-        if (k < 0)
+        if (!TryGetPage(chunkNo, out var page))
         {
             error = $"index image has no page for index chunk {chunkNo}";
             return false;
         }
         try
         {
-            if (_file.Read(into[..PageSize], _pagesStart + (long)k * PageSize) < PageSize || Crc32C.Compute(into[..PageSize]) != _crcs[k])
+            if (_file.Read(into[..PageSize], page.Offset) < PageSize || Crc32C.Compute(into[..PageSize]) != page.Crc)
             {
-                error = $"index image page {k} (chunk {chunkNo}) is damaged";
+                error = $"index image page at offset {page.Offset} (chunk {chunkNo}) is damaged";
                 return false;
             }
         }
         catch (Exception e) when (e is IOException or UnauthorizedAccessException or ObjectDisposedException)
         {
-            error = $"index image page {k} (chunk {chunkNo}) unreadable: {e.Message}";
+            error = $"index image page at offset {page.Offset} (chunk {chunkNo}) unreadable: {e.Message}";
             return false;
         }
         return true;
@@ -216,37 +269,97 @@ internal sealed class IndexImage : IIndexPager, IDisposable
 
     // ---------------- writing ----------------
 
-    /// <summary>
-    /// Writes a complete image to <paramref name="file"/> (a fresh .tmp file; the caller fsyncs and renames it).
-    /// <paramref name="pageSource"/> yields, in ascending chunk order, each chunk to keep with its live count and
-    /// a callback that fills its page bytes (from memory, or copied from the previous image); it returns false
-    /// if the page cannot be produced (then no image is written).
-    /// </summary>
-    public static bool Write(IStoreFile file, Counters state, IReadOnlyList<BlockSummary> blocks, uint tailCrc,
-        IEnumerable<SubjectRecord> subjects, int subjectCount, IReadOnlyList<(ulong Seq, long Expires)> ttls,
-        IReadOnlyList<(ulong Chunk, int Live)> chunks, Func<int, Span<byte>, bool> fillPage)
+    /// <summary>What a checkpoint captured under the store lock (everything but the page contents).</summary>
+    public sealed class Capture
     {
-        using var ms = new MemoryStream(HeaderSize + blocks.Count * BlockEntrySize + chunks.Count * ChunkEntrySize + 64);
+        public required Counters State;
+        public required BlockSummary[] Blocks;
+        public required uint TailCrc;
+        public required SubjectRecord[] Subjects;
+        public required (ulong Seq, long Expires)[] Ttls;
+        public required SequenceIndex.IndexFreeze Freeze;
+    }
+
+    /// <summary>
+    /// Appends a checkpoint to <paramref name="file"/> from <paramref name="appendAt"/> (page-aligned): the pages
+    /// <paramref name="page"/> produces (a null offset = "write these bytes"; otherwise the page is reused where the
+    /// previous checkpoint has it) and then the head. Does not fsync nor write a superblock (see
+    /// <see cref="WriteSuperblock"/>). Returns the head and the new append position; throws IOException on
+    /// write errors; null if a page could not be produced (nothing is committed then).
+    /// </summary>
+    public static (Head Head, long HeadOffset, byte[] HeadBytes, long End)? WriteCheckpoint(IStoreFile file, long appendAt, long generation, Capture c,
+        Func<int, Span<byte>, PageRef?> page)
+    {
+        var chunks = c.Freeze.Chunks;
+        var refs = new PageRef[chunks.Count];
+        var buf = GC.AllocateUninitializedArray<byte>(PageSize * 16);
+        long pos = appendAt;
+        int pending = 0;
+        long pendingAt = pos;
+        for (int k = 0; k < chunks.Count; k++)
+        {
+            var slot = buf.AsSpan(pending * PageSize, PageSize);
+            var reused = page(k, slot);
+            if (reused is { } r && r.Offset >= 0)
+            {
+                refs[k] = r;
+                continue;
+            }
+            if (reused is null) return null;
+            refs[k] = new PageRef(pos, Crc32C.Compute(slot));
+            pos += PageSize;
+            // Batched writes of up to 16 pages (768 KiB): few syscalls, bounded memory.
+            if (++pending == 16)
+            {
+                file.Write(buf.AsSpan(0, pending * PageSize), pendingAt);
+                pending = 0;
+                pendingAt = pos;
+            }
+        }
+        if (pending > 0) file.Write(buf.AsSpan(0, pending * PageSize), pendingAt);
+        var head = new Head
+        {
+            Generation = generation,
+            State = c.State,
+            TailCrc = c.TailCrc,
+            Blocks = c.Blocks,
+            Subjects = c.Subjects,
+            Ttls = c.Ttls,
+            Chunks = [.. chunks.Select(x => (x.Chunk, x.Live))],
+            Pages = refs,
+        };
+        var bytes = EncodeHead(head);
+        file.Write(bytes, pos);
+        long end = (pos + bytes.Length + PageAlign - 1) / PageAlign * PageAlign;
+        return (head, pos, bytes, end);
+    }
+
+    private static byte[] EncodeHead(Head head)
+    {
+        using var ms = new MemoryStream(HeaderSize + head.Blocks.Length * BlockEntrySize + head.Pages.Length * PageEntrySize + 64);
         Span<byte> h = stackalloc byte[HeaderSize];
         h.Clear();
         Magic.CopyTo(h);
+        var blocks = head.Blocks;
         BinaryPrimitives.WriteUInt16LittleEndian(h[4..], Version);
         BinaryPrimitives.WriteUInt16LittleEndian(h[6..], (ushort)EntrySize);
         BinaryPrimitives.WriteUInt32LittleEndian(h[8..], blocks[^1].Id);
-        BinaryPrimitives.WriteInt32LittleEndian(h[12..], blocks.Count);
+        BinaryPrimitives.WriteInt32LittleEndian(h[12..], blocks.Length);
         BinaryPrimitives.WriteInt64LittleEndian(h[16..], blocks[^1].Size);
-        BinaryPrimitives.WriteUInt32LittleEndian(h[24..], tailCrc);
-        BinaryPrimitives.WriteInt32LittleEndian(h[28..], subjectCount);
-        BinaryPrimitives.WriteUInt64LittleEndian(h[32..], state.First);
-        BinaryPrimitives.WriteUInt64LittleEndian(h[40..], state.Last);
-        BinaryPrimitives.WriteInt64LittleEndian(h[48..], state.LastTs);
-        BinaryPrimitives.WriteUInt64LittleEndian(h[56..], state.Msgs);
-        BinaryPrimitives.WriteUInt64LittleEndian(h[64..], state.Bytes);
-        BinaryPrimitives.WriteUInt64LittleEndian(h[72..], state.IndexBaseChunk);
-        BinaryPrimitives.WriteUInt64LittleEndian(h[80..], state.IndexEnd);
-        BinaryPrimitives.WriteInt32LittleEndian(h[88..], chunks.Count);
-        BinaryPrimitives.WriteInt32LittleEndian(h[92..], ttls.Count);
-        ms.Write(h); // head length (offset 96) is patched below
+        BinaryPrimitives.WriteUInt32LittleEndian(h[24..], head.TailCrc);
+        BinaryPrimitives.WriteInt32LittleEndian(h[28..], head.Subjects.Length);
+        var st = head.State;
+        BinaryPrimitives.WriteUInt64LittleEndian(h[32..], st.First);
+        BinaryPrimitives.WriteUInt64LittleEndian(h[40..], st.Last);
+        BinaryPrimitives.WriteInt64LittleEndian(h[48..], st.LastTs);
+        BinaryPrimitives.WriteUInt64LittleEndian(h[56..], st.Msgs);
+        BinaryPrimitives.WriteUInt64LittleEndian(h[64..], st.Bytes);
+        BinaryPrimitives.WriteUInt64LittleEndian(h[72..], st.IndexBaseChunk);
+        BinaryPrimitives.WriteUInt64LittleEndian(h[80..], st.IndexEnd);
+        BinaryPrimitives.WriteInt32LittleEndian(h[88..], head.Pages.Length);
+        BinaryPrimitives.WriteInt32LittleEndian(h[92..], head.Ttls.Length);
+        BinaryPrimitives.WriteInt64LittleEndian(h[96..], head.Generation);
+        ms.Write(h);
         Span<byte> b = stackalloc byte[BlockEntrySize];
         foreach (var blk in blocks)
         {
@@ -261,8 +374,7 @@ internal sealed class IndexImage : IIndexPager, IDisposable
             ms.Write(b);
         }
         Span<byte> sh = stackalloc byte[30];
-        int written = 0;
-        foreach (var subj in subjects)
+        foreach (var subj in head.Subjects)
         {
             BinaryPrimitives.WriteInt32LittleEndian(sh, subj.Id);
             BinaryPrimitives.WriteUInt64LittleEndian(sh[4..], subj.Count);
@@ -271,44 +383,38 @@ internal sealed class IndexImage : IIndexPager, IDisposable
             BinaryPrimitives.WriteUInt16LittleEndian(sh[28..], (ushort)subj.Key.Length);
             ms.Write(sh);
             ms.Write(subj.Key);
-            written++;
         }
-        if (written != subjectCount) return false;
-        Span<byte> t = stackalloc byte[16];
-        foreach (var (seq, expires) in ttls)
+        Span<byte> t = stackalloc byte[PageEntrySize];
+        foreach (var (seq, expires) in head.Ttls)
         {
             BinaryPrimitives.WriteUInt64LittleEndian(t, seq);
             BinaryPrimitives.WriteInt64LittleEndian(t[8..], expires);
-            ms.Write(t);
+            ms.Write(t[..16]);
         }
-        long tableAt = ms.Position;
-        foreach (var (chunk, live) in chunks)
+        for (int k = 0; k < head.Pages.Length; k++)
         {
-            BinaryPrimitives.WriteUInt64LittleEndian(t, chunk);
-            BinaryPrimitives.WriteInt32LittleEndian(t[8..], live);
-            BinaryPrimitives.WriteUInt32LittleEndian(t[12..], 0); // page checksum, patched below
+            BinaryPrimitives.WriteUInt64LittleEndian(t, head.Chunks[k].Chunk);
+            BinaryPrimitives.WriteInt32LittleEndian(t[8..], head.Chunks[k].Live);
+            BinaryPrimitives.WriteUInt32LittleEndian(t[12..], head.Pages[k].Crc);
+            BinaryPrimitives.WriteInt64LittleEndian(t[16..], head.Pages[k].Offset);
             ms.Write(t);
         }
-        long headLen = ms.Position + 8 + 4;
-        long pagesStart = (headLen + PageAlign - 1) / PageAlign * PageAlign;
-        Span<byte> l = stackalloc byte[8];
-        BinaryPrimitives.WriteInt64LittleEndian(l, pagesStart);
-        ms.Write(l);
-        ms.Write(stackalloc byte[4]); // head checksum
-        var headBytes = ms.GetBuffer();
-        BinaryPrimitives.WriteInt64LittleEndian(headBytes.AsSpan(96), headLen);
+        return ms.ToArray();
+    }
 
-        // Pages first (their checksums go into the chunk table), then the head.
-        var page = GC.AllocateUninitializedArray<byte>(PageSize);
-        for (int k = 0; k < chunks.Count; k++)
-        {
-            if (!fillPage(k, page)) return false;
-            BinaryPrimitives.WriteUInt32LittleEndian(headBytes.AsSpan((int)tableAt + k * ChunkEntrySize + 12), Crc32C.Compute(page));
-            file.Write(page, pagesStart + (long)k * PageSize);
-        }
-        var head = headBytes.AsSpan(0, (int)headLen);
-        BinaryPrimitives.WriteUInt32LittleEndian(head[^4..], Crc32C.Compute(head[..^4]));
-        file.Write(head, 0);
-        return true;
+    /// <summary>Writes the superblock of <paramref name="generation"/> into its slot (generation % 2); the caller fsyncs.</summary>
+    public static void WriteSuperblock(IStoreFile file, long generation, long headOffset, byte[] headBytes)
+    {
+        Span<byte> sb = stackalloc byte[SuperblockSize];
+        sb.Clear();
+        SuperMagic.CopyTo(sb);
+        BinaryPrimitives.WriteUInt16LittleEndian(sb[4..], Version);
+        BinaryPrimitives.WriteUInt16LittleEndian(sb[6..], (ushort)EntrySize);
+        BinaryPrimitives.WriteInt64LittleEndian(sb[8..], generation);
+        BinaryPrimitives.WriteInt64LittleEndian(sb[16..], headOffset);
+        BinaryPrimitives.WriteInt64LittleEndian(sb[24..], headBytes.Length);
+        BinaryPrimitives.WriteUInt32LittleEndian(sb[32..], Crc32C.Compute(headBytes));
+        BinaryPrimitives.WriteUInt32LittleEndian(sb[44..], Crc32C.Compute(sb[..44]));
+        file.Write(sb, (generation & 1) * PageAlign);
     }
 }

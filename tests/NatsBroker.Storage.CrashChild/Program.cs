@@ -2,7 +2,9 @@ using NatsBroker.Contracts;
 using NatsBroker.Storage.CrashChild;
 using NatsBroker.Storage.File;
 
-// usage: CrashChild <dir> <always|periodic|async> [blockSize] [maxMsgs] [ops]
+// usage: CrashChild <dir> <always|periodic|async> [blockSize] [maxMsgs] [ops] [image=<bytes>]
+// "image=N" sets the engine's image_interval_bytes (an index image checkpoint every N bytes written), so that
+// kills land before, during and after the writing of checkpoint images.
 // With "ops", it also removes a random message every 8 appends ("R <seq> ok") and compacts every 500
 // ("C <seq> ok"), each reported after the call returned, and announced before it ("r"/"c" lines).
 // Prints "READY <lastSeq>" after opening, then "A <seq> ok" for each acknowledged append (flushed to stdout
@@ -11,6 +13,10 @@ using NatsBroker.Storage.File;
 if (args.Length < 2) return 2;
 var sync = args[1] switch { "always" => SyncPolicy.Always, "async" => SyncPolicy.AsyncPersist, _ => SyncPolicy.Periodic };
 var opts = new Dictionary<string, string> { ["block_size"] = args.Length > 2 ? args[2] : "262144" };
+foreach (var a in args.Skip(4))
+{
+    if (a.StartsWith("image=", StringComparison.Ordinal)) opts["image_interval_bytes"] = a["image=".Length..];
+}
 long maxMsgs = args.Length > 3 ? long.Parse(args[3], System.Globalization.CultureInfo.InvariantCulture) : 0;
 var cfg = new StreamStoreConfig
 {

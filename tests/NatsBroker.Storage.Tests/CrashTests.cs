@@ -25,7 +25,7 @@ public sealed class CrashTests(ITestOutputHelper output)
         public string? Error;
     }
 
-    private static async Task<ChildRun> RunAndKill(string dir, string mode, int killAfterMs, int minAcks, long maxMsgs, bool ops = false)
+    private static async Task<ChildRun> RunAndKill(string dir, string mode, int killAfterMs, int minAcks, long maxMsgs, bool ops = false, long imageInterval = 0)
     {
         var psi = new ProcessStartInfo(Dotnet)
         {
@@ -39,6 +39,7 @@ public sealed class CrashTests(ITestOutputHelper output)
         psi.ArgumentList.Add("65536");
         psi.ArgumentList.Add(maxMsgs.ToString(System.Globalization.CultureInfo.InvariantCulture));
         if (ops) psi.ArgumentList.Add("ops");
+        if (imageInterval > 0) psi.ArgumentList.Add("image=" + imageInterval.ToString(System.Globalization.CultureInfo.InvariantCulture));
         var run = new ChildRun();
         using var p = Process.Start(psi)!;
         var readyTcs = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
@@ -134,8 +135,9 @@ public sealed class CrashTests(ITestOutputHelper output)
         return n;
     }
 
-    private async Task KillLoop(string mode, SyncPolicy sync, int kills, bool everyAckMustSurvive, long maxMsgs = 0)
+    private async Task KillLoop(string mode, SyncPolicy sync, int kills, bool everyAckMustSurvive, long maxMsgs = 0, long imageInterval = 0)
     {
+        int fromImage = 0;
         var dir = U.TempDir("crash-" + mode);
         var rnd = new Random(mode.GetHashCode(StringComparison.Ordinal) ^ Environment.TickCount);
         ulong lastSeen = 0, totalAcked = 0, lost = 0;
@@ -143,12 +145,13 @@ public sealed class CrashTests(ITestOutputHelper output)
         {
             for (int i = 0; i < kills; i++)
             {
-                var run = await RunAndKill(dir, mode, rnd.Next(20, 250), minAcks: 1, maxMsgs);
+                var run = await RunAndKill(dir, mode, rnd.Next(20, 250), minAcks: 1, maxMsgs, imageInterval: imageInterval);
                 Assert.True(run.Error is null, run.Error);
                 Assert.True(run.ReadyLast >= lastSeen, $"kill {i}: child reopened at {run.ReadyLast}, below {lastSeen} seen before");
                 var r = OpenStore(dir, sync, maxMsgs);
                 Assert.True(r.IsOk, r.Error);
                 using var store = r.Store!;
+                if (((File.FileStore)store).OpenedFromImage) fromImage++;
                 // Recovery checked every record's crc; the bytes of everything appended since the last check are compared here
                 // (the first and last rounds check the whole stream).
                 ulong present = VerifyAllPresent(store, i == 0 || i == kills - 1 ? 0 : Math.Max(lastSeen, 1000) - 1000);
@@ -170,7 +173,8 @@ public sealed class CrashTests(ITestOutputHelper output)
                 lost += missing;
                 output.WriteLine($"{mode} kill {i}: acked {run.Acked.Count}, present {present}, last {st.LastSequence}, lost-acked {missing}, report [{string.Join("; ", store.RecoveryReport)}]");
             }
-            output.WriteLine($"{mode}: {kills} kills, {totalAcked} acks, {lost} acknowledged appends lost");
+            output.WriteLine($"{mode}: {kills} kills, {totalAcked} acks, {lost} acknowledged appends lost, {fromImage} opens from a checkpoint image");
+            if (imageInterval > 0) Assert.True(fromImage > 0, "no open after a kill used a checkpoint image");
         }
         finally
         {
@@ -179,8 +183,23 @@ public sealed class CrashTests(ITestOutputHelper output)
     }
 
     [Fact]
-    public async Task Sync_always_keeps_acknowledged_removes_and_compacts_across_20_sigkills()
+    public Task Sync_always_keeps_acknowledged_removes_and_compacts_across_20_sigkills() => OpsKillLoop(0);
+
+    /// <summary>
+    /// The same with an index image checkpoint every 16 KiB written (a quarter block): kills land before, during and
+    /// after checkpoints, and removes and compacts after a checkpoint delete blocks the image lists.
+    /// </summary>
+    [Fact]
+    public Task Sync_always_with_image_checkpoints_keeps_acknowledged_appends_removes_and_compacts_across_20_sigkills() => OpsKillLoop(16 << 10);
+
+    /// <summary>Periodic sync, a message limit (blocks deleted from the front all the time) and frequent image checkpoints.</summary>
+    [Fact]
+    public Task Periodic_sync_with_limits_and_image_checkpoints_recovers_across_12_sigkills()
+        => KillLoop("periodic", SyncPolicy.Periodic, 12, everyAckMustSurvive: false, maxMsgs: 40_000, imageInterval: 256 << 10);
+
+    private async Task OpsKillLoop(long imageInterval)
     {
+        int fromImage = 0;
         var dir = U.TempDir("crash-ops");
         var rnd = new Random(Environment.TickCount);
         var removed = new HashSet<ulong>();
@@ -192,7 +211,7 @@ public sealed class CrashTests(ITestOutputHelper output)
         {
             for (int i = 0; i < kills; i++)
             {
-                var run = await RunAndKill(dir, "always", rnd.Next(50, 300), minAcks: 1, maxMsgs: 0, ops: true);
+                var run = await RunAndKill(dir, "always", rnd.Next(50, 300), minAcks: 1, maxMsgs: 0, ops: true, imageInterval: imageInterval);
                 Assert.True(run.Error is null, run.Error);
                 acked.UnionWith(run.Acked);
                 removed.UnionWith(run.Removed);
@@ -203,6 +222,7 @@ public sealed class CrashTests(ITestOutputHelper output)
                 var r = OpenStore(dir, SyncPolicy.Always, 0);
                 Assert.True(r.IsOk, r.Error);
                 using var store = r.Store!;
+                if (((File.FileStore)store).OpenedFromImage) fromImage++;
                 VerifyAllPresent(store, 0);
                 var st = store.GetState();
                 Assert.True(st.LastSequence >= lastSeen);
@@ -220,7 +240,8 @@ public sealed class CrashTests(ITestOutputHelper output)
                 removesChecked = removed.Count;
                 output.WriteLine($"ops kill {i}: acked {run.Acked.Count}, removed {run.Removed.Count}, compacted to {compactedTo}, present {st.Messages}, blocks {Directory.GetFiles(Path.Combine(dir, "msgs")).Length}");
             }
-            output.WriteLine($"always+ops: {kills} kills, {acked.Count} acks, {removesChecked} removes, all kept");
+            output.WriteLine($"always+ops (image every {imageInterval} B): {kills} kills, {acked.Count} acks, {removesChecked} removes, all kept, {fromImage} opens from a checkpoint image");
+            if (imageInterval > 0) Assert.True(fromImage > 0, "no open after a kill used a checkpoint image");
         }
         finally
         {

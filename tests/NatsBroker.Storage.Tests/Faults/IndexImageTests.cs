@@ -163,8 +163,9 @@ public sealed class IndexImageTests
         s.Dispose();
         var v = fs.Session();
         var bytes = v.ReadAllBytes(ImagePath);
-        // The last page (the index chunk of the newest messages) ends the file: flip a byte in it.
-        bytes[^100] ^= 0x5A;
+        // The close wrote the first (whole) image: pages in ascending chunk order from IndexImage.DataStart, the
+        // head after them. Flip a byte in the page of the newest messages (chunk 4: sequences 4096..5000).
+        bytes[(int)IndexImage.DataStart + 4 * IndexImage.PageSize + 100] ^= 0x5A;
         using (var f = v.OpenFile(ImagePath, create: true)) f.Write(bytes, 0);
 
         var s2 = Open(fs);
