@@ -105,29 +105,12 @@ internal sealed partial class OptionMapper
     private void AccountJetStream(ConfigEntry e, AccountConfig config)
     {
         var v = e.Value;
-        switch (v.Kind)
+        if (JetStreamSwitch(e) is { } on)
         {
-            case ConfigValueKind.Bool:
-                config.JetStream = v.AsBool() ? JetStreamAccountLimits.Dynamic : null;
-                return;
-            case ConfigValueKind.String:
-                switch (v.AsString().ToLowerInvariant())
-                {
-                    case "enabled" or "enable":
-                        config.JetStream = JetStreamAccountLimits.Dynamic;
-                        return;
-                    case "disabled" or "disable":
-                        config.JetStream = null;
-                        return;
-                }
-                Error(e.KeyPosition, $"Expected 'enabled' or 'disabled' for string value, got '{v.AsString()}'");
-                return;
-            case ConfigValueKind.Map:
-                break;
-            default:
-                Error(e.KeyPosition, $"Expected map, bool or string to define JetStream, got {v.Describe()}");
-                return;
+            config.JetStream = on ? JetStreamAccountLimits.Dynamic : null;
+            return;
         }
+        if (v.Kind != ConfigValueKind.Map) return;
         var limits = new JetStreamAccountLimits();
         foreach (var f in v.AsMap())
         {

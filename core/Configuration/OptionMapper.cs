@@ -789,32 +789,45 @@ internal sealed partial class OptionMapper(ServerOptions o)
 
     // ---- jetstream (opts.go parseJetStream) ----
 
-    private void JetStream(ConfigEntry e)
+    /// <summary>
+    /// The forms a <c>jetstream</c> entry takes besides a map, in the server block and in an account (opts.go
+    /// parseJetStream / parseJetStreamForAccount): a bool, or "enabled"/"enable"/"disabled"/"disable". Null for a map
+    /// (the caller reads its keys) and after an error, which is reported here.
+    /// </summary>
+    private bool? JetStreamSwitch(ConfigEntry e)
     {
         var v = e.Value;
         switch (v.Kind)
         {
             case ConfigValueKind.Bool:
-                o.JetStream = v.AsBool();
-                return;
+                return v.AsBool();
             case ConfigValueKind.String:
                 switch (v.AsString().ToLowerInvariant())
                 {
                     case "enabled" or "enable":
-                        o.JetStream = true;
-                        return;
+                        return true;
                     case "disabled" or "disable":
-                        o.JetStream = false;
-                        return;
+                        return false;
                 }
                 Error(e.KeyPosition, $"Expected 'enabled' or 'disabled' for string value, got '{v.AsString()}'");
-                return;
+                return null;
             case ConfigValueKind.Map:
-                break;
+                return null;
             default:
                 Error(e.KeyPosition, $"Expected map, bool or string to define JetStream, got {v.Describe()}");
-                return;
+                return null;
         }
+    }
+
+    private void JetStream(ConfigEntry e)
+    {
+        var v = e.Value;
+        if (JetStreamSwitch(e) is { } on)
+        {
+            o.JetStream = on;
+            return;
+        }
+        if (v.Kind != ConfigValueKind.Map) return;
         bool enable = true;
         foreach (var f in v.AsMap())
         {
