@@ -51,6 +51,8 @@ internal sealed partial class MqttSession : INatsDelivery
     private ProxiedClient? _proxiedClient;
     private volatile bool _takenOver;
     private Task? _coreLoop;
+    /// <summary>The session was read for this connection (RestoreSessionAsync): from then on the connection's end ends it.</summary>
+    private bool _sessionClaimed;
 
     public MqttSession(Socket socket, MqttOptions options, CertificateSet? certificates, GatewayEnvironment link, ProxySigner signer,
         SessionRegistry registry, ILogger log, SessionSweeper? sweeper = null)
@@ -99,15 +101,25 @@ internal sealed partial class MqttSession : INatsDelivery
         _client = client;
         try
         {
-            if (!await ConnectAsync(drain).ConfigureAwait(false)) return;
+            bool setupFailed = false;
+            try
+            {
+                if (!await ConnectAsync(drain).ConfigureAwait(false)) return;
+            }
+            catch (Exception ex) when (_sessionClaimed && (IsConnectionFault(ex) || ex is OperationCanceledException))
+            {
+                // The session was already read (and maybe resumed) for this connection: it still ends as any other
+                // connection's does, or a session not to be kept would stay stored and a kept one never get its expiry.
+                _log.LogWarning("{Ip}:{Port} - mqtt client {Id}: connection failed after its session was restored: {Reason}", RemoteIp, _remote.Port, _clientId, ex.Message);
+                setupFailed = true;
+            }
             var fromCore = _coreLoop!;
             bool graceful = false;
             try
             {
-                graceful = await ClientLoopAsync(drain).ConfigureAwait(false);
+                if (!setupFailed) graceful = await ClientLoopAsync(drain).ConfigureAwait(false);
             }
-            catch (Exception ex) when (ex is IOException or SocketException or ObjectDisposedException or MqttProtocolViolationException
-                or InvalidDataException or TimeoutException or JetStreamException)
+            catch (Exception ex) when (IsConnectionFault(ex))
             {
                 _log.LogDebug("{Ip}:{Port} - mqtt client {Id} closed: {Reason}", RemoteIp, _remote.Port, _clientId, ex.Message);
             }
@@ -145,6 +157,10 @@ internal sealed partial class MqttSession : INatsDelivery
             _out?.Dispose();
         }
     }
+
+    /// <summary>How a connection ends other than by its client's DISCONNECT: the socket, the protocol, or the core.</summary>
+    private static bool IsConnectionFault(Exception ex) => ex is IOException or SocketException or ObjectDisposedException
+        or MqttProtocolViolationException or InvalidDataException or TimeoutException or JetStreamException;
 
     private async Task<Stream> TlsAsync(Stream plain, CancellationToken ct)
     {
@@ -231,6 +247,14 @@ internal sealed partial class MqttSession : INatsDelivery
             _will = connect;
         }
         if (connect.Username is "" && connect.Password is { Length: > 0 }) return false;
+        // MQTT 5 section 4.12: no enhanced authentication method is offered, so a CONNECT naming one is refused with
+        // 0x8C Bad authentication method and closed [MQTT-4.12.0-1] (accepting it would skip what the client asked for).
+        if (_v5 && !string.IsNullOrEmpty(connect.AuthenticationMethod))
+        {
+            _log.LogDebug("{Ip}:{Port} - mqtt client {Id}: authentication method \"{Method}\" not supported", RemoteIp, _remote.Port, clientId, connect.AuthenticationMethod);
+            await RefuseAsync(MqttConnectReasonCode.BadAuthenticationMethod, drain).ConfigureAwait(false);
+            return false;
+        }
         if (!GatewayAuthorized(connect))
         {
             await RefuseAsync(MqttConnectReasonCode.NotAuthorized, drain).ConfigureAwait(false);
@@ -275,6 +299,7 @@ internal sealed partial class MqttSession : INatsDelivery
         // The sweeper may be deleting this client ID's expired session right now: wait until it is done (SessionSweeper).
         await _registry.SweepOf(clientId).WaitAsync(drain).ConfigureAwait(false);
         bool sessionPresent = await RestoreSessionAsync(connect, drain).ConfigureAwait(false);
+        _sessionClaimed = true;
         if (_v5)
         {
             // MQTT 5 section 3.2.2.3.14: the server may shorten the keep-alive; the client then uses this value.
