@@ -567,6 +567,60 @@ public abstract class StoreContractTests : IDisposable
             }
         }
     }
+
+    /// <summary>
+    /// The MQTT session stream's pattern (one record per client: max_msgs_per_subject 1, rewritten on every change and
+    /// purged by subject when a session ends): after every operation the last message of the subject touched is the
+    /// one a model says, and a purged subject has none, across block rolls, compactions and reopens.
+    /// </summary>
+    [Theory]
+    [InlineData(1)]
+    [InlineData(2)]
+    [InlineData(3)]
+    public void Records_rewritten_and_purged_by_subject_stay_exact(int seed)
+    {
+        var rnd = new Random(seed);
+        var s = Open(new StreamLimits { MaxMessagesPerSubject = 1 });
+        var model = new Dictionary<string, (ulong Seq, string Payload)>();
+        var m = new StoredMessage();
+        for (int step = 0; step < 4000; step++)
+        {
+            var subj = "sess." + rnd.Next(40);
+            int op = rnd.Next(100);
+            if (op < 75)
+            {
+                var pay = "rec" + step;
+                model[subj] = (s.Put(subj, pay), pay);
+            }
+            else if (op < 98)
+            {
+                s.Purge(B(subj));
+                model.Remove(subj);
+            }
+            else if (Factory.IsPersistent)
+            {
+                s = Reopen(s);
+            }
+            if (model.TryGetValue(subj, out var want))
+            {
+                Assert.Equal(StoreStatus.Ok, s.LoadLast(B(subj), m));
+                Assert.Equal(want.Seq, m.Sequence);
+                Assert.Equal(want.Payload, S(m.Payload));
+            }
+            else
+            {
+                Assert.NotEqual(StoreStatus.Ok, s.LoadLast(B(subj), m));
+            }
+            Assert.Equal(model.ContainsKey(subj) ? 1UL : 0UL, s.CountMatching(B(subj)));
+        }
+        s = Reopen(s);
+        Assert.Equal((ulong)model.Count, s.GetState().Messages);
+        foreach (var (subj, want) in model)
+        {
+            Assert.Equal(StoreStatus.Ok, s.LoadLast(B(subj), m));
+            Assert.Equal(want.Seq, m.Sequence);
+        }
+    }
 }
 
 public sealed class MemoryStoreContractTests : StoreContractTests
