@@ -81,16 +81,22 @@ public sealed class LimitsTests(ITestOutputHelper output, ServerPool pool) : Pro
         var payload = new byte[65536];
         const int N = 300;
         var frame = (byte[])[.. "PUB sc.x 65536\r\n"u8.ToArray(), .. payload, 13, 10];
+        // The good consumer is paced: at most 2 messages (128 KiB, half its max_pending) ahead of what it has read, so
+        // a reader descheduled on a loaded machine is not itself a slow consumer; the stalled one still overflows.
+        int received = 0;
         var reader = Task.Run(async () =>
         {
             for (var i = 0; i < N; i++)
             {
                 var m = await good.ExpectMessageAsync(TimeSpan.FromSeconds(15));
                 Assert.Equal(65536, m.Payload.Length);
+                Interlocked.Increment(ref received);
             }
         });
         for (var i = 0; i < N; i++)
         {
+            var until = DateTime.UtcNow + TimeSpan.FromSeconds(15);
+            while (i - Volatile.Read(ref received) >= 2 && !reader.IsCompleted && DateTime.UtcNow < until) await Task.Delay(1);
             await pub.SendBytesAsync(frame);
         }
 
