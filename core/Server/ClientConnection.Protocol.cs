@@ -26,6 +26,9 @@ public sealed partial class ClientConnection
     /// The parser's handler: a struct, so <see cref="ProtocolParser.Parse{THandler}"/> is specialised for it and
     /// every callback is a direct call into this sealed class.
     /// </summary>
+    /// <summary>The parser's handler type for client connections (what <see cref="Hosting.HotPathWarmup"/> instantiates the parser with).</summary>
+    internal static Type ProtocolHandlerType => typeof(Handler);
+
     private readonly struct Handler(ClientConnection c) : IProtocolHandler
     {
         // Also stops the parser while a CONNECT waits for its password check (ClientConnection.Auth.cs).
