@@ -108,7 +108,7 @@ internal sealed partial class FileStore
                 || current.AppendAt - IndexImage.DataStart > 2 * current.LiveBytes + (64L << 20);
             try
             {
-                EnsureIndexDirectory();
+                _fs.CreateDirectory(IndexDir); // its entry is made durable below, without the lock
             }
             catch (Exception e) when (e is IOException or UnauthorizedAccessException)
             {
@@ -139,6 +139,7 @@ internal sealed partial class FileStore
         try
         {
             AfterImageCapture?.Invoke();
+            MakeIndexDirectoryDurable();
             // Which unchanged chunks the previous checkpoint already holds is worked out here, without the lock.
             freeze.Classify(chunk => current is not null && current.TryGetPage(chunk, out _));
             if (freeze.Late.Count > 0)
