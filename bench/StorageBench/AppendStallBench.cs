@@ -7,7 +7,8 @@ using NatsBroker.Storage.File;
 namespace NatsBroker.Bench.Storage;
 
 /// <summary>
-/// "append-stall [gb=N]": appends of 1 KiB messages (16 subjects) into a growing file store, N GB (default 2) per
+/// "append-stall [gb=N] [payload=B]": appends of B-byte messages (default 1 KiB; 16 subjects) into a growing file
+/// store, N GB (default 2) per
 /// run, measuring every single append: throughput, the longest append, the 99.99th percentile and how many
 /// appends took over 10 ms. The store's own timers run beside it (flush, periodic sync, per-block index snapshots
 /// and index image checkpoints every 128 MiB), which is where stalls come from. Two runs: the writer alone, and
@@ -16,17 +17,17 @@ namespace NatsBroker.Bench.Storage;
 /// </summary>
 internal static class AppendStallBench
 {
-    private const int PayloadSize = 1024;
-
     public static List<string> Run(string baseDir, string[] args)
     {
         double gb = args.FirstOrDefault(a => a.StartsWith("gb=", StringComparison.Ordinal)) is { } g
             ? double.Parse(g[3..], CultureInfo.InvariantCulture) : 2;
+        int payload = args.FirstOrDefault(a => a.StartsWith("payload=", StringComparison.Ordinal)) is { } p
+            ? int.Parse(p[8..], CultureInfo.InvariantCulture) : 1024;
         var lines = new List<string>();
         foreach (bool withReader in new[] { false, true })
         {
             var dir = Path.Combine(baseDir, "stall-" + (withReader ? "reader" : "alone"));
-            var line = RunOnce(dir, gb, withReader);
+            var line = RunOnce(dir, gb, payload, withReader);
             Console.WriteLine(line);
             lines.Add(line);
             Directory.Delete(dir, true);
@@ -34,15 +35,15 @@ internal static class AppendStallBench
         return lines;
     }
 
-    private static string RunOnce(string dir, double gb, bool withReader)
+    private static string RunOnce(string dir, double gb, int payloadSize, bool withReader)
     {
         var r = new FileStoreFactory().Open(new StreamStoreConfig { StreamName = "stall" }, dir);
         if (!r.IsOk) throw new InvalidOperationException(r.Error);
         using var s = r.Store!;
         var subj = Enumerable.Range(0, 16).Select(i => Encoding.ASCII.GetBytes("bench." + i)).ToArray();
-        var body = new byte[PayloadSize];
+        var body = new byte[payloadSize];
         Random.Shared.NextBytes(body);
-        long msgs = (long)(gb * 1024 * 1024 * 1024 / (PayloadSize + 8 + 40));
+        long msgs = (long)(gb * 1024 * 1024 * 1024 / (payloadSize + 8 + 40));
         // The reader starts once a quarter is written, so it replays data written long before (sealed blocks).
         long readerStart = withReader ? msgs / 4 : long.MaxValue;
         using var stop = new CancellationTokenSource();
@@ -92,6 +93,6 @@ internal static class AppendStallBench
             if (seen >= target) break;
         }
         return string.Create(CultureInfo.InvariantCulture,
-            $"| file   | append-stall {gb:0.##} GB ({msgs / 1000}k msgs of {PayloadSize} B){(withReader ? " + sequential reader from the first message" : ", writer alone")} | {msgs / sw.Elapsed.TotalSeconds:N0} appends/s | longest append {max * tick:F1} ms; p99.99 {(p9999 + 1) / 10.0:F1} ms; appends over 10 ms: {over10}{(withReader ? string.Create(CultureInfo.InvariantCulture, $"; reader {reads / 1000}k loads") : "")} |");
+            $"| file   | append-stall {gb:0.##} GB ({msgs / 1000}k msgs of {payloadSize} B){(withReader ? " + sequential reader from the first message" : ", writer alone")} | {msgs / sw.Elapsed.TotalSeconds:N0} appends/s | longest append {max * tick:F1} ms; p99.99 {(p9999 + 1) / 10.0:F1} ms; appends over 10 ms: {over10}{(withReader ? string.Create(CultureInfo.InvariantCulture, $"; reader {reads / 1000}k loads") : "")} |");
     }
 }
