@@ -63,7 +63,8 @@ internal sealed partial class SequenceIndex
         internal bool All;
         internal int[] Live = [];
         internal bool[] Paged = [];
-        internal IndexEntry[]?[] Data = [];
+        /// <summary>The chunk being appended to is in memory (the only chunk whose presence is not implied by its counters).</summary>
+        internal bool AppendPresent;
 
         /// <summary>
         /// WITHOUT the lock: lists every chunk kept (live entries, or the chunk being appended to) with its source:
@@ -81,8 +82,10 @@ internal sealed partial class SequenceIndex
             {
                 ulong no = BaseChunk + (ulong)k;
                 while (f < order.Length && order[f].Chunk < no) f++;
-                bool present = Data[k] is not null;
                 int live = Live[k];
+                // In memory: a chunk with live entries that is not on disk always is (a chunk is released only
+                // once nothing in it is live); one without is kept only if it is the chunk being appended to.
+                bool present = !Paged[k] && (live != 0 || (no == AppendChunk && AppendPresent));
                 if (!Kept(no, live, present, Paged[k], AppendChunk)) continue;
                 if (f < order.Length && order[f].Chunk == no)
                 {
@@ -106,7 +109,6 @@ internal sealed partial class SequenceIndex
                     Late.Add((no, live));
                 }
             }
-            Data = []; // the references only told which chunks were in memory
         }
     }
 
@@ -119,7 +121,7 @@ internal sealed partial class SequenceIndex
     /// did not change. Every in-memory chunk changed since the last capture (every in-memory chunk when
     /// <paramref name="all"/>) is frozen: the first write to it afterwards copies it first (copy-on-write, once per
     /// chunk), so <see cref="CopyFrozen"/> returns it exactly as it was now, while appends go on. The per-chunk
-    /// live counts, on-disk flags and chunk references are copied (array copies) for <see cref="IndexFreeze.Classify"/>.
+    /// live counts and on-disk flags are copied (array copies) for <see cref="IndexFreeze.Classify"/>.
     /// Only one capture runs at a time; <see cref="EndFreeze"/> ends it.
     /// </summary>
     public IndexFreeze Freeze(bool all)
@@ -132,11 +134,11 @@ internal sealed partial class SequenceIndex
             All = all,
             Live = new int[_count],
             Paged = new bool[_count],
-            Data = new IndexEntry[_count][],
         };
         CopyRing(_live, f.Live);
         CopyRing(_paged, f.Paged);
-        CopyRing(_chunks, f.Data);
+        if (f.AppendChunk >= _baseChunk && f.AppendChunk - _baseChunk < (ulong)_count)
+            f.AppendPresent = _chunks[Slot((int)(f.AppendChunk - _baseChunk))] is not null;
         if (all || _dirtyOverflow)
         {
             for (int k = 0; k < _count; k++)
