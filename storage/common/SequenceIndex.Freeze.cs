@@ -57,10 +57,13 @@ internal sealed partial class SequenceIndex
         /// <summary>In-memory chunks unchanged since the last capture that the previous image lacks: frozen late by <see cref="FreezeLate"/>.</summary>
         internal readonly List<(ulong Chunk, int Live)> Late = [];
 
-        // What the index held at the capture, chunk k = BaseChunk + k (copies: read without the lock).
+        // What the index held at the capture, chunk k = BaseChunk + k (copies, read without the lock; the buffers
+        // are the index's, reused by its next capture).
         internal ulong BaseChunk;
         internal ulong AppendChunk;
         internal bool All;
+        /// <summary>Chunks captured: entries [0, Count) of <see cref="Live"/> and <see cref="Paged"/>.</summary>
+        internal int Count;
         internal int[] Live = [];
         internal bool[] Paged = [];
         /// <summary>The chunk being appended to is in memory (the only chunk whose presence is not implied by its counters).</summary>
@@ -78,7 +81,7 @@ internal sealed partial class SequenceIndex
             for (int i = 0; i < order.Length; i++) order[i] = (Frozen[i], i);
             Array.Sort(order, static (a, b) => a.Chunk.CompareTo(b.Chunk));
             int f = 0;
-            for (int k = 0; k < Live.Length; k++)
+            for (int k = 0; k < Count; k++)
             {
                 ulong no = BaseChunk + (ulong)k;
                 while (f < order.Length && order[f].Chunk < no) f++;
@@ -127,13 +130,21 @@ internal sealed partial class SequenceIndex
     public IndexFreeze Freeze(bool all)
     {
         if (_freeze is not null) EndFreeze(_freeze);
+        if (_captureLive.Length < _count)
+        {
+            // Grown (doubling) and reused: a capture allocates next to nothing under the lock, where a collection
+            // it triggered would stall every writer. One capture at a time, so one pair of buffers serves them all.
+            _captureLive = new int[Math.Max(_count, _captureLive.Length * 2)];
+            _capturePaged = new bool[_captureLive.Length];
+        }
         var f = new IndexFreeze
         {
             BaseChunk = _baseChunk,
             AppendChunk = End == 0 ? 0 : (End - 1) >> Shift,
             All = all,
-            Live = new int[_count],
-            Paged = new bool[_count],
+            Count = _count,
+            Live = _captureLive,
+            Paged = _capturePaged,
         };
         CopyRing(_live, f.Live);
         CopyRing(_paged, f.Paged);
@@ -199,6 +210,9 @@ internal sealed partial class SequenceIndex
         f.Late.Clear();
         return true;
     }
+
+    private int[] _captureLive = [];
+    private bool[] _capturePaged = [];
 
     /// <summary>Copies the ring's slots 0..count-1 (lowest chunk first) into <paramref name="into"/>.</summary>
     private void CopyRing<T>(T[] ring, T[] into)
