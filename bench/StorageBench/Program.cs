@@ -19,6 +19,8 @@ bool kvOnly = args.Contains("kv-only");
 bool coldOnly = args.Contains("cold-only");
 // "open-crash": just the crash-open rows (a store copied while open, as kill -9 leaves it: no index image).
 bool crashOnly = args.Contains("open-crash");
+// "append-stall [gb=N]": per-append latency while the store grows, alone and beside a replaying reader (AppendStallBench.cs).
+bool stallOnly = args.Contains("append-stall");
 var results = new List<string>();
 var baseDir = Path.Combine(Path.GetTempPath(), "nb-storage-bench-" + Environment.ProcessId);
 
@@ -64,7 +66,7 @@ Console.WriteLine($"storage bench: {Environment.ProcessorCount} cores, .NET {Env
 Console.WriteLine("| engine | benchmark                                      | ops/s          | B/op thr | B/op all |");
 Console.WriteLine("|--------|------------------------------------------------|----------------|----------|----------|");
 
-foreach (var engine in openOnly || kvOnly || coldOnly || crashOnly || args.Contains("open-large") || args.Contains("open-10g") ? [] : new[] { "memory", "file" })
+foreach (var engine in openOnly || kvOnly || coldOnly || crashOnly || stallOnly || args.Contains("open-large") || args.Contains("open-10g") ? [] : new[] { "memory", "file" })
 {
     var payload = new byte[128];
     Random.Shared.NextBytes(payload);
@@ -203,7 +205,10 @@ foreach (var engine in openOnly || kvOnly || coldOnly || crashOnly || args.Conta
     }
 }
 
+if (stallOnly) results.AddRange(NatsBroker.Bench.Storage.AppendStallBench.Run(baseDir, args));
+
 // ---- issue 9 rows (file engine): open time vs size, index memory vs KV updates, appends beside a cold reader ----
+if (!stallOnly)
 {
     var payload = new byte[128];
     Random.Shared.NextBytes(payload);

@@ -57,7 +57,7 @@ internal interface IIndexPager
 /// (under the caller's lock). The hot path is unchanged: only a null chunk slot looks at the paged flag.
 /// </para>
 /// </summary>
-internal sealed class SequenceIndex
+internal sealed partial class SequenceIndex
 {
     // 1024 entries x 48 B = 48 KiB: below the large-object threshold, so growth never allocates on the LOH.
     private const int Shift = 10;
@@ -74,6 +74,14 @@ internal sealed class SequenceIndex
     /// <summary>0, or 1 + the position of the chunk in the running <see cref="_freeze"/> (copy-on-write pending).</summary>
     private int[] _frozen = new int[16];
     private IndexFreeze? _freeze;
+    /// <summary>
+    /// Chunk numbers whose <see cref="_dirty"/> flag went from false to true since the last <see cref="Freeze"/>, so a
+    /// capture finds what changed in O(changes) instead of scanning every chunk (SequenceIndex.Freeze.cs). Bounded:
+    /// past <see cref="_chunks"/>.Length entries it is dropped and <see cref="_dirtyOverflow"/> makes the next
+    /// capture scan the flags instead (an engine that never captures, like the memory engine, pays nothing more).
+    /// </summary>
+    private readonly List<ulong> _dirtyList = [];
+    private bool _dirtyOverflow;
     private IIndexPager? _pager;
     private bool _missed;
     private ulong _missedChunk;
@@ -150,6 +158,8 @@ internal sealed class SequenceIndex
         Array.Clear(_live);
         Array.Clear(_paged);
         Array.Clear(_dirty);
+        _dirtyList.Clear();
+        _dirtyOverflow = false;
         PagedChunks = 0;
         _head = 0;
         _count = 0;
@@ -218,6 +228,8 @@ internal sealed class SequenceIndex
         _live = new int[cap];
         _paged = new bool[cap];
         _dirty = new bool[cap];
+        _dirtyList.Clear();
+        _dirtyOverflow = false;
         _frozen = new int[cap];
         _freeze = null;
         _count = (int)span;
@@ -270,7 +282,7 @@ internal sealed class SequenceIndex
         int slot = SlotOf(seq);
         var c = _chunks[slot] ?? PageIn(slot, seq >> Shift, force: true) ?? (_chunks[slot] = Rent());
         if (_frozen[slot] != 0) Thaw(slot);
-        _dirty[slot] = true;
+        MarkDirty(slot, seq >> Shift);
         End = seq + 1;
         ref var e = ref c[seq & Mask];
         e = default;
@@ -306,14 +318,14 @@ internal sealed class SequenceIndex
     {
         int slot = SlotOf(seq);
         _live[slot]++;
-        _dirty[slot] = true;
+        MarkDirty(slot, seq >> Shift);
     }
 
     /// <summary>The entry for <paramref name="seq"/> was deleted; its chunk is released once nothing in it is live.</summary>
     public void MarkDead(ulong seq)
     {
         int slot = SlotOf(seq);
-        _dirty[slot] = true;
+        MarkDirty(slot, seq >> Shift);
         if (--_live[slot] > 0) return;
         // Never the chunk being appended to (Add re-allocates any other released chunk it needs, e.g. after RemoveLast).
         if ((seq >> Shift) == (End >> Shift)) return;
@@ -331,7 +343,7 @@ internal sealed class SequenceIndex
     {
         int slot = SlotOf(seq);
         if (_frozen[slot] != 0) Thaw(slot);
-        _dirty[slot] = true;
+        MarkDirty(slot, seq >> Shift);
         return ref Get(seq);
     }
 
@@ -440,110 +452,6 @@ internal sealed class SequenceIndex
         Release(_chunks[slot]);
     }
 
-    // ---- consistent capture for an index image (file engine checkpoints) ----
-
-    /// <summary>Where the content of a chunk kept in an image comes from.</summary>
-    public enum ChunkSource : byte
-    {
-        /// <summary>In memory and captured: copied by <see cref="CopyFrozen"/> (as it was at the capture).</summary>
-        Frozen,
-        /// <summary>In memory, unchanged since the last image that the caller said holds it: that page is reused.</summary>
-        Clean,
-        /// <summary>Not in memory: still the page of the image it was restored from (<see cref="RestorePaged"/>).</summary>
-        OnDisk,
-    }
-
-    /// <summary>A running capture: the chunks kept, and the copies writers made before changing a frozen chunk.</summary>
-    public sealed class IndexFreeze
-    {
-        public readonly List<(ulong Chunk, int Live, ChunkSource Source)> Chunks = [];
-        /// <summary>Per position in <see cref="Chunks"/>: the captured content once a writer or a release took it off the live chunk.</summary>
-        internal readonly List<IndexEntry[]?> Preserved = [];
-    }
-
-    /// <summary>
-    /// Under the lock: captures the index for an image, in O(chunks) without copying entries. Every chunk kept
-    /// (live entries, or the chunk being appended to) is listed; an in-memory chunk that changed since the last
-    /// capture, or that <paramref name="inPrevious"/> says the previous image lacks, or every in-memory chunk when
-    /// <paramref name="all"/>, is frozen: the first write to it afterwards copies it first (copy-on-write, once
-    /// per chunk), so <see cref="CopyFrozen"/> returns it exactly as it was now, while appends go on.
-    /// Only one capture runs at a time; <see cref="EndFreeze"/> ends it.
-    /// </summary>
-    public IndexFreeze Freeze(bool all, Func<ulong, bool> inPrevious)
-    {
-        if (_freeze is not null) EndFreeze(_freeze);
-        var f = new IndexFreeze();
-        ulong appendChunk = End == 0 ? 0 : (End - 1) >> Shift;
-        for (int k = 0; k < _count; k++)
-        {
-            int slot = Slot(k);
-            ulong no = _baseChunk + (ulong)k;
-            var data = _chunks[slot];
-            int live = _live[slot];
-            bool paged = _paged[slot];
-            // Empty chunks are not kept, except the one being appended to (its dead entries must stay dead).
-            if (live == 0 && !(no == appendChunk && (data is not null || paged))) continue;
-            if (data is null && !paged) continue;
-            if (data is null)
-            {
-                f.Chunks.Add((no, live, ChunkSource.OnDisk));
-                f.Preserved.Add(null);
-                continue;
-            }
-            if (!all && !_dirty[slot] && inPrevious(no))
-            {
-                f.Chunks.Add((no, live, ChunkSource.Clean));
-                f.Preserved.Add(null);
-                continue;
-            }
-            f.Chunks.Add((no, live, ChunkSource.Frozen));
-            f.Preserved.Add(null);
-            _frozen[slot] = f.Chunks.Count;
-            _dirty[slot] = false;
-        }
-        _freeze = f;
-        return f;
-    }
-
-    /// <summary>Under the lock: the captured content of frozen chunk <paramref name="k"/> (a position in the freeze's list) into <paramref name="into"/>.</summary>
-    public void CopyFrozen(IndexFreeze f, int k, Span<byte> into)
-    {
-        var src = f.Preserved[k];
-        if (src is null)
-        {
-            ulong no = f.Chunks[k].Chunk;
-            int slot = Slot((int)(no - _baseChunk));
-            if (_freeze != f || no < _baseChunk || _frozen[slot] != k + 1) throw new InvalidOperationException($"index chunk {no} is not frozen");
-            src = _chunks[slot]!;
-            _frozen[slot] = 0;
-        }
-        f.Preserved[k] = null;
-        System.Runtime.InteropServices.MemoryMarshal.AsBytes(src.AsSpan()).CopyTo(into);
-    }
-
-    /// <summary>Under the lock: ends a capture (done or abandoned); chunks still frozen are released from it.</summary>
-    public void EndFreeze(IndexFreeze f)
-    {
-        if (_freeze != f) return;
-        for (int k = 0; k < _count; k++) _frozen[Slot(k)] = 0;
-        _freeze = null;
-    }
-
-    /// <summary>The last capture was not persisted: every in-memory chunk counts as changed again.</summary>
-    public void MarkAllDirty()
-    {
-        for (int k = 0; k < _count; k++) _dirty[Slot(k)] = true;
-    }
-
     /// <summary>Replaces the pager (under the lock), e.g. when the engine rewrote its image into a new file.</summary>
     public void SetPager(IIndexPager? pager) => Volatile.Write(ref _pager, pager);
-
-    /// <summary>A writer touches a frozen chunk: the capture gets a copy of it as it is now, before the write.</summary>
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    private void Thaw(int slot)
-    {
-        int f = _frozen[slot];
-        _frozen[slot] = 0;
-        _freeze!.Preserved[f - 1] = (IndexEntry[])_chunks[slot]!.Clone();
-    }
 }

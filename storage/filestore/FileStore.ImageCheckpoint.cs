@@ -6,9 +6,10 @@ namespace NatsBroker.Storage.File;
 /// <summary>
 /// Index image checkpoints (FORMAT.md "Index image"): every <c>image_interval_bytes</c> written (default 128 MiB),
 /// at an explicit flush and at a clean close, the store's state is captured under the store lock in
-/// O(blocks + subjects + index chunks), without copying index entries: chunks changed since the last checkpoint
-/// are frozen (<see cref="SequenceIndex.Freeze"/>, copy-on-write for a writer that touches one first). The rest
-/// runs WITHOUT the store lock: each frozen chunk is copied under the lock for a moment (one 48 KiB copy), the
+/// O(blocks + subjects + index chunks changed since the last checkpoint), plus one array copy of the per-chunk
+/// counters, without copying index entries: the changed chunks are frozen (<see cref="SequenceIndex.Freeze"/>,
+/// copy-on-write for a writer that touches one first). The rest runs WITHOUT the store lock: the page list is
+/// built (<see cref="SequenceIndex.IndexFreeze.Classify"/>), each frozen chunk is copied under the lock for a moment (one 48 KiB copy), the
 /// pages and the head are appended to <c>idx/index.img</c> and fsynced, the blocks the image covers are fsynced,
 /// and only then is the superblock written and fsynced (the commit). Unchanged pages are not written again: the
 /// new head points at their previous copy. When the file holds more than twice its live pages (plus 64 MiB), or
@@ -35,6 +36,9 @@ internal sealed partial class FileStore
 
     /// <summary>A reused page: the callback of <see cref="IndexImage.WriteCheckpoint"/> wrote none.</summary>
     private static readonly IndexImage.PageRef PageWritten = new(-1, 0);
+
+    /// <summary>Tests: called right after a checkpoint's capture, without the store lock (a test stalls the checkpoint there).</summary>
+    internal Action? AfterImageCapture { get; set; }
 
     /// <summary>From the flush/sync tick (after the snapshots): is an image checkpoint due?</summary>
     private bool ImageCheckpointDue(bool explicitFlush)
@@ -104,15 +108,14 @@ internal sealed partial class FileStore
                 || current.AppendAt - IndexImage.DataStart > 2 * current.LiveBytes + (64L << 20);
             try
             {
-                EnsureIndexDirectory();
+                _fs.CreateDirectory(IndexDir); // its entry is made durable below, without the lock
             }
             catch (Exception e) when (e is IOException or UnauthorizedAccessException)
             {
                 LastError = $"cannot create {IndexDir}: {e.Message}";
                 return;
             }
-            var img = current;
-            freeze = Index.Freeze(full, chunk => img is not null && img.TryGetPage(chunk, out _));
+            freeze = Index.Freeze(full);
             cap = new IndexImage.Capture
             {
                 State = new IndexImage.Counters(First, Last, LastTs, Msgs, Bytes, Index.Low / SequenceIndex.EntriesPerChunk, Index.End),
@@ -135,6 +138,17 @@ internal sealed partial class FileStore
         IStoreFile? file = null;
         try
         {
+            AfterImageCapture?.Invoke();
+            MakeIndexDirectoryDurable();
+            // Which unchanged chunks the previous checkpoint already holds is worked out here, without the lock.
+            freeze.Classify(chunk => current is not null && current.TryGetPage(chunk, out _));
+            if (freeze.Late.Count > 0)
+            {
+                lock (Sync)
+                {
+                    if (!Index.FreezeLate(freeze)) return;
+                }
+            }
             file = full ? _fs.OpenFile(tmp, create: true) : current!.File;
             long appendAt = full ? IndexImage.DataStart : current!.AppendAt;
             var written = IndexImage.WriteCheckpoint(file, appendAt, gen, cap, (k, page) => ProducePage(freeze, k, page, full, current, atClose));
@@ -145,12 +159,13 @@ internal sealed partial class FileStore
             if (full)
             {
                 IndexImage? old;
+                var adopted = IndexImage.Adopt(file, PageFailed, w.Head, w.End); // its page table is built here, not under the lock
                 lock (Sync)
                 {
                     if (epoch != _imageEpoch || (IsClosed && !atClose) || Failure is not null) return;
                     _fs.Rename(tmp, ImagePath);
                     old = _image;
-                    _image = IndexImage.Adopt(file, PageFailed, w.Head, w.End);
+                    _image = adopted;
                     file = null; // owned by _image now
                     Index.SetPager(_image);
                     _imageOnDisk = true;
@@ -170,6 +185,7 @@ internal sealed partial class FileStore
             }
             else
             {
+                var table = IndexImage.PageTable.From(w.Head); // built here, not under the lock
                 lock (Sync)
                 {
                     if (epoch != _imageEpoch || (IsClosed && !atClose) || Failure is not null) return;
@@ -181,7 +197,7 @@ internal sealed partial class FileStore
                 lock (Sync)
                 {
                     if (epoch != _imageEpoch || Failure is not null) return;
-                    current!.Commit(w.Head, w.End);
+                    current!.Commit(table, w.Head, w.End);
                     committed = true;
                 }
             }

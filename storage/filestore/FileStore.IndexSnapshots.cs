@@ -151,7 +151,7 @@ internal sealed partial class FileStore
     }
 
     /// <summary>idx/ was created (or found) and the stream directory fsynced since this store opened.</summary>
-    private bool _indexDirDurable;
+    private volatile bool _indexDirDurable;
 
     /// <summary>
     /// Creates idx/ if needed and, once per open, fsyncs the stream directory so that the idx/ entry itself
@@ -160,6 +160,17 @@ internal sealed partial class FileStore
     private void EnsureIndexDirectory()
     {
         _fs.CreateDirectory(IndexDir);
+        MakeIndexDirectoryDurable();
+    }
+
+    /// <summary>
+    /// The once-per-open fsync of the stream directory that <see cref="EnsureIndexDirectory"/> owes, for a checkpoint
+    /// that created idx/ under the store lock (so a store deleted meanwhile does not get it back) and runs the rest
+    /// without it: called before anything is written into idx/. A directory fsync during heavy writing can wait for
+    /// a journal commit; under the lock it stalled every publisher. Throws like <see cref="EnsureIndexDirectory"/>.
+    /// </summary>
+    private void MakeIndexDirectoryDurable()
+    {
         if (_indexDirDurable) return;
         _fs.SyncDirectory(_dir);
         _indexDirDurable = true;
@@ -206,8 +217,9 @@ internal sealed partial class FileStore
                 {
                     CollectSnapshotCandidatesLocked(list);
                     // Under the lock: a store deleted meanwhile must not get its directory back.
-                    if (list.Count > 0) EnsureIndexDirectory();
+                    if (list.Count > 0) _fs.CreateDirectory(IndexDir);
                 }
+                if (list.Count > 0) MakeIndexDirectoryDurable(); // before any snapshot goes in it, without the lock
             }
             catch (Exception e) when (e is IOException or UnauthorizedAccessException)
             {

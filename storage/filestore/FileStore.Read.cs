@@ -25,7 +25,10 @@ internal sealed partial class FileStore
             _seqRun = b.Id == _coldBlock && off == _coldNext ? _seqRun + 1 : 0;
             _coldBlock = b.Id;
             _coldNext = off + len;
-            bool loadBlock = _seqRun >= 2 && _opt.CacheBlocks > 0 && b.Size <= _opt.BlockSize;
+            // A whole block (up to block_size, 4 MiB by default) is loaded only by a deferred read, outside the lock.
+            // A load retried under the lock (deferred.Allowed false: the cache it installed was evicted meanwhile,
+            // e.g. by another reader replaying the same blocks, or a record failed its check) reads one record.
+            bool loadBlock = deferred.Allowed && _seqRun >= 2 && _opt.CacheBlocks > 0 && b.Size <= _opt.BlockSize;
             if (deferred.Allowed)
             {
                 // Disk I/O happens after the store lock is released (CompleteRead): appends go on meanwhile.
@@ -37,7 +40,6 @@ internal sealed partial class FileStore
                 deferred.Buffer = loadBlock ? RentBuffer((int)b.Size) : null;
                 return StoreStatus.Ok;
             }
-            if (loadBlock) LoadBlockCache(b);
         }
         if (b.Cache is not null && off + len <= b.Size)
         {
@@ -140,31 +142,6 @@ internal sealed partial class FileStore
         {
             Interlocked.CompareExchange(ref _spareReadBuffer, rent, null);
         }
-    }
-
-    /// <summary>
-    /// Loads a whole block into a pooled cache buffer, for sequential readers (consumers catching up);
-    /// random reads stay single preads.
-    /// </summary>
-    private void LoadBlockCache(MsgBlock b)
-    {
-        var buf = RentBuffer((int)b.Size);
-        try
-        {
-            int n = b.File.Read(buf.AsSpan(0, (int)b.Size), 0);
-            if (n < b.Size)
-            {
-                ReturnBuffer(buf);
-                return;
-            }
-        }
-        catch (Exception e) when (e is IOException or UnauthorizedAccessException or ObjectDisposedException)
-        {
-            ReturnBuffer(buf);
-            return;
-        }
-        b.Cache = buf;
-        KeepCached(b);
     }
 
     private void KeepCached(MsgBlock b)

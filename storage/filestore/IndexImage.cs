@@ -62,15 +62,25 @@ internal sealed class IndexImage : IIndexPager, IDisposable
     }
 
     /// <summary>Chunk number → page, sorted; replaced whole (readers outside the store lock see one or the other).</summary>
-    private sealed class PageMap(ulong[] chunks, PageRef[] pages)
+    public sealed class PageTable
     {
-        public readonly ulong[] Chunks = chunks;
-        public readonly PageRef[] Pages = pages;
+        internal readonly ulong[] Chunks;
+        internal readonly PageRef[] Pages;
+
+        private PageTable(ulong[] chunks, PageRef[] pages) => (Chunks, Pages) = (chunks, pages);
+
+        /// <summary>The page table of a head: O(pages), so a checkpoint builds it before it takes the store lock to commit.</summary>
+        public static PageTable From(Head head)
+        {
+            var chunks = new ulong[head.Chunks.Length];
+            for (int i = 0; i < chunks.Length; i++) chunks[i] = head.Chunks[i].Chunk;
+            return new PageTable(chunks, head.Pages);
+        }
     }
 
     private readonly IStoreFile _file;
     private readonly Action<string> _onFailure;
-    private PageMap _map;
+    private PageTable _map;
 
     /// <summary>Generation of the newest committed checkpoint (its superblock slot is Generation % 2).</summary>
     public long Generation { get; private set; }
@@ -87,7 +97,7 @@ internal sealed class IndexImage : IIndexPager, IDisposable
     {
         _file = file;
         _onFailure = onFailure;
-        _map = new PageMap([.. head.Chunks.Select(c => c.Chunk)], head.Pages);
+        _map = PageTable.From(head);
         Generation = head.Generation;
         AppendAt = appendAt;
         LiveBytes = (long)head.Pages.Length * PageSize;
@@ -105,10 +115,10 @@ internal sealed class IndexImage : IIndexPager, IDisposable
         return k >= 0;
     }
 
-    /// <summary>Under the store lock: a checkpoint appended to this file committed; its page table becomes current.</summary>
-    public void Commit(Head head, long appendAt)
+    /// <summary>Under the store lock: a checkpoint appended to this file committed; its page table (<see cref="PageTable.From"/>) becomes current.</summary>
+    public void Commit(PageTable table, Head head, long appendAt)
     {
-        Volatile.Write(ref _map, new PageMap([.. head.Chunks.Select(c => c.Chunk)], head.Pages));
+        Volatile.Write(ref _map, table);
         Generation = head.Generation;
         AppendAt = appendAt;
         LiveBytes = (long)head.Pages.Length * PageSize;

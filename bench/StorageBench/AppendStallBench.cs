@@ -1,0 +1,98 @@
+using System.Diagnostics;
+using System.Globalization;
+using System.Text;
+using NatsBroker.Contracts;
+using NatsBroker.Storage.File;
+
+namespace NatsBroker.Bench.Storage;
+
+/// <summary>
+/// "append-stall [gb=N] [payload=B]": appends of B-byte messages (default 1 KiB; 16 subjects) into a growing file
+/// store, N GB (default 2) per
+/// run, measuring every single append: throughput, the longest append, the 99.99th percentile and how many
+/// appends took over 10 ms. The store's own timers run beside it (flush, periodic sync, per-block index snapshots
+/// and index image checkpoints every 128 MiB), which is where stalls come from. Two runs: the writer alone, and
+/// the writer with a concurrent reader replaying the stream from its first message (LoadNext, sequential: the
+/// reader loads each sealed block whole, a 4 MiB read per block).
+/// </summary>
+internal static class AppendStallBench
+{
+    public static List<string> Run(string baseDir, string[] args)
+    {
+        double gb = args.FirstOrDefault(a => a.StartsWith("gb=", StringComparison.Ordinal)) is { } g
+            ? double.Parse(g[3..], CultureInfo.InvariantCulture) : 2;
+        int payload = args.FirstOrDefault(a => a.StartsWith("payload=", StringComparison.Ordinal)) is { } p
+            ? int.Parse(p[8..], CultureInfo.InvariantCulture) : 1024;
+        var lines = new List<string>();
+        foreach (bool withReader in new[] { false, true })
+        {
+            var dir = Path.Combine(baseDir, "stall-" + (withReader ? "reader" : "alone"));
+            var line = RunOnce(dir, gb, payload, withReader);
+            Console.WriteLine(line);
+            lines.Add(line);
+            Directory.Delete(dir, true);
+        }
+        return lines;
+    }
+
+    private static string RunOnce(string dir, double gb, int payloadSize, bool withReader)
+    {
+        var r = new FileStoreFactory().Open(new StreamStoreConfig { StreamName = "stall" }, dir);
+        if (!r.IsOk) throw new InvalidOperationException(r.Error);
+        using var s = r.Store!;
+        var subj = Enumerable.Range(0, 16).Select(i => Encoding.ASCII.GetBytes("bench." + i)).ToArray();
+        var body = new byte[payloadSize];
+        Random.Shared.NextBytes(body);
+        long msgs = (long)(gb * 1024 * 1024 * 1024 / (payloadSize + 8 + 40));
+        // The reader starts once a quarter is written, so it replays data written long before (sealed blocks).
+        long readerStart = withReader ? msgs / 4 : long.MaxValue;
+        using var stop = new CancellationTokenSource();
+        long reads = 0;
+        Thread? reader = null;
+        // Latency histogram in 0.1 ms buckets up to 1 s (no per-append allocation).
+        var hist = new long[10_001];
+        long max = 0, over10 = 0;
+        double tick = 1000.0 / Stopwatch.Frequency;
+        var sw = Stopwatch.StartNew();
+        long prev = Stopwatch.GetTimestamp();
+        for (long i = 0; i < msgs; i++)
+        {
+            if (i == readerStart)
+            {
+                reader = new Thread(() =>
+                {
+                    var m = new StoredMessage(2048);
+                    ulong q = 1;
+                    while (!stop.IsCancellationRequested)
+                    {
+                        if (s.LoadNext(default, q, m) != StoreStatus.Ok) q = 1; // caught up: replay again from the start
+                        else q = m.Sequence + 1;
+                        reads++;
+                    }
+                });
+                reader.Start();
+                prev = Stopwatch.GetTimestamp();
+            }
+            s.Append(subj[i & 15], default, body);
+            long now = Stopwatch.GetTimestamp();
+            long d = now - prev;
+            prev = now;
+            if (d > max) max = d;
+            double ms = d * tick;
+            if (ms > 10) over10++;
+            hist[Math.Min(hist.Length - 1, (int)(ms * 10))]++;
+        }
+        sw.Stop();
+        stop.Cancel();
+        reader?.Join();
+        long target = msgs - msgs / 10_000, seen = 0;
+        int p9999 = 0;
+        for (; p9999 < hist.Length; p9999++)
+        {
+            seen += hist[p9999];
+            if (seen >= target) break;
+        }
+        return string.Create(CultureInfo.InvariantCulture,
+            $"| file   | append-stall {gb:0.##} GB ({msgs / 1000}k msgs of {payloadSize} B){(withReader ? " + sequential reader from the first message" : ", writer alone")} | {msgs / sw.Elapsed.TotalSeconds:N0} appends/s | longest append {max * tick:F1} ms; p99.99 {(p9999 + 1) / 10.0:F1} ms; appends over 10 ms: {over10}{(withReader ? string.Create(CultureInfo.InvariantCulture, $"; reader {reads / 1000}k loads") : "")} |");
+    }
+}

@@ -1,0 +1,265 @@
+using System.Runtime.CompilerServices;
+using System.Runtime.InteropServices;
+
+namespace NatsBroker.Storage.Internal;
+
+/// <summary>
+/// Consistent capture of the index for an index image (file engine checkpoints, FORMAT.md "Index image").
+/// <para>
+/// The part under the caller's lock (<see cref="Freeze"/>) is O(chunks changed since the last capture), plus a
+/// plain copy of the per-chunk counters (a few bytes per chunk, no per-chunk work): the changed chunks are frozen
+/// (copy-on-write for a writer that touches one first), nothing else is looked at. Which of the other chunks
+/// the image reuses from its previous checkpoint and which are still on disk is worked out afterwards, without
+/// the lock (<see cref="IndexFreeze.Classify"/>), from that copy. A full capture (<c>all</c>: a new image file)
+/// freezes every chunk in memory, one flag each.
+/// </para>
+/// </summary>
+internal sealed partial class SequenceIndex
+{
+    /// <summary>A chunk's flag went from clean to changed: it is listed for the next capture (see <see cref="_dirtyList"/>).</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    private void MarkDirty(int slot, ulong chunkNo)
+    {
+        if (_dirty[slot]) return;
+        _dirty[slot] = true;
+        if (_dirtyOverflow) return;
+        if (_dirtyList.Count >= _chunks.Length)
+        {
+            _dirtyList.Clear();
+            _dirtyOverflow = true;
+            return;
+        }
+        _dirtyList.Add(chunkNo);
+    }
+
+    /// <summary>Where the content of a chunk kept in an image comes from.</summary>
+    public enum ChunkSource : byte
+    {
+        /// <summary>In memory and captured: copied by <see cref="CopyFrozen"/> (as it was at the capture).</summary>
+        Frozen,
+        /// <summary>In memory, unchanged since the last image that the caller said holds it: that page is reused.</summary>
+        Clean,
+        /// <summary>Not in memory: still the page of the image it was restored from (<see cref="RestorePaged"/>).</summary>
+        OnDisk,
+    }
+
+    /// <summary>A running capture: what <see cref="Freeze"/> saw, the chunks kept, and the copies writers made before changing a frozen chunk.</summary>
+    public sealed class IndexFreeze
+    {
+        /// <summary>Every chunk the image keeps, ascending (filled by <see cref="Classify"/>).</summary>
+        public readonly List<(ulong Chunk, int Live, ChunkSource Source)> Chunks = [];
+        /// <summary>Per position in <see cref="Chunks"/>: the position of a frozen chunk in <see cref="Frozen"/> (-1 otherwise).</summary>
+        internal readonly List<int> FrozenAt = [];
+        /// <summary>Chunk numbers frozen by this capture; a chunk's <see cref="_frozen"/> slot holds 1 + its position here.</summary>
+        internal readonly List<ulong> Frozen = [];
+        /// <summary>Per position in <see cref="Frozen"/>: the captured content once a writer or a release took it off the live chunk.</summary>
+        internal readonly List<IndexEntry[]?> Preserved = [];
+        /// <summary>In-memory chunks unchanged since the last capture that the previous image lacks: frozen late by <see cref="FreezeLate"/>.</summary>
+        internal readonly List<(ulong Chunk, int Live)> Late = [];
+
+        // What the index held at the capture, chunk k = BaseChunk + k (copies, read without the lock; the buffers
+        // are the index's, reused by its next capture).
+        internal ulong BaseChunk;
+        internal ulong AppendChunk;
+        internal bool All;
+        /// <summary>Chunks captured: entries [0, Count) of <see cref="Live"/> and <see cref="Paged"/>.</summary>
+        internal int Count;
+        internal int[] Live = [];
+        internal bool[] Paged = [];
+        /// <summary>The chunk being appended to is in memory (the only chunk whose presence is not implied by its counters).</summary>
+        internal bool AppendPresent;
+
+        /// <summary>
+        /// WITHOUT the lock: lists every chunk kept (live entries, or the chunk being appended to) with its source:
+        /// frozen at the capture; clean and in the previous image (<paramref name="inPrevious"/>), reused; still on
+        /// disk. A clean chunk the previous image lacks is listed as frozen and queued in <see cref="Late"/>: the
+        /// caller must then call <see cref="FreezeLate"/> under the lock before any page is copied.
+        /// </summary>
+        public void Classify(Func<ulong, bool> inPrevious)
+        {
+            var order = new (ulong Chunk, int At)[Frozen.Count];
+            for (int i = 0; i < order.Length; i++) order[i] = (Frozen[i], i);
+            Array.Sort(order, static (a, b) => a.Chunk.CompareTo(b.Chunk));
+            int f = 0;
+            for (int k = 0; k < Count; k++)
+            {
+                ulong no = BaseChunk + (ulong)k;
+                while (f < order.Length && order[f].Chunk < no) f++;
+                int live = Live[k];
+                // In memory: a chunk with live entries that is not on disk always is (a chunk is released only
+                // once nothing in it is live); one without is kept only if it is the chunk being appended to.
+                bool present = !Paged[k] && (live != 0 || (no == AppendChunk && AppendPresent));
+                if (!Kept(no, live, present, Paged[k], AppendChunk)) continue;
+                if (f < order.Length && order[f].Chunk == no)
+                {
+                    Chunks.Add((no, live, ChunkSource.Frozen));
+                    FrozenAt.Add(order[f].At);
+                }
+                else if (!present)
+                {
+                    Chunks.Add((no, live, ChunkSource.OnDisk));
+                    FrozenAt.Add(-1);
+                }
+                else if (!All && inPrevious(no))
+                {
+                    Chunks.Add((no, live, ChunkSource.Clean));
+                    FrozenAt.Add(-1);
+                }
+                else
+                {
+                    Chunks.Add((no, live, ChunkSource.Frozen));
+                    FrozenAt.Add(-1); // set by FreezeLate
+                    Late.Add((no, live));
+                }
+            }
+        }
+    }
+
+    /// <summary>Empty chunks are not kept, except the one being appended to (its dead entries must stay dead); nor chunks with nothing to read.</summary>
+    private static bool Kept(ulong no, int live, bool present, bool paged, ulong appendChunk)
+        => (live != 0 || (no == appendChunk && (present || paged))) && (present || paged);
+
+    /// <summary>
+    /// Under the lock: captures the index for an image without copying entries and without looking at chunks that
+    /// did not change. Every in-memory chunk changed since the last capture (every in-memory chunk when
+    /// <paramref name="all"/>) is frozen: the first write to it afterwards copies it first (copy-on-write, once per
+    /// chunk), so <see cref="CopyFrozen"/> returns it exactly as it was now, while appends go on. The per-chunk
+    /// live counts and on-disk flags are copied (array copies) for <see cref="IndexFreeze.Classify"/>.
+    /// Only one capture runs at a time; <see cref="EndFreeze"/> ends it.
+    /// </summary>
+    public IndexFreeze Freeze(bool all)
+    {
+        if (_freeze is not null) EndFreeze(_freeze);
+        if (_captureLive.Length < _count)
+        {
+            // Grown (doubling) and reused: a capture allocates next to nothing under the lock, where a collection
+            // it triggered would stall every writer. One capture at a time, so one pair of buffers serves them all.
+            _captureLive = new int[Math.Max(_count, _captureLive.Length * 2)];
+            _capturePaged = new bool[_captureLive.Length];
+        }
+        var f = new IndexFreeze
+        {
+            BaseChunk = _baseChunk,
+            AppendChunk = End == 0 ? 0 : (End - 1) >> Shift,
+            All = all,
+            Count = _count,
+            Live = _captureLive,
+            Paged = _capturePaged,
+        };
+        CopyRing(_live, f.Live);
+        CopyRing(_paged, f.Paged);
+        if (f.AppendChunk >= _baseChunk && f.AppendChunk - _baseChunk < (ulong)_count)
+            f.AppendPresent = _chunks[Slot((int)(f.AppendChunk - _baseChunk))] is not null;
+        if (all || _dirtyOverflow)
+        {
+            for (int k = 0; k < _count; k++)
+            {
+                int slot = Slot(k);
+                if (all || _dirty[slot]) FreezeSlot(f, slot, _baseChunk + (ulong)k);
+            }
+        }
+        else
+        {
+            foreach (ulong no in _dirtyList)
+            {
+                if (no < _baseChunk || no - _baseChunk >= (ulong)_count) continue; // trimmed since
+                int slot = Slot((int)(no - _baseChunk));
+                if (_dirty[slot]) FreezeSlot(f, slot, no);
+            }
+        }
+        _dirtyList.Clear();
+        _dirtyOverflow = false;
+        _freeze = f;
+        return f;
+    }
+
+    /// <summary>Under the lock, at a capture: the chunk's change is consumed; a chunk the image keeps and holds in memory is frozen.</summary>
+    private void FreezeSlot(IndexFreeze f, int slot, ulong no)
+    {
+        _dirty[slot] = false;
+        var data = _chunks[slot];
+        if (data is null || _frozen[slot] != 0 || !Kept(no, _live[slot], true, _paged[slot], f.AppendChunk)) return;
+        f.Frozen.Add(no);
+        f.Preserved.Add(null);
+        _frozen[slot] = f.Frozen.Count;
+    }
+
+    /// <summary>
+    /// Under the lock, after <see cref="IndexFreeze.Classify"/>: freezes the chunks it queued (unchanged since the
+    /// capture, so their content now is their content then). False if one changed, went, or was replaced meanwhile:
+    /// the capture cannot be completed (the caller abandons the checkpoint).
+    /// </summary>
+    public bool FreezeLate(IndexFreeze f)
+    {
+        if (_freeze != f) return f.Late.Count == 0;
+        foreach (var (no, live) in f.Late)
+        {
+            if (no < _baseChunk || no - _baseChunk >= (ulong)_count) return false;
+            int slot = Slot((int)(no - _baseChunk));
+            if (_dirty[slot] || _frozen[slot] != 0 || _chunks[slot] is null || _live[slot] != live) return false;
+            f.Frozen.Add(no);
+            f.Preserved.Add(null);
+            _frozen[slot] = f.Frozen.Count;
+        }
+        // Fill in FrozenAt for the late chunks, in the order Classify queued them.
+        int next = f.Frozen.Count - f.Late.Count;
+        for (int k = 0; k < f.Chunks.Count; k++)
+        {
+            if (f.Chunks[k].Source == ChunkSource.Frozen && f.FrozenAt[k] < 0) f.FrozenAt[k] = next++;
+        }
+        f.Late.Clear();
+        return true;
+    }
+
+    private int[] _captureLive = [];
+    private bool[] _capturePaged = [];
+
+    /// <summary>Copies the ring's slots 0..count-1 (lowest chunk first) into <paramref name="into"/>.</summary>
+    private void CopyRing<T>(T[] ring, T[] into)
+    {
+        int first = Math.Min(_count, ring.Length - _head);
+        Array.Copy(ring, _head, into, 0, first);
+        Array.Copy(ring, 0, into, first, _count - first);
+    }
+
+    /// <summary>Under the lock: the captured content of kept chunk <paramref name="k"/> (a position in <see cref="IndexFreeze.Chunks"/>), which must be frozen, into <paramref name="into"/>.</summary>
+    public void CopyFrozen(IndexFreeze f, int k, Span<byte> into)
+    {
+        int at = f.FrozenAt[k];
+        ulong no = f.Chunks[k].Chunk;
+        if (at < 0) throw new InvalidOperationException($"index chunk {no} is not frozen");
+        var src = f.Preserved[at];
+        if (src is null)
+        {
+            int slot = Slot((int)(no - _baseChunk));
+            if (_freeze != f || no < _baseChunk || _frozen[slot] != at + 1) throw new InvalidOperationException($"index chunk {no} is not frozen");
+            src = _chunks[slot]!;
+            _frozen[slot] = 0;
+        }
+        f.Preserved[at] = null;
+        MemoryMarshal.AsBytes(src.AsSpan()).CopyTo(into);
+    }
+
+    /// <summary>Under the lock: ends a capture (done or abandoned); chunks still frozen are released from it (O(chunks frozen)).</summary>
+    public void EndFreeze(IndexFreeze f)
+    {
+        if (_freeze != f) return;
+        for (int i = 0; i < f.Frozen.Count; i++)
+        {
+            ulong no = f.Frozen[i];
+            if (no < _baseChunk || no - _baseChunk >= (ulong)_count) continue;
+            int slot = Slot((int)(no - _baseChunk));
+            if (_frozen[slot] == i + 1) _frozen[slot] = 0;
+        }
+        _freeze = null;
+    }
+
+    /// <summary>A writer touches a frozen chunk: the capture gets a copy of it as it is now, before the write.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void Thaw(int slot)
+    {
+        int f = _frozen[slot];
+        _frozen[slot] = 0;
+        _freeze!.Preserved[f - 1] = (IndexEntry[])_chunks[slot]!.Clone();
+    }
+}
