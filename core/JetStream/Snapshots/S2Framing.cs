@@ -5,12 +5,13 @@ namespace NatsBroker.JetStream.Snapshots;
 
 /// <summary>
 /// The framing of S2 / Snappy streams (github.com/google/snappy framing_format.txt; klauspost/compress s2 reads the
-/// same with its own stream identifier "S2sTwO"), used with uncompressed data chunks only. The snapshot is sent in this
-/// framing because the nats CLI (jsm.go createSnapshot) runs what it receives through an s2 reader to show progress and
-/// fails the backup when that reader fails; each chunk also carries a CRC-32C of its data.
+/// Snappy streams, and its own with the stream identifier "S2sTwO"), used with uncompressed data chunks only. The
+/// snapshot is sent in this framing because the nats CLI (jsm.go createSnapshot) runs what it receives through an s2
+/// reader to show progress and fails the backup when that reader fails; each chunk also carries a CRC-32C of its data.
+/// We write Snappy's identifier, which Snappy and S2 readers both accept.
 /// <code>
 /// chunk      : u8 type, u24 length (little-endian), body[length]
-/// 0xff       : stream identifier, body "S2sTwO" (first chunk; "sNaPpY" is accepted too)
+/// 0xff       : stream identifier, body "sNaPpY" (first chunk; "S2sTwO" is accepted too)
 /// 0x01       : uncompressed data, body = u32 masked CRC-32C of the data, data (at most 64 KiB)
 /// 0x80..0xfe : skippable (0xfe padding); 0x00 (compressed) and 0x02..0x7f are refused
 /// </code>
@@ -20,7 +21,7 @@ internal static class S2Framing
     public const byte ChunkUncompressed = 0x01, ChunkCompressed = 0x00, ChunkStreamId = 0xff;
     /// <summary>Snappy's limit for a data chunk's uncompressed size; s2 readers accept it too.</summary>
     public const int MaxBlock = 64 * 1024;
-    public static ReadOnlySpan<byte> StreamIdentifier => [0xff, 0x06, 0x00, 0x00, (byte)'S', (byte)'2', (byte)'s', (byte)'T', (byte)'w', (byte)'O'];
+    public static ReadOnlySpan<byte> StreamIdentifier => [0xff, 0x06, 0x00, 0x00, (byte)'s', (byte)'N', (byte)'a', (byte)'P', (byte)'p', (byte)'Y'];
     public static ReadOnlySpan<byte> S2Magic => "S2sTwO"u8;
     public static ReadOnlySpan<byte> SnappyMagic => "sNaPpY"u8;
 

@@ -116,4 +116,157 @@ public sealed class SnapshotRestoreTests
         var ack = await t.Js.PublishAsync("s.0", "after", cancellationToken: Timeout());
         Assert.Equal(21ul, ack.Seq);
     }
+
+    /// <summary>The snapshot is a valid Snappy framing stream (what the nats CLI's s2 reader needs) around our format.</summary>
+    [Fact]
+    public async Task Snapshot_data_is_a_snappy_framed_stream_of_our_format()
+    {
+        await using var t = await JsTestServer.StartAsync();
+        await PopulateAsync(t, StreamConfigStorage.File);
+        var backup = await SnapshotClient.BackupAsync(t.Nats, "S", ct: Timeout());
+        Assert.Equal(204, backup.EndStatus);
+        await using var snappy = new Snappier.SnappyStream(new MemoryStream(backup.Data), System.IO.Compression.CompressionMode.Decompress);
+        var inner = new MemoryStream();
+        await snappy.CopyToAsync(inner, Timeout());
+        Assert.Equal("NBJSSNAP"u8.ToArray(), inner.ToArray()[..8]);
+        Assert.True(inner.Length > 18 * 3, "holds the messages");
+    }
+
+    [Fact]
+    public async Task Restore_of_a_truncated_or_corrupted_snapshot_fails_and_leaves_no_stream()
+    {
+        await using var t = await JsTestServer.StartAsync();
+        await PopulateAsync(t, StreamConfigStorage.File);
+        var backup = await SnapshotClient.BackupAsync(t.Nats, "S", ct: Timeout());
+        Assert.Equal(204, backup.EndStatus);
+        await t.Js.DeleteStreamAsync("S", Timeout());
+        var config = backup.Response["config"]!;
+
+        var truncated = await SnapshotClient.RestoreAsync(t.Nats, "S", config, null, backup.Data[..(backup.Data.Length - 20)], Timeout());
+        Assert.Equal(10062, SnapshotClient.ErrCode(truncated));
+        Assert.Contains("truncated", truncated["error"]!["description"]!.GetValue<string>(), StringComparison.Ordinal);
+        await AssertNoStreamAsync(t);
+
+        var corrupt = backup.Data.ToArray();
+        corrupt[corrupt.Length / 2] ^= 0x40;
+        var bad = await SnapshotClient.RestoreAsync(t.Nats, "S", config, null, corrupt, Timeout());
+        Assert.Equal(10062, SnapshotClient.ErrCode(bad));
+        Assert.Contains("checksum", bad["error"]!["description"]!.GetValue<string>(), StringComparison.Ordinal);
+        await AssertNoStreamAsync(t);
+
+        var notOurs = await SnapshotClient.RestoreAsync(t.Nats, "S", config, null, "not a snapshot at all"u8.ToArray(), Timeout());
+        Assert.Equal(10062, SnapshotClient.ErrCode(notOurs));
+        await AssertNoStreamAsync(t);
+
+        // Nothing was left behind: the name is free again and the intact snapshot restores.
+        string restores = Path.Combine(t.StoreDir, "jetstream", "$G", "restores");
+        Assert.True(!Directory.Exists(restores) || Directory.GetFileSystemEntries(restores).Length == 0, "no restore directory left");
+        var good = await SnapshotClient.RestoreAsync(t.Nats, "S", config, null, backup.Data, Timeout());
+        Assert.True(good["error"] is null, SnapshotClient.Describe(good));
+        Assert.Equal(18, good["state"]!["messages"]!.GetValue<int>());
+    }
+
+    private static async Task AssertNoStreamAsync(JsTestServer t)
+    {
+        var info = await SnapshotClient.RequestJsonAsync(t.Nats, "$JS.API.STREAM.INFO.S", "", Timeout());
+        Assert.Equal(10059, SnapshotClient.ErrCode(info));
+    }
+
+    [Fact]
+    public async Task Restore_to_an_existing_name_is_refused()
+    {
+        await using var t = await JsTestServer.StartAsync();
+        await PopulateAsync(t, StreamConfigStorage.Memory);
+        var backup = await SnapshotClient.BackupAsync(t.Nats, "S", ct: Timeout());
+        var r = await SnapshotClient.RestoreAsync(t.Nats, "S", backup.Response["config"]!, null, backup.Data, Timeout());
+        Assert.Equal(10130, SnapshotClient.ErrCode(r));
+        Assert.Equal("stream name already in use, cannot restore", r["error"]!["description"]!.GetValue<string>());
+        Assert.Equal("io.nats.jetstream.api.v1.stream_restore_response", r["type"]!.GetValue<string>());
+        // The stream is untouched.
+        Assert.Equal(18, (await t.Js.GetStreamAsync("S", cancellationToken: Timeout())).Info.State.Messages);
+
+        var mismatch = await SnapshotClient.RestoreAsync(t.Nats, "OTHER", backup.Response["config"]!, null, backup.Data, Timeout());
+        Assert.Equal(10056, SnapshotClient.ErrCode(mismatch));
+    }
+
+    [Fact]
+    public async Task Snapshot_request_errors_are_nats_servers()
+    {
+        await using var t = await JsTestServer.StartAsync();
+        await t.Js.CreateStreamAsync(new StreamConfig("S", ["s.>"]), Timeout());
+        Assert.Equal(10059, SnapshotClient.ErrCode(await SnapshotClient.RequestJsonAsync(t.Nats, "$JS.API.STREAM.SNAPSHOT.NOPE", "{\"deliver_subject\":\"x\"}", Timeout())));
+        Assert.Equal(10015, SnapshotClient.ErrCode(await SnapshotClient.RequestJsonAsync(t.Nats, "$JS.API.STREAM.SNAPSHOT.S", "{\"deliver_subject\":\"x.*\"}", Timeout())));
+        Assert.Equal(10003, SnapshotClient.ErrCode(await SnapshotClient.RequestJsonAsync(t.Nats, "$JS.API.STREAM.SNAPSHOT.S", "", Timeout())));
+        Assert.Equal(10003, SnapshotClient.ErrCode(await SnapshotClient.RequestJsonAsync(t.Nats, "$JS.API.STREAM.RESTORE.S", "{}", Timeout())));
+    }
+
+    [Fact]
+    public async Task No_consumers_leaves_them_out()
+    {
+        await using var t = await JsTestServer.StartAsync();
+        await PopulateAsync(t, StreamConfigStorage.File);
+        var backup = await SnapshotClient.BackupAsync(t.Nats, "S", consumers: false, ct: Timeout());
+        await t.Js.DeleteStreamAsync("S", Timeout());
+        var r = await SnapshotClient.RestoreAsync(t.Nats, "S", backup.Response["config"]!, null, backup.Data, Timeout());
+        Assert.True(r["error"] is null, SnapshotClient.Describe(r));
+        var stream = await t.Js.GetStreamAsync("S", cancellationToken: Timeout());
+        Assert.Equal(18, stream.Info.State.Messages);
+        Assert.Equal(0, stream.Info.State.ConsumerCount);
+    }
+
+    [Fact]
+    public async Task Restore_beyond_the_servers_file_store_limit_is_refused()
+    {
+        SnapshotClient.Backup backup;
+        await using (var source = await JsTestServer.StartAsync())
+        {
+            await source.Js.CreateStreamAsync(new StreamConfig("S", ["s.>"]), Timeout());
+            for (int i = 0; i < 20; i++) (await source.Js.PublishAsync("s.x", new string('x', 200), cancellationToken: Timeout())).EnsureSuccess();
+            backup = await SnapshotClient.BackupAsync(source.Nats, "S", ct: Timeout());
+        }
+        await using var t = await JsTestServer.StartAsync(configure: o => o.JetStreamMaxStore = 2000);
+        var r = await SnapshotClient.RestoreAsync(t.Nats, "S", backup.Response["config"]!, null, backup.Data, Timeout());
+        Assert.Equal(10047, SnapshotClient.ErrCode(r));
+        await AssertNoStreamAsync(t);
+    }
+
+    [Fact]
+    public async Task A_receiver_that_does_not_ack_stops_the_snapshot_with_408()
+    {
+        await using var t = await JsTestServer.StartAsync();
+        await PopulateAsync(t, StreamConfigStorage.Memory);
+        // One chunk in flight (window = chunk = 1 KiB), never acknowledged: the server waits 5 s, then gives up.
+        var backup = await SnapshotClient.BackupAsync(t.Nats, "S", chunkSize: 1024, windowSize: 1024, ack: false, ct: Timeout(30));
+        Assert.Equal(408, backup.EndStatus);
+        Assert.Equal("No Flow Response", backup.EndDescription);
+        Assert.Equal(1, backup.Chunks);
+    }
+
+    [Fact]
+    public async Task A_restored_file_stream_and_its_consumers_survive_a_restart()
+    {
+        string dir = Path.Combine(Path.GetTempPath(), "natsbroker-js-tests", Guid.NewGuid().ToString("N"));
+        try
+        {
+            var t = await JsTestServer.StartAsync(dir);
+            await PopulateAsync(t, StreamConfigStorage.Memory);
+            var backup = await SnapshotClient.BackupAsync(t.Nats, "S", ct: Timeout());
+            await t.Js.DeleteStreamAsync("S", Timeout());
+            var config = backup.Response["config"]!.DeepClone();
+            config["storage"] = "file";
+            var r = await SnapshotClient.RestoreAsync(t.Nats, "S", config, null, backup.Data, Timeout());
+            Assert.True(r["error"] is null, SnapshotClient.Describe(r));
+            await t.StopKeepingStoreAsync();
+
+            await using var again = await JsTestServer.StartAsync(dir);
+            var stream = await again.Js.GetStreamAsync("S", cancellationToken: Timeout());
+            Assert.Equal(18, stream.Info.State.Messages);
+            await AssertConsumersResumeAsync(again);
+        }
+        finally
+        {
+            try { Directory.Delete(dir, recursive: true); }
+            catch (IOException) { }
+        }
+    }
 }
