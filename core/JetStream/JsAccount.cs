@@ -146,6 +146,7 @@ internal sealed partial class JsAccount : IAsyncDisposable
     /// <summary>Re-opens every stream whose meta.json is on disk (file storage), with its durable consumers.</summary>
     public void Recover()
     {
+        DiscardUnfinishedRestores();
         if (!Directory.Exists(StreamsDir)) return;
         foreach (var dir in Directory.GetDirectories(StreamsDir))
         {

@@ -1,3 +1,4 @@
+using Microsoft.Extensions.Logging;
 using NatsBroker.Contracts;
 using NatsBroker.JetStream.Api;
 using NatsBroker.JetStream.Snapshots;
@@ -12,6 +13,27 @@ internal sealed partial class JsAccount
 
     /// <summary>Directory for restores in progress (file streams are rebuilt there, then moved into streams/).</summary>
     public string RestoresDir => Path.Combine(Dir, "restores");
+
+    /// <summary>
+    /// Removes what restores left when the server stopped during them (recovery, before any restore can start): an
+    /// unfinished restore never made a stream, so nothing there is kept.
+    /// </summary>
+    private void DiscardUnfinishedRestores()
+    {
+        if (!Directory.Exists(RestoresDir)) return;
+        foreach (var dir in Directory.GetDirectories(RestoresDir))
+        {
+            try
+            {
+                Directory.Delete(dir, recursive: true);
+                Logger.LogWarning("JetStream: removed the unfinished restore {Dir}", dir);
+            }
+            catch (IOException ex)
+            {
+                Logger.LogWarning("JetStream: could not remove the unfinished restore {Dir}: {Error}", dir, ex.Message);
+            }
+        }
+    }
 
     /// <summary>Reserves <paramref name="config"/>'s name for a restore after the checks a create makes (name, limits).</summary>
     public ApiError? ReserveRestore(StreamConfig config)

@@ -80,7 +80,12 @@ internal sealed class RestoreSession
                 }
             }
         }
-        if (answer is not null) Close(reply, answer);
+        if (answer is not null)
+        {
+            if (!reply.IsEmpty) _js.Publish(reply, default, default, answer);
+            _js.Router.Unsubscribe(_sub);
+            _answered.TrySetResult();
+        }
     }
 
     /// <summary>Reads the snapshot and adds the stream; answers the end marker. Never throws (a background task).</summary>
@@ -127,8 +132,9 @@ internal sealed class RestoreSession
         }
         // Chunks queued behind the failure get it as their answer.
         foreach (var queued in _input.Drain()) _js.Publish(queued, default, default, result);
-        if (endReply is not null)
+        if (endReply is not null || ok)
         {
+            // ok without an end reply: the input ended by a chunk without a reply subject; nobody can be told.
             Close(endReply, result);
             return;
         }
@@ -138,9 +144,9 @@ internal sealed class RestoreSession
         _js.Router.Unsubscribe(_sub);
     }
 
-    private void Close(ReadOnlySpan<byte> reply, byte[] answer)
+    private void Close(byte[]? reply, byte[] answer)
     {
-        if (!reply.IsEmpty) _js.Publish(reply, default, default, answer);
+        if (reply is { Length: > 0 }) _js.Publish(reply, default, default, answer);
         _js.Router.Unsubscribe(_sub);
         _answered.TrySetResult();
     }

@@ -257,8 +257,13 @@ public sealed class SnapshotRestoreTests
             var r = await SnapshotClient.RestoreAsync(t.Nats, "S", config, null, backup.Data, Timeout());
             Assert.True(r["error"] is null, SnapshotClient.Describe(r));
             await t.StopKeepingStoreAsync();
+            // What a restore interrupted by a stop would leave: removed when the account starts.
+            string leftover = Path.Combine(dir, "jetstream", "$G", "restores", "unfinished", "store");
+            Directory.CreateDirectory(leftover);
+            await File.WriteAllTextAsync(Path.Combine(leftover, "x"), "partial");
 
             await using var again = await JsTestServer.StartAsync(dir);
+            Assert.False(Directory.Exists(Path.GetDirectoryName(leftover)), "the unfinished restore is removed");
             var stream = await again.Js.GetStreamAsync("S", cancellationToken: Timeout());
             Assert.Equal(18, stream.Info.State.Messages);
             await AssertConsumersResumeAsync(again);
