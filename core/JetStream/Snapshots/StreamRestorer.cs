@@ -152,7 +152,9 @@ internal sealed class StreamRestorer
 
     private void OpenStore()
     {
-        var storeConfig = JsStream.StoreConfigFor(_js, _config);
+        // No fsync per message while restoring (sync_always would make that one per message): the store is flushed
+        // once at the end, before the stream exists; the reopened file store then runs with the stream's policy.
+        var storeConfig = JsStream.StoreConfigFor(_js, _config) with { Sync = SyncPolicy.Periodic };
         string engine = _memory ? "memory" : _js.Engines.PersistentEngine;
         if (!_memory)
         {

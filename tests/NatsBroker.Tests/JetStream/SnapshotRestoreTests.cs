@@ -132,6 +132,29 @@ public sealed class SnapshotRestoreTests
         Assert.True(inner.Length > 18 * 3, "holds the messages");
     }
 
+    /// <summary>Messages larger than a chunk and than a framing block (64 KiB) cross both boundaries intact.</summary>
+    [Fact]
+    public async Task Large_messages_cross_chunk_boundaries()
+    {
+        await using var t = await JsTestServer.StartAsync();
+        await t.Js.CreateStreamAsync(new StreamConfig("S", ["s.>"]), Timeout());
+        var big = new byte[300_000];
+        new Random(7).NextBytes(big);
+        (await t.Js.PublishAsync("s.big", big, cancellationToken: Timeout())).EnsureSuccess();
+        (await t.Js.PublishAsync("s.small", "x", cancellationToken: Timeout())).EnsureSuccess();
+        var before = await ReadAllAsync(t.Nats, "S", 2);
+        var backup = await SnapshotClient.BackupAsync(t.Nats, "S", chunkSize: 50_000, ct: Timeout());
+        Assert.Equal(204, backup.EndStatus);
+        await t.Js.DeleteStreamAsync("S", Timeout());
+        var config = backup.Response["config"]!.DeepClone();
+        config["storage"] = "memory";
+        var r = await SnapshotClient.RestoreAsync(t.Nats, "S", config, null, backup.Data, Timeout());
+        Assert.True(r["error"] is null, SnapshotClient.Describe(r));
+        var after = await ReadAllAsync(t.Nats, "S", 2);
+        Assert.Equal(before, after);
+        Assert.Equal(Convert.ToBase64String(big), after[0].Data);
+    }
+
     [Fact]
     public async Task Restore_of_a_truncated_or_corrupted_snapshot_fails_and_leaves_no_stream()
     {
