@@ -84,6 +84,11 @@ public sealed partial class JetStreamService
         if (JsConfigCheck.CheckStream(cfg, req.JetStream) is { } err) return Fail(req, type, err);
         AssetVersioning.SetStatic(cfg);
         if (req.JetStream.ReserveRestore(cfg) is { } refused) return Fail(req, type, refused);
+        if (req.JetStream.OverlapsOthers(name, cfg.Subjects))
+        {
+            req.JetStream.ReleaseRestore(name);
+            return Fail(req, type, JsErrors.StreamSubjectOverlap);
+        }
         var session = new RestoreSession(req.JetStream, cfg);
         Logger.LogInformation("Starting restore for stream '{Account} > {Stream}'", req.JetStream.Name, name);
         Respond(req, JsJson.Serialize(new StreamRestoreResponse { Type = P + type, DeliverSubject = session.DeliverSubject }, SnapshotJsonContext.Default.StreamRestoreResponse));

@@ -68,7 +68,7 @@ internal sealed partial class JsAccount
     }
 
     /// <summary>
-    /// Adds a restored stream, releasing its reservation: a file stream opens its store from streams/&lt;name&gt;/
+    /// Adds a restored stream, ending its reservation: a file stream opens its store from streams/&lt;name&gt;/
     /// (already moved there); a memory stream takes <paramref name="memoryStore"/>. Checks subjects and limits again
     /// under the account lock, as a create does, and rebuilds the duplicate window as a recovery does.
     /// </summary>
@@ -77,7 +77,8 @@ internal sealed partial class JsAccount
         stream = null;
         lock (_lock)
         {
-            _restoring.Remove(config.Name);
+            // The reservation stays until the stream is added: after a failure the restore removes what it moved
+            // into streams/<name>/ first, and no create may open that directory meanwhile.
             if (_streams.ContainsKey(config.Name)) return SnapshotErrors.StreamNameExistRestoreFailed;
             foreach (var other in _streams.Values)
             {
@@ -87,6 +88,7 @@ internal sealed partial class JsAccount
             if (memoryStore is not null) stream = JsStream.FromRestoredStore(this, config, created, memoryStore);
             else if (JsStream.Open(this, config, created, recovering: true, out stream) is { } openError) return openError;
             stream!.RebuildDedupe();
+            _restoring.Remove(config.Name);
             _streams[config.Name] = stream;
             _snapshot = [.. _streams.Values];
         }

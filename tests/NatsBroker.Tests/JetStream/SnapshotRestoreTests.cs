@@ -212,6 +212,28 @@ public sealed class SnapshotRestoreTests
         Assert.Equal(10056, SnapshotClient.ErrCode(mismatch));
     }
 
+    /// <summary>A restore reserves its name until it ends: another restore or a create of it is refused; a stalled restore frees it.</summary>
+    [Fact]
+    public async Task A_name_being_restored_is_taken_until_the_restore_stalls()
+    {
+        await using var t = await JsTestServer.StartAsync();
+        const string config = "{\"config\":{\"name\":\"R\",\"subjects\":[\"r.>\"],\"storage\":\"file\"},\"state\":{}}";
+        var first = await SnapshotClient.RequestJsonAsync(t.Nats, "$JS.API.STREAM.RESTORE.R", config, Timeout());
+        Assert.StartsWith("$JS.SNAPSHOT.RESTORE.R.", first["deliver_subject"]!.GetValue<string>(), StringComparison.Ordinal);
+        var second = await SnapshotClient.RequestJsonAsync(t.Nats, "$JS.API.STREAM.RESTORE.R", config, Timeout());
+        Assert.Equal(10130, SnapshotClient.ErrCode(second));
+        var create = await SnapshotClient.RequestJsonAsync(t.Nats, "$JS.API.STREAM.CREATE.R", "{\"name\":\"R\",\"subjects\":[\"r.>\"]}", Timeout());
+        Assert.Equal(10058, SnapshotClient.ErrCode(create));
+
+        // No chunk for 5 s: the restore ends and the name is free again.
+        await Task.Delay(TimeSpan.FromSeconds(6.5));
+        var later = await SnapshotClient.RequestJsonAsync(t.Nats, "$JS.API.STREAM.CREATE.R", "{\"name\":\"R\",\"subjects\":[\"r.>\"]}", Timeout());
+        Assert.True(later["error"] is null, SnapshotClient.Describe(later));
+        // The stalled restore answers a late chunk with its error.
+        var late = await t.Nats.RequestAsync<byte[], byte[]>(first["deliver_subject"]!.GetValue<string>(), [1, 2, 3], cancellationToken: Timeout());
+        Assert.Contains("stalled", System.Text.Encoding.UTF8.GetString(late.Data!), StringComparison.Ordinal);
+    }
+
     [Fact]
     public async Task Snapshot_request_errors_are_nats_servers()
     {
