@@ -29,18 +29,22 @@ public sealed partial class JetStreamService
         }
         var info = stream.Info();
         Respond(req, JsJson.Serialize(new StreamSnapshotResponse { Type = P + type, Config = stream.Config, State = info.State }, SnapshotJsonContext.Default.StreamSnapshotResponse));
+        var origin = req.Origin;
+        req.JetStream.Advisories.SnapshotCreated(name, info.State, origin);
         // streamSnapshot's sizes: chunk clamped to 1 KiB..1 MiB, window to 1 KiB..32 MiB and at least one chunk.
         int chunk = Math.Clamp(r.ChunkSize is > 0 and var c ? c : DefaultSnapshotChunk, 1024, 1024 * 1024);
         int window = Math.Max(chunk, Math.Clamp(r.WindowSize is > 0 and var w ? w : DefaultSnapshotWindow, 1024, 32 * 1024 * 1024));
         var js = req.JetStream;
-        _ = Task.Run(() => SendSnapshotAsync(js, stream, source, deliver, chunk, window / chunk));
+        _ = Task.Run(() => SendSnapshotAsync(js, stream, source, deliver, chunk, window / chunk, origin));
         return true;
     }
 
     /// <summary>Streams one snapshot to its deliver subject; ends with the 204 marker or an error status. Never throws.</summary>
-    private async Task SendSnapshotAsync(JsAccount js, JsStream stream, StreamSnapshotSource source, string deliver, int chunk, int maxInflight)
+    private async Task SendSnapshotAsync(JsAccount js, JsStream stream, StreamSnapshotSource source, string deliver, int chunk, int maxInflight, object? origin)
     {
         var started = Stopwatch.GetTimestamp();
+        var startedAt = DateTime.UtcNow;
+        string? error = null;
         var ct = _stop.Token;
         await using var sender = new SnapshotChunkSender(js, stream.Name, deliver, chunk, maxInflight);
         try
@@ -57,18 +61,22 @@ public sealed partial class JetStreamService
         }
         catch (SnapshotAbortedException ex)
         {
+            error = ex.Status;
             sender.Abort(ex.Status);
             Logger.LogWarning("Snapshot for stream '{Account} > {Stream}' failed after {Elapsed}: {Error}", js.Name, stream.Name, Stopwatch.GetElapsedTime(started), ex.Status);
         }
         catch (OperationCanceledException)
         {
-            sender.Abort("500 server shutting down");
+            error = "server shutting down";
+            sender.Abort("500 " + error);
         }
         catch (Exception ex)
         {
+            error = ex.Message;
             sender.Abort("500 " + ex.Message);
             Logger.LogError(ex, "Snapshot for stream '{Account} > {Stream}' failed", js.Name, stream.Name);
         }
+        js.Advisories.SnapshotCompleted(stream.Name, startedAt, DateTime.UtcNow, origin, error);
     }
 
     private bool StreamRestore(ApiRequest req, string name)
@@ -89,7 +97,8 @@ public sealed partial class JetStreamService
             req.JetStream.ReleaseRestore(name);
             return Fail(req, type, JsErrors.StreamSubjectOverlap);
         }
-        var session = new RestoreSession(req.JetStream, cfg);
+        var session = new RestoreSession(req.JetStream, cfg, req.Origin);
+        req.JetStream.Advisories.RestoreCreated(name, req.Origin);
         Logger.LogInformation("Starting restore for stream '{Account} > {Stream}'", req.JetStream.Name, name);
         Respond(req, JsJson.Serialize(new StreamRestoreResponse { Type = P + type, DeliverSubject = session.DeliverSubject }, SnapshotJsonContext.Default.StreamRestoreResponse));
         _ = Task.Run(() => session.RunAsync(_stop.Token));

@@ -25,12 +25,15 @@ internal sealed class RestoreSession
     private byte[]? _endReply;
     private byte[]? _failure;
     private bool _closed;
+    private readonly object? _origin;
     private long _received;
 
-    public RestoreSession(JsAccount js, StreamConfig config)
+    /// <param name="origin">The requesting client, for the restore advisories.</param>
+    public RestoreSession(JsAccount js, StreamConfig config, object? origin)
     {
         _js = js;
         _config = config;
+        _origin = origin;
         _input = new RestoreChunkStream(reply => _js.Publish(reply, default, default, default));
         DeliverSubject = $"$JS.SNAPSHOT.RESTORE.{config.Name}.{Nuid.Next()}";
         _sub = js.Router.SubscribeInternal(DeliverSubject, null, OnChunk);
@@ -69,7 +72,7 @@ internal sealed class RestoreSession
                 int n = (int)body.Length;
                 var buffer = ArrayPool<byte>.Shared.Rent(n);
                 body.CopyTo(buffer);
-                _received += n;
+                Interlocked.Add(ref _received, n);
                 if (!_input.TryAdd(new RestoreChunkStream.Chunk(buffer, n, reply.ToArray())))
                 {
                     ArrayPool<byte>.Shared.Return(buffer);
@@ -92,6 +95,7 @@ internal sealed class RestoreSession
     public async Task RunAsync(CancellationToken ct)
     {
         var started = Stopwatch.GetTimestamp();
+        var startedAt = DateTime.UtcNow;
         var restorer = new StreamRestorer(_js, _config);
         byte[] result;
         bool ok = false;
@@ -123,6 +127,7 @@ internal sealed class RestoreSession
         {
             _js.ReleaseRestore(_config.Name);
         }
+        _js.Advisories.RestoreCompleted(_config.Name, startedAt, DateTime.UtcNow, Interlocked.Read(ref _received), _origin);
         byte[]? endReply;
         lock (_gate)
         {

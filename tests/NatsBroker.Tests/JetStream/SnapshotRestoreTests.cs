@@ -82,6 +82,7 @@ public sealed class SnapshotRestoreTests
     {
         await using var t = await JsTestServer.StartAsync();
         await PopulateAsync(t, from);
+        await using var advisories = await t.Nats.SubscribeCoreAsync<byte[]>("$JS.EVENT.ADVISORY.STREAM.*.S", cancellationToken: Timeout());
         var before = await ReadAllAsync(t.Nats, "S", 20);
         Assert.Equal(18, before.Count);
         var cBefore = (await t.Js.GetConsumerAsync("S", "C", Timeout())).Info;
@@ -111,6 +112,18 @@ public sealed class SnapshotRestoreTests
         Assert.Equal((cBefore.Delivered.StreamSeq, cBefore.Delivered.ConsumerSeq, cBefore.AckFloor.StreamSeq, cBefore.AckFloor.ConsumerSeq, cBefore.NumAckPending, cBefore.NumPending),
             (cAfter.Delivered.StreamSeq, cAfter.Delivered.ConsumerSeq, cAfter.AckFloor.StreamSeq, cAfter.AckFloor.ConsumerSeq, cAfter.NumAckPending, cAfter.NumPending));
         await AssertConsumersResumeAsync(t);
+
+        // nats-server's advisories (snapshot_complete may come after the client saw the end marker: compared as a set).
+        var types = new List<string>();
+        while (types.Count < 4)
+        {
+            var a = await advisories.Msgs.ReadAsync(Timeout());
+            var type = JsonNode.Parse(a.Data!)!["type"]!.GetValue<string>();
+            if (type.Contains("snapshot", StringComparison.Ordinal) || type.Contains("restore", StringComparison.Ordinal)) types.Add(type);
+        }
+        types.Sort(StringComparer.Ordinal);
+        Assert.Equal(["io.nats.jetstream.advisory.v1.restore_complete", "io.nats.jetstream.advisory.v1.restore_create",
+            "io.nats.jetstream.advisory.v1.snapshot_complete", "io.nats.jetstream.advisory.v1.snapshot_create"], types);
 
         // New messages continue the sequence.
         var ack = await t.Js.PublishAsync("s.0", "after", cancellationToken: Timeout());
