@@ -196,8 +196,10 @@ internal sealed class StreamRestorer
             var cerr = JsConsumer.CreateRestored(stream!, cmeta, state, out var consumer);
             if (cerr is not null || consumer is null)
             {
+                // nats-server stops the stream and fails the restore ("error restoring consumer [%q]: %v").
                 _js.Logger.LogError("JetStream: restore of stream {Stream}: consumer {Consumer} not restored: {Error}", _config.Name, cmeta.Name, cerr?.Description);
-                continue;
+                await _js.DeleteAsync(_config.Name).ConfigureAwait(false);
+                throw new RestoreRefusedException(SnapshotErrors.StreamRestore($"error restoring consumer [\"{cmeta.Name}\"]: {cerr?.Description}"));
             }
             stream!.AddConsumer(consumer);
             consumer.Start();
