@@ -77,6 +77,8 @@ public sealed partial class JetStreamService
             "INFO" => "stream_info_response",
             "DELETE" => "stream_delete_response",
             "PURGE" => "stream_purge_response",
+            "SNAPSHOT" => "stream_snapshot_response",
+            "RESTORE" => "stream_restore_response",
             _ => null,
         },
         "STREAM" when t.Length == 4 && t[3] == "NAMES" => "stream_names_response",
@@ -112,7 +114,7 @@ public sealed partial class JetStreamService
         if (t.Length < 5) return null;
         return t[2] switch
         {
-            "STREAM" when t[3] is "INFO" or "PURGE" => t[4],
+            "STREAM" when t[3] is "INFO" or "PURGE" or "SNAPSHOT" => t[4],
             "STREAM" when t[3] == "MSG" && t.Length == 6 => t[5],
             "DIRECT" when t[3] == "GET" => t[4],
             "CONSUMER" when t[3] is "CREATE" or "INFO" or "LIST" or "NAMES" => t[4],
@@ -184,6 +186,10 @@ public sealed partial class JetStreamService
                 return StreamInfo(req, t[4]);
             case "PURGE" when t.Length == 5:
                 return StreamPurge(req, t[4]);
+            case "SNAPSHOT" when t.Length == 5:
+                return StreamSnapshot(req, t[4]);
+            case "RESTORE" when t.Length == 5:
+                return StreamRestore(req, t[4]);
             case "MSG" when t.Length == 6 && t[4] == "GET":
                 return StreamMsgGet(req, t[5]);
             case "MSG" when t.Length == 6 && t[4] == "DELETE":

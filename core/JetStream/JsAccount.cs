@@ -99,7 +99,8 @@ internal sealed partial class JsAccount : IAsyncDisposable
         stream = null;
         lock (_lock)
         {
-            if (_streams.ContainsKey(config.Name)) return JsErrors.StreamNameExist;
+            // A name reserved by a restore in progress is taken (JsAccount.Restore.cs).
+            if (_streams.ContainsKey(config.Name) || _restoring.Contains(config.Name)) return JsErrors.StreamNameExist;
             foreach (var other in _streams.Values)
             {
                 if (JsSubjects.Overlap(config.Subjects, other.Config.Subjects)) return JsErrors.StreamSubjectOverlap;
@@ -145,6 +146,7 @@ internal sealed partial class JsAccount : IAsyncDisposable
     /// <summary>Re-opens every stream whose meta.json is on disk (file storage), with its durable consumers.</summary>
     public void Recover()
     {
+        DiscardUnfinishedRestores();
         if (!Directory.Exists(StreamsDir)) return;
         foreach (var dir in Directory.GetDirectories(StreamsDir))
         {

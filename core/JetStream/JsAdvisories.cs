@@ -13,7 +13,7 @@ namespace NatsBroker.JetStream;
 /// Called from API workers, stream workers and consumer loops (possibly under a consumer's lock: publishing only
 /// copies into subscribers' buffers or bounded queues, it never calls back into the consumer).
 /// </summary>
-internal sealed class JsAdvisories(JsAccount js)
+internal sealed partial class JsAdvisories(JsAccount js)
 {
     public const string ApiAudit = "$JS.EVENT.ADVISORY.API";
     public const string StreamCreated = "$JS.EVENT.ADVISORY.STREAM.CREATED";
