@@ -57,7 +57,11 @@ internal sealed partial class MqttSession
             {
                 return false;
             }
-            if (read_ is not { } packet) return false;
+            if (read_ is not { } packet)
+            {
+                _log.LogDebug("{Ip}:{Port} - mqtt client {Id}: closed by the client", RemoteIp, _remote.Port, _clientId);
+                return false;
+            }
             var type = (MqttControlPacketType)(packet.FixedHeader >> 4);
             // Another QoS 1 PUBLISH joins the queued PUBACKs; any other packet is handled after them (PUBACK order).
             bool qos1Publish = type == MqttControlPacketType.Publish && ((packet.FixedHeader >> 1) & 3) == 1;
@@ -104,6 +108,7 @@ internal sealed partial class MqttSession
                     await SendDisconnectAsync(MqttDisconnectReasonCode.ProtocolError, stop.Token).ConfigureAwait(false);
                     return false;
                 default:
+                    _log.LogDebug("{Ip}:{Port} - mqtt client {Id}: unexpected packet type {Type}", RemoteIp, _remote.Port, _clientId, type);
                     return false;
             }
         }

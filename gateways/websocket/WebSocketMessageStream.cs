@@ -61,8 +61,12 @@ internal sealed class WebSocketMessageStream(Stream user, bool requireMask, bool
 
     public override int Read(byte[] buffer, int offset, int count) => ReadAsync(buffer.AsMemory(offset, count)).AsTask().GetAwaiter().GetResult();
 
+    /// <summary>
+    /// One binary message per write; an empty write sends nothing: an empty binary message reads as 0 bytes, which
+    /// clients reading the WebSocket as a stream (MQTTnet's WebSocket channel) take for the end of the connection.
+    /// </summary>
     public override ValueTask WriteAsync(ReadOnlyMemory<byte> buffer, CancellationToken cancellationToken = default) =>
-        new(WriteFrameAsync(WsOpcode.Binary, buffer, cancellationToken));
+        buffer.IsEmpty ? ValueTask.CompletedTask : new(WriteFrameAsync(WsOpcode.Binary, buffer, cancellationToken));
 
     public override void Write(byte[] buffer, int offset, int count) => WriteAsync(buffer.AsMemory(offset, count)).AsTask().GetAwaiter().GetResult();
 

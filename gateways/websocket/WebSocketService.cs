@@ -27,6 +27,12 @@ internal sealed class WebSocketService(WebSocketOptions options, GatewayEnvironm
         if (options.Mqtt is { } mqtt) _mqtt = new NatsBroker.MqttGateway.MqttOverWebSocketHost(mqtt, Link, Signer, Log);
     }
 
+    protected override void Dispose(bool disposing)
+    {
+        if (disposing) _mqtt?.Dispose();
+        base.Dispose(disposing);
+    }
+
     protected override void OnReload() => _certificates?.ReloadAndLog(Log);
 
     protected override void LogListening()

@@ -108,6 +108,38 @@ public sealed class MqttSessionSweepTests(MqttSessionSweepFixture fixture, ITest
         }
     }
 
+    /// <summary>
+    /// MQTT over WebSocket sessions are served by the websocket gateway's process, which sweeps its own. An MQTTnet 5
+    /// client over WebSocket (MQTT 5) also checks that no empty WebSocket message reaches it (it reads one as the end).
+    /// </summary>
+    [SkippableFact]
+    public async Task An_expired_session_of_a_websocket_client_is_deleted()
+    {
+        Prerequisites.RequireServer(ServerKind.Ours, output);
+        int wsPort = TestPorts.Next();
+        await using var s = await MqttTestServer.StartAsync(ServerKind.Ours, output, "no_auth_user: alice\n  session_sweep_interval: \"1s\"",
+            MqttTestServer.Users + $"\ndebug: true\nwebsocket {{ host: \"127.0.0.1\", port: {wsPort}, no_tls: true }}\n");
+        await GatewayTestHelpers.WaitListeningAsync(wsPort);
+        string id = MqttServerFixture.Id("wssweep");
+        using (var client = new MqttClientFactory().CreateMqttClient())
+        {
+            var options = new MqttClientOptionsBuilder().WithWebSocketServer(o => o.WithUri($"ws://127.0.0.1:{wsPort}/mqtt"))
+                .WithClientId(id).WithProtocolVersion(MqttProtocolVersion.V500).WithSessionExpiryInterval(1).WithTimeout(TimeSpan.FromSeconds(15)).Build();
+            await client.ConnectAsync(options);
+            await client.SubscribeAsync(new MqttClientSubscribeOptionsBuilder().WithTopicFilter("wssweep/x", MqttQualityOfServiceLevel.AtLeastOnce).Build());
+            await client.DisconnectAsync();
+        }
+        string? record = null;
+        Assert.True(await Mqtt5FeatureTests.PollSessionRecordAsync(s, id, TimeSpan.FromSeconds(15), r => (record = r) is not null),
+            "the websocket client's session has no record\n" + s.Server.OutputTail());
+        string swept = Consumer(record!);
+        string? left = null;
+        Assert.True(await Mqtt5FeatureTests.PollSessionRecordAsync(s, id, TimeSpan.FromSeconds(30), r => (left = r) is null),
+            $"the expired session's record is still stored: {left}\n{s.Server.OutputTail()}");
+        await using var nats = s.Nats();
+        Assert.True(await PollAsync(async () => !await ConsumerExistsAsync(nats, swept), TimeSpan.FromSeconds(15)), "the expired session's consumer is still there");
+    }
+
     private static string Consumer(string record)
     {
         using var doc = JsonDocument.Parse(record);
