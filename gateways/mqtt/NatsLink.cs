@@ -55,7 +55,8 @@ internal sealed class NatsLink : IAsyncDisposable
     private int _start, _end;
     private int _nextSid = InboxSid;
     private long _nextRequest;
-    private bool _inboxSubscribed;
+    private readonly Lock _inboxLock = new();
+    private Task? _inboxSubscription;
     private string? _pendingError;
     private INatsDelivery? _delivery;
 
@@ -195,11 +196,11 @@ internal sealed class NatsLink : IAsyncDisposable
     public async ValueTask<Task<NatsReply>> SendRequestAsync(string subject, ReadOnlyMemory<byte> headers, ReadOnlySequence<byte> payload, TimeSpan timeout,
         CancellationToken ct, bool batch = false)
     {
-        if (!_inboxSubscribed)
-        {
-            _inboxSubscribed = true;
-            await SubscribeAsync(_inboxPrefix + "*", null, InboxSid, ct).ConfigureAwait(false);
-        }
+        // The inbox is subscribed by the first request; a concurrent first request waits for that SUB to be written, so
+        // its PUB cannot reach the core before it (its reply would be dropped and the request time out).
+        Task subscribed;
+        lock (_inboxLock) subscribed = _inboxSubscription ??= SubscribeAsync(_inboxPrefix + "*", null, InboxSid, CancellationToken.None);
+        await subscribed.WaitAsync(ct).ConfigureAwait(false);
         long id = Interlocked.Increment(ref _nextRequest);
         var tcs = new TaskCompletionSource<NatsReply>(TaskCreationOptions.RunContinuationsAsynchronously);
         _requests[id] = tcs;
