@@ -11,7 +11,7 @@ internal sealed class RestoreStalledException() : Exception("restore is stalled"
 /// read in order. A chunk is acknowledged (an empty reply) when the restore takes it, so a client that waits for each
 /// ack (jsm.go sends every chunk as a request) never has more than one chunk queued here.
 /// </summary>
-internal sealed class RestoreChunkStream : Stream
+internal sealed class RestoreChunkStream : AsyncReadOnlyStream
 {
     /// <summary>Chunks that may wait here (a client that does not wait for acks is refused past it).</summary>
     public const int QueueLimit = 32;
@@ -96,15 +96,4 @@ internal sealed class RestoreChunkStream : Stream
         if (disposing) Drain();
         base.Dispose(disposing);
     }
-
-    public override bool CanRead => true;
-    public override bool CanSeek => false;
-    public override bool CanWrite => false;
-    public override long Length => throw new NotSupportedException();
-    public override long Position { get => throw new NotSupportedException(); set => throw new NotSupportedException(); }
-    public override void Flush() { }
-    public override int Read(byte[] buffer, int offset, int count) => throw new NotSupportedException("async only");
-    public override long Seek(long offset, SeekOrigin origin) => throw new NotSupportedException();
-    public override void SetLength(long value) => throw new NotSupportedException();
-    public override void Write(byte[] buffer, int offset, int count) => throw new NotSupportedException();
 }

@@ -97,7 +97,7 @@ internal sealed class S2FrameWriter(Stream inner) : Stream
 internal sealed class SnapshotFormatException(string message) : Exception(message);
 
 /// <summary>Reads S2 framing with uncompressed chunks from another stream, checking each chunk's CRC; async only.</summary>
-internal sealed class S2FrameReader(Stream inner) : Stream
+internal sealed class S2FrameReader(Stream inner) : AsyncReadOnlyStream
 {
     private readonly byte[] _chunk = new byte[4 + S2Framing.MaxBlock];
     private readonly byte[] _header = new byte[4];
@@ -173,15 +173,4 @@ internal sealed class S2FrameReader(Stream inner) : Stream
         int got = await inner.ReadAtLeastAsync(_chunk.AsMemory(0, length), length, throwOnEndOfStream: false, ct).ConfigureAwait(false);
         if (got < length) throw new SnapshotFormatException("snapshot truncated (inside a chunk)");
     }
-
-    public override bool CanRead => true;
-    public override bool CanSeek => false;
-    public override bool CanWrite => false;
-    public override long Length => throw new NotSupportedException();
-    public override long Position { get => throw new NotSupportedException(); set => throw new NotSupportedException(); }
-    public override void Flush() { }
-    public override int Read(byte[] buffer, int offset, int count) => throw new NotSupportedException("async only");
-    public override long Seek(long offset, SeekOrigin origin) => throw new NotSupportedException();
-    public override void SetLength(long value) => throw new NotSupportedException();
-    public override void Write(byte[] buffer, int offset, int count) => throw new NotSupportedException();
 }
