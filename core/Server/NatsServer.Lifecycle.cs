@@ -63,9 +63,15 @@ public sealed partial class NatsServer
     /// Applies a reloaded configuration (SIGHUP): auth, limits and logging change in place; connections stay.
     /// Options nats-server cannot reload (listen host/port, store dir, server name) are kept and reported.
     /// </summary>
+    /// <exception cref="InvalidOperationException">The new configuration changes what nats-server refuses to reload
+    /// (then nothing of it is applied).</exception>
     public IReadOnlyList<string> Reload(ServerOptions next)
     {
         var current = _options;
+        // nats-server's reload (reload.go diffOptions) has no case for JetStreamLimits: any change to
+        // jetstream { limits {} } fails the whole reload with this error, and the server keeps running as it was.
+        if (BatchLimits(current) != BatchLimits(next))
+            throw new InvalidOperationException($"config reload not supported for JetStreamLimits: old={BatchLimits(current)}, new={BatchLimits(next)}");
         var ignored = new List<string>();
         if (next.Port != current.Port && !(current.Port < 0)) ignored.Add("port");
         if (next.Host != current.Host) ignored.Add("host");
@@ -87,6 +93,10 @@ public sealed partial class NatsServer
         Log.Reloaded(ignored.Count == 0 ? "" : $" (not reloadable, kept: {string.Join(", ", ignored)})");
         return ignored;
     }
+
+    /// <summary>The reloadable-or-not part of <c>jetstream { limits {} }</c> this server reads, in nats-server's field order.</summary>
+    private static string BatchLimits(ServerOptions o) => string.Create(System.Globalization.CultureInfo.InvariantCulture,
+        $"{{max_batch_inflight_per_stream: {o.JetStreamBatchMaxInflightPerStream}, max_batch_inflight_total: {o.JetStreamBatchMaxInflightTotal}, max_batch_size: {o.JetStreamBatchMaxMsgs}, max_batch_timeout: {o.JetStreamBatchTimeout.TotalSeconds}s}}");
 
     public async ValueTask DisposeAsync()
     {

@@ -26,6 +26,29 @@ public sealed class BatchLimitsTests
     private static Task<JsTestServer> StartAsync() =>
         JsTestServer.StartAsync(configure: o => ConfigLoader.Apply(ConfigParser.Parse(Config, "t.conf"), o));
 
+    /// <summary>
+    /// nats-server refuses a reload that changes <c>jetstream { limits {} }</c> ("config reload not supported for
+    /// JetStreamLimits", reload.go) and applies none of it; so does ours, and the old limits stay in force.
+    /// </summary>
+    [Fact]
+    public async Task A_reload_that_changes_the_batch_limits_is_refused_as_a_whole()
+    {
+        await using var t = await StartAsync();
+        var next = new ServerOptions();
+        ConfigLoader.Apply(ConfigParser.Parse(Config.Replace("max_msgs: 5", "max_msgs: 7", StringComparison.Ordinal) + "\nmax_payload: 2048\n", "t.conf"), next);
+        var refused = Assert.Throws<InvalidOperationException>(() => t.Server.Server.Reload(next));
+        Assert.StartsWith("config reload not supported for JetStreamLimits: old={", refused.Message, StringComparison.Ordinal);
+        Assert.Contains("max_batch_size: 5", refused.Message, StringComparison.Ordinal);
+        Assert.Contains("max_batch_size: 7", refused.Message, StringComparison.Ordinal);
+        Assert.NotEqual(2048, t.Server.Server.Options.MaxPayload); // nothing of that reload applied
+
+        // The same file with only max_payload changed reloads.
+        var same = new ServerOptions();
+        ConfigLoader.Apply(ConfigParser.Parse(Config + "\nmax_payload: 2048\n", "t.conf"), same);
+        t.Server.Server.Reload(same);
+        Assert.Equal(2048, t.Server.Server.Options.MaxPayload);
+    }
+
     [Fact]
     public async Task Atomic_batches_are_held_to_the_configured_size_and_inflight_limits()
     {
