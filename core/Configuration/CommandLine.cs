@@ -142,8 +142,29 @@ public static class CommandLine
         new(["help_tls"], Kind.Bool, null, "TLS"),
     ];
 
-    private static readonly Dictionary<string, Flag> ByName =
-        Flags.SelectMany(f => f.Names.Select(n => (n, f))).ToDictionary(x => x.n, x => x.f, StringComparer.Ordinal);
+    // Loops rather than LINQ here and in Parse: LINQ over (Flag, string) tuples is generic code ReadyToRun cannot
+    // precompile, and it was ~30 methods JIT-compiled on every start.
+    private static readonly Dictionary<string, Flag> ByName = IndexByName();
+
+    private static Dictionary<string, Flag> IndexByName()
+    {
+        var byName = new Dictionary<string, Flag>(StringComparer.Ordinal);
+        foreach (var f in Flags)
+        {
+            foreach (var n in f.Names) byName[n] = f;
+        }
+        return byName;
+    }
+
+    /// <summary>The value of the last occurrence of <paramref name="f"/> on the command line, or null.</summary>
+    private static string? LastValue(List<(Flag Flag, string Value)> given, Flag f)
+    {
+        for (int i = given.Count - 1; i >= 0; i--)
+        {
+            if (given[i].Flag == f) return given[i].Value;
+        }
+        return null;
+    }
 
     /// <summary>Usage for -h, in nats-server's layout, listing the flags this broker supports.</summary>
     public static string UsageText { get; } = """
@@ -204,8 +225,8 @@ public static class CommandLine
         var positional = new List<string>();
         Tokenize(args, given, positional);
 
-        bool BoolOf(Flag f) => given.LastOrDefault(g => g.Flag == f) is { Flag: not null } g && Bool(g.Value);
-        string? StringOf(Flag f) => given.LastOrDefault(g => g.Flag == f) is { Flag: not null } g ? g.Value : null;
+        bool BoolOf(Flag f) => LastValue(given, f) is { } value && Bool(value);
+        string? StringOf(Flag f) => LastValue(given, f);
 
         var none = Array.Empty<(Flag, string)>();
         if (BoolOf(Version))
@@ -247,11 +268,18 @@ public static class CommandLine
             throw new CommandLineException("must specify [-c, --config] option to check configuration file syntax", showUsage: false, exitCode: 1);
 
         // Flags that set options, in command-line order, then -DV, -DVV, -VV (see ConfigureOptions).
-        var overrides = given.Where(g => g.Flag.Apply is not null && g.Flag != DebugTrace && g.Flag != DebugVerboseTrace && g.Flag != VerboseTrace)
-            .Concat(given.Where(g => g.Flag == DebugTrace))
-            .Concat(given.Where(g => g.Flag == DebugVerboseTrace))
-            .Concat(given.Where(g => g.Flag == VerboseTrace))
-            .ToList();
+        var overrides = new List<(Flag Flag, string Value)>(given.Count);
+        foreach (var g in given)
+        {
+            if (g.Flag.Apply is not null && g.Flag != DebugTrace && g.Flag != DebugVerboseTrace && g.Flag != VerboseTrace) overrides.Add(g);
+        }
+        foreach (var last in (ReadOnlySpan<Flag>)[DebugTrace, DebugVerboseTrace, VerboseTrace])
+        {
+            foreach (var g in given)
+            {
+                if (g.Flag == last) overrides.Add(g);
+            }
+        }
 
         var opts = BuildOptions(configFile, overrides, out var warnings);
         if (test && warnings.Count > 0)
