@@ -37,7 +37,12 @@ internal sealed record NatsReply(byte[] Headers, byte[] Payload)
 /// </summary>
 internal sealed class NatsLink : IAsyncDisposable
 {
-    private const int InitialBuffer = 64 * 1024;
+    // The read buffer starts small and doubles, up to ReadBufferMax, after each read that filled all its free space
+    // (the core had more waiting): an idle MQTT session keeps 4 KiB instead of 64 KiB (one link per MQTT client), a
+    // busy one reads as much per call as before. A message larger than the buffer grows it beyond that, as before.
+    private const int InitialBuffer = 4 * 1024;
+    private const int ReadBufferMax = 64 * 1024;
+    private bool _readFilled;
     private const int InboxSid = 1;
 
     private readonly CoreLink _core;
@@ -291,6 +296,14 @@ internal sealed class NatsLink : IAsyncDisposable
     {
         if (!await ParseAsync().ConfigureAwait(false)) { }
         if (_delivery is { } pending) await pending.FlushDeliveriesAsync().ConfigureAwait(false);
+        if (_readFilled && _in.Length < ReadBufferMax)
+        {
+            var bigger = new byte[_in.Length * 2];
+            _in.AsSpan(_start, _end - _start).CopyTo(bigger);
+            _end -= _start;
+            _start = 0;
+            _in = bigger;
+        }
         if (_start > 0 && _start == _end)
         {
             _start = _end = 0;
@@ -308,8 +321,10 @@ internal sealed class NatsLink : IAsyncDisposable
                 Array.Resize(ref _in, _in.Length * 2);
             }
         }
+        int free = _in.Length - _end;
         int n = await _stream.ReadAsync(_in.AsMemory(_end), ct).ConfigureAwait(false);
         if (n == 0) return false;
+        _readFilled = n == free;
         _end += n;
         await ParseAsync().ConfigureAwait(false);
         // Once per read, as nats-server flushes the clients a read touched (server/client.go flushClients).
