@@ -101,10 +101,7 @@ internal sealed partial class JsAccount : IAsyncDisposable
         {
             // A name reserved by a restore in progress is taken (JsAccount.Restore.cs).
             if (_streams.ContainsKey(config.Name) || _restoring.Contains(config.Name)) return JsErrors.StreamNameExist;
-            foreach (var other in _streams.Values)
-            {
-                if (JsSubjects.Overlap(config.Subjects, other.Config.Subjects)) return JsErrors.StreamSubjectOverlap;
-            }
+            if (OverlapsLocked(config.Name, config.Subjects)) return JsErrors.StreamSubjectOverlap;
             if (!recovering && CheckStreamLimitsLocked(config) is { } limitError) return limitError;
             var err = JsStream.Open(this, config, created, recovering, out stream);
             if (err is not null) return err;
@@ -120,12 +117,15 @@ internal sealed partial class JsAccount : IAsyncDisposable
     /// <summary>Checks that new subjects for <paramref name="name"/> do not overlap other streams.</summary>
     public bool OverlapsOthers(string name, string[]? subjects)
     {
-        lock (_lock)
+        lock (_lock) return OverlapsLocked(name, subjects);
+    }
+
+    /// <summary>Whether a stream other than <paramref name="name"/> listens on any of <paramref name="subjects"/> (caller holds _lock).</summary>
+    private bool OverlapsLocked(string name, string[]? subjects)
+    {
+        foreach (var other in _streams.Values)
         {
-            foreach (var other in _streams.Values)
-            {
-                if (other.Name != name && JsSubjects.Overlap(subjects, other.Config.Subjects)) return true;
-            }
+            if (other.Name != name && JsSubjects.Overlap(subjects, other.Config.Subjects)) return true;
         }
         return false;
     }

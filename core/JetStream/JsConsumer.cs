@@ -96,20 +96,30 @@ internal sealed partial class JsConsumer
         return AckWaitMs;
     }
 
-    /// <summary>Creates a consumer for a validated config; durable consumers of file streams open their state store.</summary>
-    public static ApiError? Create(JsStream stream, string name, ConsumerConfig config, DateTime created, bool recovering, out JsConsumer? consumer)
+    /// <summary>
+    /// Creates a consumer for a validated config; durable consumers of file streams open their state store. With
+    /// <paramref name="fromSnapshot"/> (a restored stream, Snapshots/StreamRestorer.cs) the consumer resumes from that
+    /// delivery state, which a durable of a file stream also stores.
+    /// </summary>
+    public static ApiError? Create(JsStream stream, string name, ConsumerConfig config, DateTime created, bool recovering, out JsConsumer? consumer,
+        ConsumerState? fromSnapshot = null)
     {
         bool durable = !string.IsNullOrEmpty(config.DurableName);
         var c = new JsConsumer(stream, name, config, created, durable);
         consumer = null;
-        var state = new ConsumerState();
-        bool restored = false;
+        var state = fromSnapshot ?? new ConsumerState();
+        bool restored = fromSnapshot is { Delivered.Stream: > 0 };
         if (durable && stream.Dir is not null)
         {
             var status = stream.Store.OpenConsumer(name, out var cs);
             if (status != StoreStatus.Ok || cs is null) return JsErrors.ConsumerStoreFailed(stream.Store.LastError ?? status.ToString());
             c._store = cs;
-            if (recovering && cs.GetState(state) == StoreStatus.Ok && state.Delivered.Stream > 0) restored = true;
+            if (fromSnapshot is not null)
+            {
+                status = cs.Update(fromSnapshot);
+                if (status != StoreStatus.Ok) return JsErrors.ConsumerStoreFailed(stream.Store.LastError ?? status.ToString());
+            }
+            else if (recovering && cs.GetState(state) == StoreStatus.Ok && state.Delivered.Stream > 0) restored = true;
             if (!recovering) c.WriteMeta();
         }
         lock (c._lock)

@@ -70,8 +70,8 @@ public sealed partial class NatsServer
         var current = _options;
         // nats-server's reload (reload.go diffOptions) has no case for JetStreamLimits: any change to
         // jetstream { limits {} } fails the whole reload with this error, and the server keeps running as it was.
-        if (BatchLimits(current) != BatchLimits(next))
-            throw new InvalidOperationException($"config reload not supported for JetStreamLimits: old={BatchLimits(current)}, new={BatchLimits(next)}");
+        string oldLimits = BatchLimits(current), newLimits = BatchLimits(next);
+        if (oldLimits != newLimits) throw new InvalidOperationException($"config reload not supported for JetStreamLimits: old={oldLimits}, new={newLimits}");
         var ignored = new List<string>();
         if (next.Port != current.Port && !(current.Port < 0)) ignored.Add("port");
         if (next.Host != current.Host) ignored.Add("host");

@@ -80,10 +80,7 @@ internal sealed partial class JsAccount
             // The reservation stays until the stream is added: after a failure the restore removes what it moved
             // into streams/<name>/ first, and no create may open that directory meanwhile.
             if (_streams.ContainsKey(config.Name)) return SnapshotErrors.StreamNameExistRestoreFailed;
-            foreach (var other in _streams.Values)
-            {
-                if (JsSubjects.Overlap(config.Subjects, other.Config.Subjects)) return JsErrors.StreamSubjectOverlap;
-            }
+            if (OverlapsLocked(config.Name, config.Subjects)) return JsErrors.StreamSubjectOverlap;
             if (CheckStreamLimitsLocked(config) is { } limitError) return limitError;
             if (memoryStore is not null) stream = JsStream.FromRestoredStore(this, config, created, memoryStore);
             else if (JsStream.Open(this, config, created, recovering: true, out stream) is { } openError) return openError;

@@ -5,7 +5,8 @@ namespace NatsBroker.JetStream;
 
 // A consumer in a stream snapshot (Snapshots/README section of core/JetStream/README.md): its config and delivery
 // state are taken from the consumer itself (memory streams keep no consumer store), and a restored consumer resumes
-// from that state: delivered, pending (redelivered after ack_wait) and redelivery counts, so from its ack floor.
+// from that state (JsConsumer.Create with fromSnapshot): delivered, pending (redelivered after ack_wait) and
+// redelivery counts, so from its ack floor.
 internal sealed partial class JsConsumer
 {
     /// <summary>The consumer's config as persisted (consumers/&lt;name&gt;.json).</summary>
@@ -30,32 +31,5 @@ internal sealed partial class JsConsumer
                 if (p.Deliveries > 1) into.Redelivered[sseq] = p.Deliveries - 1;
             }
         }
-    }
-
-    /// <summary>
-    /// A durable consumer of a restored stream, resuming from <paramref name="state"/>; a durable of a file stream
-    /// gets its state store and consumers/&lt;name&gt;.json as on create. Not started.
-    /// </summary>
-    internal static ApiError? CreateRestored(JsStream stream, ConsumerMeta meta, ConsumerState state, out JsConsumer? consumer)
-    {
-        consumer = null;
-        bool durable = !string.IsNullOrEmpty(meta.Config.DurableName);
-        var c = new JsConsumer(stream, meta.Name, meta.Config, meta.Created, durable);
-        if (durable && stream.Dir is not null)
-        {
-            var status = stream.Store.OpenConsumer(meta.Name, out var cs);
-            if (status != StoreStatus.Ok || cs is null) return JsErrors.ConsumerStoreFailed(stream.Store.LastError ?? status.ToString());
-            status = cs.Update(state);
-            if (status != StoreStatus.Ok) return JsErrors.ConsumerStoreFailed(stream.Store.LastError ?? status.ToString());
-            c._store = cs;
-            c.WriteMeta();
-        }
-        lock (c._lock)
-        {
-            if (state.Delivered.Stream > 0) c.Restore(state);
-            else c.InitStart();
-        }
-        consumer = c;
-        return null;
     }
 }

@@ -193,7 +193,7 @@ internal sealed class StreamRestorer
         _store = null;
         foreach (var (cmeta, state) in _consumers)
         {
-            var cerr = JsConsumer.CreateRestored(stream!, cmeta, state, out var consumer);
+            var cerr = JsConsumer.Create(stream!, cmeta.Name, cmeta.Config, cmeta.Created, recovering: false, out var consumer, fromSnapshot: state);
             if (cerr is not null || consumer is null)
             {
                 // nats-server stops the stream and fails the restore ("error restoring consumer [%q]: %v").
