@@ -1,3 +1,4 @@
+using System.Runtime.CompilerServices;
 namespace NatsBroker.Contracts;
 
 /// <summary>
@@ -33,6 +34,7 @@ public sealed class StoredMessage
     /// For engines: sets the header fields and returns a span of exactly subject+headers+payload bytes to fill,
     /// growing the buffer if needed.
     /// </summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public Span<byte> Prepare(ulong sequence, long timestamp, long ttl, int subjectLength, int headersLength, int payloadLength)
     {
         int total = checked(subjectLength + headersLength + payloadLength);

@@ -1,5 +1,6 @@
 using System.Buffers;
 using System.Buffers.Text;
+using System.Runtime.CompilerServices;
 using System.Text;
 using NatsBroker.Contracts;
 
@@ -168,6 +169,7 @@ internal sealed partial class JsConsumer
         _store?.UpdateAcked(p.ConsumerSeq, sseq);
     }
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private void Deliver(long now)
     {
         if (PauseRemainingNanos() > 0) return; // paused (2.11): requests wait, heartbeats go on
@@ -291,6 +293,7 @@ internal sealed partial class JsConsumer
     }
 
     /// <summary>Publishes _msg to <paramref name="to"/> with the ack subject as reply.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private void Send(byte[] to, ulong sseq, ulong dseq, ulong deliveries)
     {
         long pending = Math.Max(0, Interlocked.Read(ref _numPending));
@@ -332,6 +335,7 @@ internal sealed partial class JsConsumer
         _deliveries.ClearBackPressure();
     }
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private int Format(ulong v, int at)
     {
         Utf8Formatter.TryFormat(v, _replyScratch.AsSpan(at), out int w);

@@ -1,4 +1,5 @@
 using System.Collections.Concurrent;
+using System.Runtime.CompilerServices;
 using System.Text;
 using System.Text.Json;
 using Microsoft.Extensions.Logging;
@@ -248,6 +249,7 @@ internal sealed partial class JsConsumer
     }
 
     /// <summary>Loads into _msg the first message at or after <paramref name="from"/> matching any filter.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private bool LoadNextMatching(ulong from, out ulong seq)
     {
         seq = 0;

@@ -120,6 +120,7 @@ public sealed class Router
     /// deliveries) flushes each destination once per batch (<see cref="DeliveryBatch.Flush"/>), as a client's read
     /// loop does. The batch must be the caller's own and flushed before the caller waits.
     /// </summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public bool PublishInternal(ReadOnlySpan<byte> routeSubject, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload, DeliveryBatch batch)
     {
         int total = headers.Length + payload.Length;
