@@ -1,4 +1,5 @@
 using System.Runtime.CompilerServices;
+
 namespace NatsBroker.Contracts;
 
 /// <summary>
@@ -25,6 +26,8 @@ public sealed class StoredMessage
     public ReadOnlySpan<byte> Subject => _buffer.AsSpan(0, SubjectLength);
     public ReadOnlySpan<byte> Headers => _buffer.AsSpan(SubjectLength, HeadersLength);
     public ReadOnlySpan<byte> Payload => _buffer.AsSpan(SubjectLength + HeadersLength, PayloadLength);
+    /// <summary>The header block followed by the payload: adjacent in <see cref="Buffer"/>, so one region.</summary>
+    public ReadOnlyMemory<byte> HeadersAndPayload => _buffer.AsMemory(SubjectLength, HeadersLength + PayloadLength);
     /// <summary>Allocates: for tests and diagnostics, not for hot paths.</summary>
     public string SubjectString => System.Text.Encoding.UTF8.GetString(Subject);
     /// <summary>Size used for byte limits and state: subject + headers + payload.</summary>

@@ -322,8 +322,10 @@ internal sealed partial class JsConsumer
         }
         else
         {
-            // Routed to the pull request's reply or the deliver subject, shown with the stored subject.
-            _stream.Js.Router.PublishInternal(to, _msg.Subject, reply, _msg.Headers, _msg.Payload, _deliveries);
+            // Routed to the pull request's reply or the deliver subject, shown with the stored subject; straight from
+            // the loaded record, whose header block and payload are adjacent.
+            int headerSize = _msg.HeadersLength == 0 ? -1 : _msg.HeadersLength;
+            _stream.Js.Router.PublishInternalAdjacent(to, _msg.Subject, reply, headerSize, _msg.HeadersAndPayload, _deliveries);
         }
         if (++_unflushed >= 256) FlushDeliveries();
     }
