@@ -38,6 +38,7 @@ public sealed partial class ClientConnection
     private readonly Lock _subsLock = new();
     private readonly bool _overConnectionLimit;
     private int _closeStarted;
+    private int _transportShut;
     private volatile bool _closing;
     private volatile bool _closeAfterFlush;
 
@@ -96,7 +97,9 @@ public sealed partial class ClientConnection
     /// <summary>Runs the connection until it closes: sends INFO, then reads and writes concurrently.</summary>
     internal async Task RunAsync()
     {
-        var writer = Task.Run(WriteLoopAsync);
+        // Not Task.Run: the writer runs until its first wait for the signal, which SendInfo sets next, so INFO is
+        // written on this thread (AsyncSignal runs the waiter inline) without a thread-pool hop.
+        var writer = WriteLoopAsync();
         try
         {
             SendInfo();
@@ -192,6 +195,8 @@ public sealed partial class ClientConnection
 
     private void ShutdownTransport()
     {
+        // CloseNow, the writer's close-after-flush and Cleanup all end here: one shutdown(2) and close(2) is enough.
+        if (Interlocked.Exchange(ref _transportShut, 1) != 0) return;
         try
         {
             if (_stream is NetworkStream ns) ns.Socket.Shutdown(SocketShutdown.Both);
