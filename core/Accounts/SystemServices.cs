@@ -252,13 +252,35 @@ public sealed partial class SystemServices : IAsyncDisposable
     // ---- events ----
 
     /// <summary>A client finished CONNECT: $SYS.ACCOUNT.&lt;acc&gt;.CONNECT.</summary>
-    public void ClientConnected(ClientConnection c) =>
-        Enqueue(() => Publish($"$SYS.ACCOUNT.{c.Account.Name}.CONNECT", _json.ClientConnect(c)));
+    /// <remarks>
+    /// Skipped when nothing in the system account listens (no subscription, no stream import of it): the event would
+    /// reach no one, and building it (JSON, a random event id, a hop to the worker) was a large part of a login's cost.
+    /// nats-server builds it regardless; the only trace of the difference is that the <c>seq</c> of later system
+    /// messages does not count events nobody received.
+    /// </remarks>
+    public void ClientConnected(ClientConnection c)
+    {
+        string subject = $"$SYS.ACCOUNT.{c.Account.Name}.CONNECT";
+        if (HasListeners(subject)) Enqueue(() => Publish(subject, _json.ClientConnect(c)));
+    }
 
     /// <summary>An authenticated client closed: $SYS.ACCOUNT.&lt;acc&gt;.DISCONNECT with its counters and reason.</summary>
-    public void ClientDisconnected(ClientConnection c) =>
-        Enqueue(() => Publish($"$SYS.ACCOUNT.{c.Account.Name}.DISCONNECT",
-            _json.ClientDisconnect(c, (c.ClosedReason ?? CloseReason.ClientClosed).ToNatsString(), c.Account.Name)));
+    /// <remarks>Skipped when nothing listens, as <see cref="ClientConnected"/>.</remarks>
+    public void ClientDisconnected(ClientConnection c)
+    {
+        string subject = $"$SYS.ACCOUNT.{c.Account.Name}.DISCONNECT";
+        if (HasListeners(subject))
+            Enqueue(() => Publish(subject, _json.ClientDisconnect(c, (c.ClosedReason ?? CloseReason.ClientClosed).ToNatsString(), c.Account.Name)));
+    }
+
+    /// <summary>Whether a message on <paramref name="subject"/> in the system account would reach any subscriber.</summary>
+    private bool HasListeners(string subject)
+    {
+        int max = Encoding.UTF8.GetMaxByteCount(subject.Length);
+        Span<byte> bytes = max <= 512 ? stackalloc byte[max] : new byte[max];
+        int n = Encoding.UTF8.GetBytes(subject, bytes);
+        return !_system.Router.SubList.Match(bytes[..n]).IsEmpty;
+    }
 
     /// <summary>A CONNECT was refused: $SYS.SERVER.&lt;id&gt;.CLIENT.AUTH.ERR.</summary>
     public void AuthenticationFailed(ClientConnection c) =>

@@ -1,13 +1,12 @@
 using System.Security.Cryptography;
 using System.Text;
-using NATS.NKeys;
 
 namespace NatsBroker.Auth;
 
 /// <summary>
 /// NKey challenge-response (server/auth.go): INFO carries a random nonce; CONNECT carries the user's public nkey
 /// and the Ed25519 signature of the nonce, base64 (raw URL encoding, or standard as some clients send it).
-/// Verification uses NATS.NKeys.
+/// Verification: <see cref="NkeySignature"/> (libcrypto, else NATS.NKeys).
 /// </summary>
 public static class NkeyVerifier
 {
@@ -25,15 +24,7 @@ public static class NkeyVerifier
         if (nonce is null || string.IsNullOrEmpty(signature)) return false;
         byte[]? sig = DecodeSignature(signature);
         if (sig is null) return false;
-        try
-        {
-            using var kp = KeyPair.FromPublicKey(publicKey);
-            return kp.Verify(Encoding.ASCII.GetBytes(nonce), sig);
-        }
-        catch (Exception ex) when (ex is NKeysException or ArgumentException or FormatException or IndexOutOfRangeException)
-        {
-            return false;
-        }
+        return NkeySignature.Verify(publicKey, Encoding.ASCII.GetBytes(nonce), sig);
     }
 
     private static byte[]? DecodeSignature(string s)

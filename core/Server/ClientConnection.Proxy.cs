@@ -2,6 +2,7 @@ using System.Net.Sockets;
 using System.Runtime.InteropServices;
 using System.Security.Cryptography;
 using System.Text;
+using NatsBroker.Auth;
 using NatsBroker.Contracts.Gateways;
 using NatsBroker.Protocol;
 
@@ -117,15 +118,8 @@ public sealed partial class ClientConnection
         byte[] data = Encoding.ASCII.GetBytes(nonce);
         foreach (var key in _server.Options.TrustedProxies.Concat(TrustedProxyKeys.Snapshot()))
         {
-            try
-            {
-                using var kp = NATS.NKeys.KeyPair.FromPublicKey(key);
-                if (kp.Verify(data, signature)) return key;
-            }
-            catch (Exception ex) when (ex is NATS.NKeys.NKeysException or ArgumentException or FormatException)
-            {
-                // A malformed key never verifies; config parsing already refuses them.
-            }
+            // A malformed key never verifies; config parsing already refuses them.
+            if (NkeySignature.Verify(key, data, signature)) return key;
         }
         return null;
     }

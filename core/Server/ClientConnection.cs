@@ -38,6 +38,7 @@ public sealed partial class ClientConnection
     private readonly Lock _subsLock = new();
     private readonly bool _overConnectionLimit;
     private int _closeStarted;
+    private int _transportShut;
     private volatile bool _closing;
     private volatile bool _closeAfterFlush;
 
@@ -94,9 +95,13 @@ public sealed partial class ClientConnection
     }
 
     /// <summary>Runs the connection until it closes: sends INFO, then reads and writes concurrently.</summary>
-    internal async Task RunAsync()
+    /// <param name="onAcceptLoop">Called on the accept loop's thread: input already waiting at the first read is
+    /// parsed on a pool thread, not here (see <see cref="ReadLoopAsync"/>).</param>
+    internal async Task RunAsync(bool onAcceptLoop = false)
     {
-        var writer = Task.Run(WriteLoopAsync);
+        // Not Task.Run: the writer runs until its first wait for the signal, which SendInfo sets next, so INFO is
+        // written on this thread (AsyncSignal runs the waiter inline) without a thread-pool hop.
+        var writer = WriteLoopAsync();
         try
         {
             SendInfo();
@@ -106,7 +111,7 @@ public sealed partial class ClientConnection
             }
             else
             {
-                await ReadLoopAsync().ConfigureAwait(false);
+                await ReadLoopAsync(onAcceptLoop).ConfigureAwait(false);
             }
         }
         catch (Exception ex) when (ex is IOException or SocketException or ObjectDisposedException or OperationCanceledException)
@@ -125,7 +130,7 @@ public sealed partial class ClientConnection
         Cleanup();
     }
 
-    private async Task ReadLoopAsync()
+    private async Task ReadLoopAsync(bool yieldIfInputWaiting)
     {
         var reader = PipeReader.Create(_stream, new StreamPipeReaderOptions(
             pool: MemoryPool<byte>.Shared, bufferSize: 64 * 1024, minimumReadSize: 16 * 1024, leaveOpen: true));
@@ -133,7 +138,17 @@ public sealed partial class ClientConnection
         {
             while (!_closing)
             {
-                var result = await reader.ReadAsync().ConfigureAwait(false);
+                var read = reader.ReadAsync();
+                if (yieldIfInputWaiting)
+                {
+                    yieldIfInputWaiting = false;
+                    // Started on the accept loop (NatsServer.AcceptClient). A client that sent CONNECT without waiting
+                    // for INFO (and perhaps a flood after it) would otherwise be served by synchronously completing
+                    // reads right here, holding up every later accept; a read that must wait (the usual case)
+                    // resumes on the thread pool anyway.
+                    if (read.IsCompleted) await Task.Yield();
+                }
+                var result = await read.ConfigureAwait(false);
                 var buffer = result.Buffer;
                 _lastInTicks = Environment.TickCount64;
                 var consumed = _parser.Parse(buffer, new Handler(this), out var examined);
@@ -192,6 +207,8 @@ public sealed partial class ClientConnection
 
     private void ShutdownTransport()
     {
+        // CloseNow, the writer's close-after-flush and Cleanup all end here: one shutdown(2) and close(2) is enough.
+        if (Interlocked.Exchange(ref _transportShut, 1) != 0) return;
         try
         {
             if (_stream is NetworkStream ns) ns.Socket.Shutdown(SocketShutdown.Both);

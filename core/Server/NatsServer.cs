@@ -144,7 +144,10 @@ public sealed partial class NatsServer : IAsyncDisposable
         }
         if (kind == ConnectionKind.Tcp) socket.NoDelay = true;
         var client = Register(new NetworkStream(socket, ownsSocket: true), kind, ip, port);
-        _ = Task.Run(client.RunAsync);
+        // Started here, not queued to the thread pool: this thread (the accept completion's) runs the connection's
+        // synchronous start (INFO sent, first read posted) and returns at the first read, saving a thread-pool hop
+        // per connection (nats-server's accept goroutine likewise sends INFO itself, createClient).
+        _ = client.RunAsync(onAcceptLoop: true);
     }
 
     /// <summary>Serves one client over any duplex stream (used by the listeners and by in-memory tests).</summary>

@@ -23,6 +23,7 @@ internal static class ScenarioCatalog
         new AccountsScenario(new RequestReplyScenario("acct-svc-reqrep-128", "service import request/reply 1 client, 1 service", clients: 1, services: 1, queue: false, payload: 128, defaultCount: 4_000), "acct-svc-reqrep-128", BenchAccounts.ImportsConfig, BenchAccounts.ServiceUser),
         new AccountsScenario(new RequestReplyScenario("acct-svc-qreqrep-16", "service import request/reply 10 clients, 2 queue services", clients: 10, services: 2, queue: true, payload: 16, defaultCount: 20_000), "acct-svc-qreqrep-16", BenchAccounts.ImportsConfig, BenchAccounts.ServiceUser),
         new AccountsScenario(new PubSubScenario("acct-stream-fanout-128", "stream import fan-out 1:4 (one importing account per subscriber)", pubs: 1, subs: BenchAccounts.FanOutAccounts, payload: 128, defaultCount: 400_000), "acct-stream-fanout-128", BenchAccounts.ImportsConfig, BenchAccounts.StreamUser),
+        new ConnectRateScenario("connect-plain", "login rate, no authentication (4 threads; the base cost under the auth rows)", BenchAccounts.PlainConfig, BenchAccounts.NoFields),
         new ConnectRateScenario("connect-nkey", "login rate, nkey user (4 threads)", BenchAccounts.NkeyConfig, BenchAccounts.NkeyFields),
         new ConnectRateScenario("connect-jwt", "login rate, JWT user in operator mode (4 threads)", BenchAccounts.OperatorConfig, BenchAccounts.JwtFields),
 

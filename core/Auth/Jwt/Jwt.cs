@@ -95,16 +95,7 @@ public static class Jwt
 
     private static bool VerifySignature(string publicKey, byte[] data, byte[] sig)
     {
-        if (sig.Length != 64) return false;
-        try
-        {
-            using var kp = KeyPair.FromPublicKey(publicKey);
-            return kp.Verify(data, sig);
-        }
-        catch (Exception ex) when (ex is NKeysException or ArgumentException or FormatException or IndexOutOfRangeException)
-        {
-            return false;
-        }
+        return sig.Length == 64 && NkeySignature.Verify(publicKey, data, sig);
     }
 
     private static JsonElement? ParseJson(string part)

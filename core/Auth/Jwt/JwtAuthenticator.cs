@@ -25,6 +25,7 @@ namespace NatsBroker.Auth.Jwt;
 public sealed class JwtAuthenticator(AccountResolver resolver, TimeProvider? time = null) : IAuthenticator
 {
     private readonly TimeProvider _time = time ?? TimeProvider.System;
+    private readonly UserJwtCache _userJwts = new();
 
     public bool AuthRequired => true;
     public bool NonceRequired => true;
@@ -41,8 +42,7 @@ public sealed class JwtAuthenticator(AccountResolver resolver, TimeProvider? tim
     {
         ArgumentNullException.ThrowIfNull(connect);
         ArgumentNullException.ThrowIfNull(ctx);
-        if (Jwt.TryDecode(connect.Jwt, out _) is not { } payload) return AuthResult.Denied;
-        var user = new UserClaims(payload, connect.Jwt!);
+        if (_userJwts.Decode(connect.Jwt) is not { } user) return AuthResult.Denied;
         var now = _time.GetUtcNow();
         if (user.Type != "user" || !Jwt.IsPublicKey(user.Subject, PrefixByte.User)) return AuthResult.Denied;
         if (user.IsExpired(now) || user.IsNotYetValid(now)) return AuthResult.Denied;

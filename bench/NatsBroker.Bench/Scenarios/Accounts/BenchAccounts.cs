@@ -49,6 +49,12 @@ internal static class BenchAccounts
 
     public static Func<string?, string> Password(string user) => _ => ",\"user\":\"" + user + "\",\"pass\":\"bench\"";
 
+    /// <summary>No authorization block: the plain login row measures the connection cost without credentials.</summary>
+    public static string PlainConfig => "# no authorization: the base cost of a login\n";
+
+    /// <summary>CONNECT without credentials (the server sends no nonce then).</summary>
+    public static string NoFields(string? nonce) => "";
+
     public static string NkeyConfig => $"authorization {{ users: [ {{ nkey: {NkeyUser.GetPublicKey()} }} ] }}\n";
 
     public static string OperatorConfig => $$"""
