@@ -44,12 +44,22 @@ internal sealed partial class FileStore
     private string SparePath => Path.Combine(_blockDir, Format.SpareBlockName);
 
     /// <summary>
-    /// Called under the store lock after an append: once the newest block is half full, the next block's file is
-    /// prepared in the background. One int compare per append when there is nothing to do.
+    /// A block filled up since the open (set at the roll in EnsureTailRoom): from then on the next block is
+    /// prepared as soon as the newest block takes its first append, not at half of it. At a high append rate a
+    /// block lasts milliseconds (4 MiB at 500 MB/s: 8 ms) while a create + fallocate can take 100 ms and more on a
+    /// busy disk, so half a block of lead was too little (measured: most rolls found no spare ready). A store that
+    /// never filled a block waits for half of one, so small streams do not hold a second preallocated block.
+    /// </summary>
+    private bool _fillsBlocks;
+
+    /// <summary>
+    /// Called under the store lock after an append: once the newest block is far enough along (see
+    /// <see cref="_fillsBlocks"/>), the next block's file is prepared in the background. One int compare per
+    /// append when there is nothing to do.
     /// </summary>
     private void MaybePrepareSpare(MsgBlock tail)
     {
-        if (Volatile.Read(ref _spareState) != SpareNone || tail.Size < _opt.BlockSize / 2 || _recovering) return;
+        if (Volatile.Read(ref _spareState) != SpareNone || _recovering || (!_fillsBlocks && tail.Size < _opt.BlockSize / 2)) return;
         // The spare's space is not accounted until it becomes a block (NewTailBlock), where the disk limit is
         // checked as before; it is only prepared while the limit leaves room for it besides the next block, so
         // it never takes space a limit-checked write would need.

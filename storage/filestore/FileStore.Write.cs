@@ -77,6 +77,7 @@ internal sealed partial class FileStore
             if (st != StoreStatus.Ok) return st;
             st = NewTailBlock(nextSeq);
             if (st != StoreStatus.Ok) return st;
+            _fillsBlocks = true;
             _emptyBlocks = true;
             CompactEmptyBlocks();
             t = _tail; // carried tombstones may have rolled the newest block again
