@@ -16,7 +16,14 @@ internal sealed partial class FileStore
         var ids = new List<uint>();
         foreach (var name in _fs.ListFiles(_blockDir))
         {
-            if (name.EndsWith(".blk", StringComparison.Ordinal) && uint.TryParse(name.AsSpan(0, name.Length - 4), NumberStyles.None, CultureInfo.InvariantCulture, out uint id))
+            if (name == Format.SpareBlockName)
+            {
+                // A spare block prepared before a crash (FileStore.SpareBlock.cs): never written, never named as
+                // a block, so it holds nothing. Its delete is made durable with recovery's directory fsync.
+                _fs.DeleteFile(Path.Combine(_blockDir, name));
+                _blockDirState.Touch();
+            }
+            else if (name.EndsWith(".blk", StringComparison.Ordinal) && uint.TryParse(name.AsSpan(0, name.Length - 4), NumberStyles.None, CultureInfo.InvariantCulture, out uint id))
                 ids.Add(id);
             else
                 Report($"ignored unexpected file '{name}' in {Format.BlockDir}/");

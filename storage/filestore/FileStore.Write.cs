@@ -34,10 +34,12 @@ internal sealed partial class FileStore
         }
         uint id = _maxBlockId + 1;
         var path = Path.Combine(_blockDir, Format.BlockName(id));
-        IStoreFile file;
+        // The spare prepared in the background (FileStore.SpareBlock.cs) when there is one: a rename, no create or
+        // fallocate under the lock.
+        IStoreFile? file = _recovering ? null : TakeSpare(path);
         try
         {
-            file = _fs.OpenFile(path, create: true, _opt.BlockSize);
+            file ??= _fs.OpenFile(path, create: true, _opt.BlockSize);
         }
         catch (Exception e) when (e is IOException or UnauthorizedAccessException)
         {
@@ -75,6 +77,7 @@ internal sealed partial class FileStore
             if (st != StoreStatus.Ok) return st;
             st = NewTailBlock(nextSeq);
             if (st != StoreStatus.Ok) return st;
+            _fillsBlocks = true;
             _emptyBlocks = true;
             CompactEmptyBlocks();
             t = _tail; // carried tombstones may have rolled the newest block again
@@ -119,6 +122,7 @@ internal sealed partial class FileStore
         }
         t.Live++;
         t.LastMsgSeq = seq;
+        MaybePrepareSpare(t);
         entry.Location = ((long)t.Id << 32) | (uint)off;
         entry.Aux = len;
         if (_sync == SyncPolicy.Always) _ticket = ++_written;

@@ -279,6 +279,7 @@ internal sealed partial class FileStore : IndexedStore
 
     private void CloseFiles()
     {
+        DiscardSpare();
         foreach (var b in _blocks)
         {
             b.Removed = true;

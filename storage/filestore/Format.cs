@@ -10,6 +10,7 @@ namespace NatsBroker.Storage.File;
 /// store dir/
 ///   store.meta        text, first line "natsbroker-filestore", then "version=1", "stream=NAME"
 ///   msgs/NNNNNNNNNN.blk message blocks, NNNNNNNNNN = block id (decimal, 10 digits), ids increase
+///   msgs/spare.tmp    at most one empty, preallocated file: the next block before it is named (deleted at open)
 ///   obs/NAME.cs       consumer state (ConsumerStateCodec), replaced atomically (write .tmp, rename)
 ///   idx/NNNNNNNNNN.idx  index snapshot of sealed block NNNNNNNNNN (optional; FORMAT.md "Index snapshots")
 ///
@@ -51,6 +52,12 @@ internal static class Format
     public const byte FlagTtl = 1, FlagBatchContinues = 2;
 
     public const byte TypeMessage = 1, TypeTombstone = 2, TypeFloor = 3, TypeSkip = 4, TypeErased = 5;
+
+    /// <summary>
+    /// The next block's file, prepared (created, preallocated, never written) before it is needed and renamed to
+    /// its block name when it becomes the newest block (FileStore.SpareBlock.cs). One found at open is deleted.
+    /// </summary>
+    public const string SpareBlockName = "spare.tmp";
 
     public static ReadOnlySpan<byte> BlockMagic => "NBMB"u8;
 
