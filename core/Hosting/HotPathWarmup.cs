@@ -1,3 +1,4 @@
+using System.Diagnostics.CodeAnalysis;
 using System.Reflection;
 using System.Runtime.CompilerServices;
 using System.Text.Json;
@@ -29,6 +30,8 @@ internal static class HotPathWarmup
 
     public static void Start(ILogger log)
     {
+        // The Native AOT executable (Directory.Build.targets) compiled everything ahead of time: nothing to JIT.
+        if (!RuntimeFeature.IsDynamicCodeCompiled) return;
         var thread = new Thread(() => Run(log)) { IsBackground = true, Priority = ThreadPriority.BelowNormal, Name = "hot path warm-up" };
         thread.Start();
     }
@@ -67,6 +70,10 @@ internal static class HotPathWarmup
     /// Every <c>AggressiveOptimization</c> method of <see cref="HotTypes"/> and their nested types; the parser's methods
     /// generic over the protocol handler are instantiated with the client connection's handler (the one the core runs).
     /// </summary>
+    [UnconditionalSuppressMessage("Trimming", "IL2070", Justification = "Runs only where code is JIT-compiled (Start returns in the native image); the JIT build is not trimmed.")]
+    [UnconditionalSuppressMessage("Trimming", "IL2075", Justification = "As IL2070: the JIT build is not trimmed.")]
+    [UnconditionalSuppressMessage("Trimming", "IL2060", Justification = "As IL2070: the JIT build is not trimmed.")]
+    [UnconditionalSuppressMessage("AOT", "IL3050", Justification = "Instantiates only where dynamic code is supported (Start returns in the native image).")]
     internal static IEnumerable<MethodInfo> Methods()
     {
         var handler = ClientConnection.ProtocolHandlerType;
