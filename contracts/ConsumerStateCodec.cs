@@ -1,4 +1,5 @@
 using System.Buffers.Binary;
+using System.Runtime.CompilerServices;
 
 namespace NatsBroker.Contracts;
 
@@ -85,6 +86,7 @@ public static class ConsumerStateCodec
     }
 
     /// <summary>Applies a delivery to a state (shared semantics for every engine).</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public static void ApplyDelivered(ConsumerState st, ulong dseq, ulong sseq, ulong deliveries, long ts)
     {
         if (deliveries > 1)
@@ -105,6 +107,7 @@ public static class ConsumerStateCodec
     /// Applies an ack: removes the pending entry and moves the ack floor up to just below the lowest message
     /// still pending. The walk starts at the old floor, which only rises, so acks cost amortized O(1).
     /// </summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public static void ApplyAcked(ConsumerState st, ulong dseq, ulong sseq)
     {
         _ = dseq;

@@ -1,5 +1,6 @@
 using System.Buffers.Binary;
 using System.Numerics;
+using System.Runtime.CompilerServices;
 
 namespace NatsBroker.Contracts;
 
@@ -9,6 +10,7 @@ public static class Crc32C
     public static uint Compute(ReadOnlySpan<byte> data) => ~Append(0xFFFFFFFFu, data);
 
     /// <summary>Continues a running (non-inverted) CRC; start with 0xFFFFFFFF and invert the end result.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public static uint Append(uint crc, ReadOnlySpan<byte> data)
     {
         while (data.Length >= 32)

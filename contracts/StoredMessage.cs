@@ -1,3 +1,5 @@
+using System.Runtime.CompilerServices;
+
 namespace NatsBroker.Contracts;
 
 /// <summary>
@@ -24,6 +26,8 @@ public sealed class StoredMessage
     public ReadOnlySpan<byte> Subject => _buffer.AsSpan(0, SubjectLength);
     public ReadOnlySpan<byte> Headers => _buffer.AsSpan(SubjectLength, HeadersLength);
     public ReadOnlySpan<byte> Payload => _buffer.AsSpan(SubjectLength + HeadersLength, PayloadLength);
+    /// <summary>The header block followed by the payload: adjacent in <see cref="Buffer"/>, so one region.</summary>
+    public ReadOnlyMemory<byte> HeadersAndPayload => _buffer.AsMemory(SubjectLength, HeadersLength + PayloadLength);
     /// <summary>Allocates: for tests and diagnostics, not for hot paths.</summary>
     public string SubjectString => System.Text.Encoding.UTF8.GetString(Subject);
     /// <summary>Size used for byte limits and state: subject + headers + payload.</summary>
@@ -33,6 +37,7 @@ public sealed class StoredMessage
     /// For engines: sets the header fields and returns a span of exactly subject+headers+payload bytes to fill,
     /// growing the buffer if needed.
     /// </summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public Span<byte> Prepare(ulong sequence, long timestamp, long ttl, int subjectLength, int headersLength, int payloadLength)
     {
         int total = checked(subjectLength + headersLength + payloadLength);

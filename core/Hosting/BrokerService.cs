@@ -69,7 +69,7 @@ public sealed class BrokerService(ServerOptions options, Func<ServerOptions?> re
 
         server.Log.Ready();
         if (_systemd.IsEnabled) _systemd.Notify(ServiceState.Ready);
-        HotPathWarmup.Start(logger);
+        HotPathWarmup.Start(logger, options.JetStream);
     }
 
     /// <summary>

@@ -3,9 +3,13 @@ using System.Reflection;
 using System.Runtime.CompilerServices;
 using System.Text.Json;
 using Microsoft.Extensions.Logging;
+using NatsBroker.Contracts;
+using NatsBroker.JetStream;
 using NatsBroker.Protocol;
 using NatsBroker.Routing;
 using NatsBroker.Server;
+using NatsBroker.Storage.File;
+using NatsBroker.Storage.Memory;
 using NatsBroker.Subscriptions;
 
 namespace NatsBroker.Hosting;
@@ -28,18 +32,31 @@ internal static class HotPathWarmup
         typeof(Router), typeof(SubList), typeof(SubjectResultCache), typeof(ByteArrayComparer),
     ];
 
-    public static void Start(ILogger log)
+    /// <summary>
+    /// The types declaring JetStream's per-message methods (consumer deliveries and acks), warmed up only when
+    /// JetStream is enabled.
+    /// </summary>
+    internal static readonly Type[] JetStreamHotTypes = [typeof(JsConsumer), typeof(JsStream), typeof(AckTokens)];
+
+    /// <summary>
+    /// The assemblies below the JetStream core whose per-message methods (store loads, consumer state updates,
+    /// checksums) are all warmed up: their types are internal to them, so every type is walked.
+    /// </summary>
+    internal static readonly Assembly[] JetStreamHotAssemblies =
+        [typeof(IStreamStore).Assembly, typeof(FileStoreFactory).Assembly, typeof(MemoryStoreFactory).Assembly];
+
+    public static void Start(ILogger log, bool jetStream)
     {
         // The Native AOT executable (Directory.Build.targets) compiled everything ahead of time: nothing to JIT.
         if (!RuntimeFeature.IsDynamicCodeCompiled) return;
-        var thread = new Thread(() => Run(log)) { IsBackground = true, Priority = ThreadPriority.BelowNormal, Name = "hot path warm-up" };
+        var thread = new Thread(() => Run(log, jetStream)) { IsBackground = true, Priority = ThreadPriority.BelowNormal, Name = "hot path warm-up" };
         thread.Start();
     }
 
-    private static void Run(ILogger log)
+    private static void Run(ILogger log, bool jetStream)
     {
         int count = 0;
-        foreach (var method in Methods())
+        foreach (var method in jetStream ? Methods().Concat(JetStreamMethods()) : Methods())
         {
             try
             {
@@ -70,21 +87,35 @@ internal static class HotPathWarmup
     /// Every <c>AggressiveOptimization</c> method of <see cref="HotTypes"/> and their nested types; the parser's methods
     /// generic over the protocol handler are instantiated with the client connection's handler (the one the core runs).
     /// </summary>
-    [UnconditionalSuppressMessage("Trimming", "IL2070", Justification = "Runs only where code is JIT-compiled (Start returns in the native image); the JIT build is not trimmed.")]
-    [UnconditionalSuppressMessage("Trimming", "IL2075", Justification = "As IL2070: the JIT build is not trimmed.")]
-    [UnconditionalSuppressMessage("Trimming", "IL2060", Justification = "As IL2070: the JIT build is not trimmed.")]
+    internal static IEnumerable<MethodInfo> Methods() => MethodsOf(HotTypes, ClientConnection.ProtocolHandlerType);
+
+    /// <summary>
+    /// Every non-generic <c>AggressiveOptimization</c> method of <see cref="JetStreamHotTypes"/> and of the types of
+    /// <see cref="JetStreamHotAssemblies"/>.
+    /// </summary>
+    [UnconditionalSuppressMessage("Trimming", "IL2026", Justification = "Runs only where code is JIT-compiled (Start returns in the native image); the JIT build is not trimmed.")]
+    [UnconditionalSuppressMessage("Trimming", "IL2070", Justification = "As IL2026: the JIT build is not trimmed.")]
+    [UnconditionalSuppressMessage("Trimming", "IL2075", Justification = "As IL2026: the JIT build is not trimmed.")]
+    [UnconditionalSuppressMessage("Trimming", "IL2060", Justification = "As IL2026: the JIT build is not trimmed.")]
     [UnconditionalSuppressMessage("AOT", "IL3050", Justification = "Instantiates only where dynamic code is supported (Start returns in the native image).")]
-    internal static IEnumerable<MethodInfo> Methods()
+    internal static IEnumerable<MethodInfo> JetStreamMethods() =>
+        MethodsOf(JetStreamHotTypes.Concat(JetStreamHotAssemblies.SelectMany(a => a.GetTypes())), genericArgument: null);
+
+    [UnconditionalSuppressMessage("Trimming", "IL2026", Justification = "Runs only where code is JIT-compiled (Start returns in the native image); the JIT build is not trimmed.")]
+    [UnconditionalSuppressMessage("Trimming", "IL2070", Justification = "As IL2026: the JIT build is not trimmed.")]
+    [UnconditionalSuppressMessage("Trimming", "IL2075", Justification = "As IL2026: the JIT build is not trimmed.")]
+    [UnconditionalSuppressMessage("Trimming", "IL2060", Justification = "As IL2026: the JIT build is not trimmed.")]
+    [UnconditionalSuppressMessage("AOT", "IL3050", Justification = "Instantiates only where dynamic code is supported (Start returns in the native image).")]
+    private static IEnumerable<MethodInfo> MethodsOf(IEnumerable<Type> types, Type? genericArgument)
     {
-        var handler = ClientConnection.ProtocolHandlerType;
-        foreach (var type in HotTypes.SelectMany(t => t.GetNestedTypes(BindingFlags.NonPublic | BindingFlags.Public).Prepend(t)))
+        foreach (var type in types.SelectMany(t => t.GetNestedTypes(BindingFlags.NonPublic | BindingFlags.Public).Prepend(t)).Distinct())
         {
             if (type.IsGenericTypeDefinition) continue;
             foreach (var m in type.GetMethods(BindingFlags.DeclaredOnly | BindingFlags.Instance | BindingFlags.Static | BindingFlags.Public | BindingFlags.NonPublic))
             {
                 if ((m.MethodImplementationFlags & MethodImplAttributes.AggressiveOptimization) == 0) continue;
                 if (!m.IsGenericMethodDefinition) yield return m;
-                else if (m.GetGenericArguments().Length == 1) yield return m.MakeGenericMethod(handler);
+                else if (genericArgument is not null && m.GetGenericArguments().Length == 1) yield return m.MakeGenericMethod(genericArgument);
             }
         }
     }

@@ -1,4 +1,5 @@
 using System.Buffers.Text;
+using System.Runtime.CompilerServices;
 
 namespace NatsBroker.JetStream;
 
@@ -8,6 +9,7 @@ namespace NatsBroker.JetStream;
 /// </summary>
 internal readonly record struct AckTokens(ulong Deliveries, ulong StreamSeq, ulong ConsumerSeq)
 {
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public static bool TryParse(ReadOnlySpan<byte> tail, out AckTokens tokens)
     {
         tokens = default;

@@ -1,4 +1,5 @@
 using System.Buffers.Text;
+using System.Runtime.CompilerServices;
 using System.Text;
 using System.Text.Json;
 
@@ -9,6 +10,7 @@ namespace NatsBroker.JetStream;
 internal sealed partial class JsConsumer
 {
     /// <summary>Runs on the publisher's thread: classify and queue; never blocks.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public void EnqueueAck(AckTokens tokens, ReadOnlySpan<byte> body, ReadOnlySpan<byte> reply)
     {
         var kind = AckKind.Ack;
@@ -62,6 +64,7 @@ internal sealed partial class JsConsumer
         return 0;
     }
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private void DrainAcks(long now, ref List<ulong>? retained)
     {
         bool dropOnAck = _stream.Config.Retention != "limits";

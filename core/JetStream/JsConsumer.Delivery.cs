@@ -1,5 +1,6 @@
 using System.Buffers;
 using System.Buffers.Text;
+using System.Runtime.CompilerServices;
 using System.Text;
 using NatsBroker.Contracts;
 
@@ -17,7 +18,8 @@ internal sealed partial class JsConsumer
     private static readonly byte[] MaxBytesExceeded = NatsHeaders.Status(409, "Message Size Exceeds MaxBytes");
     private static readonly byte[] ConsumerDeletedStatus = NatsHeaders.Status(409, "Consumer Deleted");
     private readonly ArrayBufferWriter<byte> _headerScratch = new(256);
-    private readonly byte[] _replyScratch = new byte[512];
+    /// <summary>The ack reply being formatted: the fixed prefix, then five numbers of up to 20 digits and a dot each.</summary>
+    private readonly byte[] _replyScratch;
     /// <summary>Destinations of this loop pass's deliveries, flushed every 256 deliveries and after the pass.</summary>
     private readonly NatsBroker.Routing.DeliveryBatch _deliveries = new();
     private int _unflushed;
@@ -167,6 +169,7 @@ internal sealed partial class JsConsumer
         _store?.UpdateAcked(p.ConsumerSeq, sseq);
     }
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private void Deliver(long now)
     {
         if (PauseRemainingNanos() > 0) return; // paused (2.11): requests wait, heartbeats go on
@@ -246,7 +249,9 @@ internal sealed partial class JsConsumer
                 return;
             }
 
-            // Commit the delivery.
+            // Commit the delivery. One clock read stamps it everywhere (pending entry, stored state, last active).
+            var nowUtc = DateTime.UtcNow;
+            long nowNanos = (nowUtc - DateTime.UnixEpoch).Ticks * 100;
             ulong dseq = ++_deliveredConsumerSeq;
             ulong deliveries;
             if (isRedelivery)
@@ -254,7 +259,7 @@ internal sealed partial class JsConsumer
                 deliveries = ++pending!.Deliveries;
                 pending.ConsumerSeq = dseq;
                 pending.DeadlineTick = now + RedeliveryDelayMs(deliveries);
-                pending.Timestamp = GoTime.NowNanos();
+                pending.Timestamp = nowNanos;
                 _numRedelivered++;
             }
             else
@@ -264,10 +269,10 @@ internal sealed partial class JsConsumer
                 else _nextStreamSeq = sseq + 1;
                 Interlocked.Decrement(ref _numPending);
                 if (sseq > _deliveredStreamSeq) _deliveredStreamSeq = sseq;
-                if (!AckNone) _pending[sseq] = new PendingMsg { ConsumerSeq = dseq, Timestamp = GoTime.NowNanos(), Deliveries = 1, DeadlineTick = now + RedeliveryDelayMs(1) };
+                if (!AckNone) _pending[sseq] = new PendingMsg { ConsumerSeq = dseq, Timestamp = nowNanos, Deliveries = 1, DeadlineTick = now + RedeliveryDelayMs(1) };
             }
-            _store?.UpdateDelivered(dseq, sseq, deliveries, GoTime.NowNanos());
-            _deliveredLastActive = DateTime.UtcNow;
+            _store?.UpdateDelivered(dseq, sseq, deliveries, nowNanos);
+            _deliveredLastActive = nowUtc;
             if (pinOnSend) AssignPin(target!, now);
             Send(target?.Reply ?? DeliverSubject!, sseq, dseq, deliveries);
             OnSent(now, sseq, _msg.Timestamp, size);
@@ -288,10 +293,11 @@ internal sealed partial class JsConsumer
     }
 
     /// <summary>Publishes _msg to <paramref name="to"/> with the ack subject as reply.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private void Send(byte[] to, ulong sseq, ulong dseq, ulong deliveries)
     {
         long pending = Math.Max(0, Interlocked.Read(ref _numPending));
-        int n = Encoding.ASCII.GetBytes(_ackPrefix, _replyScratch);
+        int n = _ackPrefixLength; // the scratch starts with the prefix, written once by the constructor
         n += Format(deliveries, n);
         n += Format(sseq, n);
         n += Format(dseq, n);
@@ -316,8 +322,10 @@ internal sealed partial class JsConsumer
         }
         else
         {
-            // Routed to the pull request's reply or the deliver subject, shown with the stored subject.
-            _stream.Js.Router.PublishInternal(to, _msg.Subject, reply, _msg.Headers, _msg.Payload, _deliveries);
+            // Routed to the pull request's reply or the deliver subject, shown with the stored subject; straight from
+            // the loaded record, whose header block and payload are adjacent.
+            int headerSize = _msg.HeadersLength == 0 ? -1 : _msg.HeadersLength;
+            _stream.Js.Router.PublishInternalAdjacent(to, _msg.Subject, reply, headerSize, _msg.HeadersAndPayload, _deliveries);
         }
         if (++_unflushed >= 256) FlushDeliveries();
     }
@@ -329,6 +337,7 @@ internal sealed partial class JsConsumer
         _deliveries.ClearBackPressure();
     }
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private int Format(ulong v, int at)
     {
         Utf8Formatter.TryFormat(v, _replyScratch.AsSpan(at), out int w);

@@ -1,4 +1,5 @@
 using System.Collections.Concurrent;
+using System.Runtime.CompilerServices;
 using System.Security.Cryptography;
 using NatsBroker.Subscriptions;
 
@@ -67,6 +68,7 @@ internal sealed partial class JsConsumer
     }
 
     /// <summary>Under the lock: false when this delivery must wait (the wake-up time is set when it is a matter of time).</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private bool ReadyToSend(long now, bool isRedelivery, long storedTs, long size)
     {
         if (_fcWindow > 0 && _fcPendingBytes > _fcWindow) return false; // stalled until the client answers
@@ -96,6 +98,7 @@ internal sealed partial class JsConsumer
     }
 
     /// <summary>Under the lock, after a delivery: advance replay, rate and flow-control accounting.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private void OnSent(long now, ulong sseq, long storedTs, long size)
     {
         if (_replaying && Config.ReplayPolicy == "original")

@@ -1,4 +1,5 @@
 using System.Collections.Concurrent;
+using System.Runtime.CompilerServices;
 using System.Text;
 using System.Text.Json;
 using Microsoft.Extensions.Logging;
@@ -26,7 +27,8 @@ internal sealed partial class JsConsumer
     private readonly SemaphoreSlim _wake = new(0, 1);
     private readonly CancellationTokenSource _stop = new();
     private readonly byte[][] _filters;
-    private readonly string _ackPrefix;
+    /// <summary>Length of "$JS.ACK.&lt;stream&gt;.&lt;consumer&gt;." (UTF-8), which starts every delivery's reply subject.</summary>
+    private readonly int _ackPrefixLength;
     private int _inboxCount;
     private int _kicked;
     private Task? _loop;
@@ -67,7 +69,10 @@ internal sealed partial class JsConsumer
         var filters = config.FilterSubjects is { Length: > 0 } fs ? fs : config.FilterSubject is { Length: > 0 } f ? [f] : [];
         _filters = [.. filters.Where(x => x != ">").Select(Encoding.UTF8.GetBytes)];
         if (filters.Contains(">")) _filters = [];
-        _ackPrefix = $"$JS.ACK.{stream.Name}.{name}.";
+        var ackPrefix = Encoding.UTF8.GetBytes($"$JS.ACK.{stream.Name}.{name}.");
+        _ackPrefixLength = ackPrefix.Length;
+        _replyScratch = new byte[ackPrefix.Length + 5 * 21];
+        ackPrefix.CopyTo(_replyScratch, 0);
         DeliverSubject = config.DeliverSubject is { Length: > 0 } d ? Encoding.UTF8.GetBytes(d) : null;
     }
 
@@ -244,6 +249,7 @@ internal sealed partial class JsConsumer
     }
 
     /// <summary>Loads into _msg the first message at or after <paramref name="from"/> matching any filter.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private bool LoadNextMatching(ulong from, out ulong seq)
     {
         seq = 0;

@@ -1,4 +1,5 @@
 using System.Buffers;
+using System.Runtime.CompilerServices;
 using System.Text;
 using System.Text.Json;
 using System.Threading.Channels;
@@ -259,6 +260,7 @@ internal sealed partial class JsStream : IAsyncDisposable
 
     // ---- acks ($JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending>) ----
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private void OnAck(Subscription sub, in InternalMessage msg)
     {
         // Parse on the publisher's thread (cheap, no allocation past the consumer lookup) and queue to the consumer.

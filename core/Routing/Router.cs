@@ -120,6 +120,7 @@ public sealed class Router
     /// deliveries) flushes each destination once per batch (<see cref="DeliveryBatch.Flush"/>), as a client's read
     /// loop does. The batch must be the caller's own and flushed before the caller waits.
     /// </summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public bool PublishInternal(ReadOnlySpan<byte> routeSubject, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload, DeliveryBatch batch)
     {
         int total = headers.Length + payload.Length;
@@ -137,6 +138,15 @@ public sealed class Router
             ArrayPool<byte>.Shared.Return(rented);
         }
     }
+
+    /// <summary>
+    /// An internal publish, batched like the one above, of a header block and body that already sit one after the
+    /// other in one buffer (a stored message's [headers][payload]): routed straight from it, without the copy into a
+    /// rented buffer the span overload makes. <paramref name="headerSize"/> is -1 without headers.
+    /// </summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
+    public bool PublishInternalAdjacent(ReadOnlySpan<byte> routeSubject, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, int headerSize, ReadOnlyMemory<byte> headersAndPayload, DeliveryBatch batch) =>
+        Publish(null, routeSubject, subject, reply, headerSize, new ReadOnlySequence<byte>(headersAndPayload), null, batch);
 
     /// <summary>A batch for an internal publish at the current nesting depth (one per depth per thread).</summary>
     private static DeliveryBatch RentInternalBatch()

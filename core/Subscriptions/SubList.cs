@@ -171,6 +171,7 @@ public sealed partial class SubList
     [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public SubListResult Match(ReadOnlySpan<byte> subject)
     {
+        if (IsOneShot(subject)) return MatchUncached(subject);
         if (_cacheBySpan.TryGetValue(subject, out var cached))
         {
             _counters.Record(hit: true);
@@ -188,6 +189,7 @@ public sealed partial class SubList
     [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public SubListResult Match(ReadOnlySpan<byte> subject, SubjectResultCache l1)
     {
+        if (IsOneShot(subject)) return MatchUncached(subject);
         long generation = Generation;
         if (l1.TryGet(subject, generation, out var result)) return result;
         result = Match(subject);
@@ -276,6 +278,39 @@ public sealed partial class SubList
         if (added && Interlocked.Increment(ref _cacheCount) > CacheMax) Sweep();
         return result;
     }
+
+    /// <summary>
+    /// A match that no cache keeps (see <see cref="IsOneShot"/>): the trie walk under the read lock, and the result
+    /// this thread built for the previous one-shot subject when the walk found the same subscriptions, so an ack
+    /// allocates nothing.
+    /// </summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
+    private SubListResult MatchUncached(ReadOnlySpan<byte> subject)
+    {
+        _counters.Record(hit: false);
+        if (!IsValidLiteralShape(subject)) return SubListResult.Empty;
+        _lock.EnterReadLock();
+        try
+        {
+            var builder = ResultBuilder.ForCurrentThread();
+            MatchLevel(_root, subject, builder);
+            return builder.BuildOneShot();
+        }
+        finally
+        {
+            _lock.ExitReadLock();
+        }
+    }
+
+    /// <summary>
+    /// Subjects published once and never again, which caching would only churn: JetStream ack subjects
+    /// (<c>$JS.ACK.&lt;stream&gt;.&lt;consumer&gt;.&lt;delivered&gt;.&lt;sseq&gt;.&lt;dseq&gt;.&lt;ts&gt;.&lt;pending&gt;</c>, one per delivered
+    /// message, nats-server consumer.go ackReplyT). Cached, each ack cost two key copies, a result and a dictionary
+    /// node, and pushed the subjects that are published again out of both caches (a sweep every ~770 acks): a
+    /// durable pull consumer's acks were a third of the server's CPU (perf, js-fetch-128).
+    /// </summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    private static bool IsOneShot(ReadOnlySpan<byte> subject) => subject.StartsWith("$JS.ACK."u8);
 
     /// <summary>
     /// Walks the trie for the remaining tokens of <paramref name="subject"/> (nats matchLevel): at each level '>'

@@ -1,3 +1,4 @@
+using System.Runtime.CompilerServices;
 using NatsBroker.Contracts;
 
 namespace NatsBroker.Storage.Internal;
@@ -684,6 +685,7 @@ internal abstract class IndexedStore : IStreamStore
 
     // ---- loads ----
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public StoreStatus Load(ulong sequence, StoredMessage into)
     {
         var d = new DeferredRead { Allowed = true };
@@ -696,6 +698,7 @@ internal abstract class IndexedStore : IStreamStore
         return LoadCore(sequence, into, ref d);
     }
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private StoreStatus LoadCore(ulong sequence, StoredMessage into, ref DeferredRead d)
     {
         lock (Sync)
@@ -713,6 +716,7 @@ internal abstract class IndexedStore : IStreamStore
         }
     }
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private StoreStatus LoadCoreLocked(ulong sequence, StoredMessage into, ref DeferredRead d)
     {
         if (IsClosed) return StoreStatus.Closed;
@@ -780,6 +784,7 @@ internal abstract class IndexedStore : IStreamStore
         return ReadMessage(seq, e, Subjects.ById(e.SubjectId), into, ref d);
     }
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public StoreStatus LoadNext(ReadOnlySpan<byte> filter, ulong fromSequence, StoredMessage into)
     {
         var d = new DeferredRead { Allowed = true };
@@ -792,6 +797,7 @@ internal abstract class IndexedStore : IStreamStore
         return LoadNextCore(filter, fromSequence, into, ref d);
     }
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private StoreStatus LoadNextCore(ReadOnlySpan<byte> filter, ulong fromSequence, StoredMessage into, ref DeferredRead d)
     {
         lock (Sync)
@@ -809,6 +815,7 @@ internal abstract class IndexedStore : IStreamStore
         }
     }
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private StoreStatus LoadNextCoreLocked(ReadOnlySpan<byte> filter, ulong fromSequence, StoredMessage into, ref DeferredRead d)
     {
         if (IsClosed) return StoreStatus.Closed;
@@ -1080,6 +1087,7 @@ internal class MemoryConsumerStore(string name, Action<string>? onDelete = null)
     protected virtual StoreStatus Persist() => StoreStatus.Ok;
     protected virtual StoreStatus DeleteFiles() => StoreStatus.Ok;
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public StoreStatus UpdateDelivered(ulong consumerSequence, ulong streamSequence, ulong deliveries, long timestamp)
     {
         lock (Gate)
@@ -1089,6 +1097,7 @@ internal class MemoryConsumerStore(string name, Action<string>? onDelete = null)
         }
     }
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public StoreStatus UpdateAcked(ulong consumerSequence, ulong streamSequence)
     {
         lock (Gate)

@@ -348,6 +348,7 @@ internal sealed partial class SequenceIndex
     }
 
     /// <summary>The first live sequence in [<paramref name="seq"/>, <paramref name="last"/>], skipping released chunks; 0 if none.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public ulong NextLive(ulong seq, ulong last)
     {
         while (seq <= last && seq < End)

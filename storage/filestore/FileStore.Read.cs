@@ -1,3 +1,4 @@
+using System.Runtime.CompilerServices;
 using NatsBroker.Contracts;
 using NatsBroker.Storage.Internal;
 
@@ -13,6 +14,7 @@ internal sealed partial class FileStore
     private long _coldNext;
     private int _seqRun;
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     protected override StoreStatus ReadMessage(ulong seq, in IndexEntry entry, SubjectInfo subject, StoredMessage into, ref DeferredRead deferred)
     {
         if (!_byId.TryGetValue((uint)(entry.Location >> 32), out var b)) return StoreStatus.Corrupt;
@@ -79,6 +81,7 @@ internal sealed partial class FileStore
         return StoreStatus.Ok;
     }
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private static void CopyOut(ReadOnlySpan<byte> rec, ulong seq, StoredMessage into)
     {
         var r = new Format.Rec(rec);

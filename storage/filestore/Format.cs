@@ -1,4 +1,5 @@
 using System.Buffers.Binary;
+using System.Runtime.CompilerServices;
 using NatsBroker.Contracts;
 
 namespace NatsBroker.Storage.File;
@@ -129,6 +130,7 @@ internal static class Format
     }
 
     /// <summary>Checks framing and checksum of the record starting at <paramref name="s"/>[0].</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public static bool TryRecord(ReadOnlySpan<byte> s, out Rec rec)
     {
         rec = default;

@@ -1,4 +1,5 @@
 using System.Buffers.Binary;
+using System.Runtime.CompilerServices;
 using NatsBroker.Contracts;
 using NatsBroker.Storage.Internal;
 
@@ -102,6 +103,7 @@ internal sealed class MemoryStore : IndexedStore
 
     private long _nextNo;
 
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     protected override StoreStatus ReadMessage(ulong seq, in IndexEntry entry, SubjectInfo subject, StoredMessage into, ref DeferredRead deferred)
     {
         var slab = SlabAt(entry.Location >> 32)!;

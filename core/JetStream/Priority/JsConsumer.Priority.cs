@@ -1,4 +1,5 @@
 using System.Buffers;
+using System.Runtime.CompilerServices;
 using System.Text;
 using System.Text.Json;
 using System.Text.Json.Serialization.Metadata;
@@ -92,6 +93,7 @@ internal sealed partial class JsConsumer
     /// The waiting request the next message goes to (nats-server nextWaiting), dropping requests nobody listens to;
     /// <paramref name="pinOnSend"/> when delivering to it pins it (the pin is assigned only once a message goes out).
     /// </summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private LinkedListNode<PullRequest>? NextWaiting(out bool pinOnSend)
     {
         pinOnSend = false;
@@ -166,6 +168,7 @@ internal sealed partial class JsConsumer
     /// prioritized (nats-server popAndRequeue), behind all others under overflow / pinned_client (waitQueue.pop).
     /// Consumers without a policy keep serving the first request until its batch is done.
     /// </summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private void RequeueServed(LinkedListNode<PullRequest> node)
     {
         var policy = Config.PriorityPolicy;
