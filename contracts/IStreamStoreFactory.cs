@@ -1,3 +1,4 @@
+using System.Diagnostics.CodeAnalysis;
 using System.Reflection;
 using System.Runtime.Loader;
 
@@ -81,8 +82,16 @@ public sealed class StoreEngineRegistry
     /// this contracts assembly with the host, resolving its other dependencies from its own folder), creates the
     /// factories its <see cref="StreamStoreEngineAttribute"/>s name and registers them. Returns the names registered.
     /// </summary>
+    [UnconditionalSuppressMessage("Trimming", "IL2026", Justification = "Engine assemblies are loaded only by the managed build; the native executable hands such configurations over to it (core/Hosting/ManagedHandover.cs) and is refused below.")]
+    [UnconditionalSuppressMessage("Trimming", "IL2072", Justification = "As IL2026: only the managed, untrimmed build gets here.")]
     public StoreStatus LoadEngineAssembly(string assemblyPath, out IReadOnlyList<string> registered, out string? error)
     {
+        if (!System.Runtime.CompilerServices.RuntimeFeature.IsDynamicCodeSupported)
+        {
+            registered = [];
+            error = "engine assemblies cannot be loaded by the native executable; run the managed build (dotnet NatsBroker.dll)";
+            return StoreStatus.UnknownEngine;
+        }
         registered = [];
         error = null;
         string full;

@@ -24,6 +24,11 @@ public static class Program
         if (CommandLineHost.Handle(args, Console.Out, Console.Error, out var cli) is int exitCode) return exitCode;
 
         var options = cli!.Options;
+        if (ManagedHandover.IsNeeded(options))
+        {
+            Console.Error.WriteLine(ManagedHandover.Exec(args));
+            return 1;
+        }
         var level = options.Trace ? LogLevel.Trace : options.Debug ? LogLevel.Debug : LogLevel.Information;
         using var logProvider = new NatsLoggerProvider(level, options.Logtime, options.LogtimeUtc, options.LogFile);
         var log = logProvider.CreateLogger("nats");

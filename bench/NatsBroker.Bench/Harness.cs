@@ -214,7 +214,10 @@ internal sealed class Harness
                 return (null, $"{dll} not found (build core with 'dotnet build core -c Release')");
             }
 
-            spec = new ServerSpec("ours", "dotnet", [dll]);
+            // The executable `dotnet run --project core` starts: the Native AOT image the Release build puts next to
+            // the dll (Directory.Build.targets), else the apphost when it could not be compiled.
+            string exe = Path.Combine(_root, "core", "bin", "Release", "net10.0", "NatsBroker");
+            spec = File.Exists(exe) ? new ServerSpec("ours", exe, []) : new ServerSpec("ours", "dotnet", [dll]);
         }
 
         try

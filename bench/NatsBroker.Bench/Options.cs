@@ -68,7 +68,8 @@ internal sealed class Options
                                 --ours-cmd nats-server to validate the harness with Go on both sides
           --go-cmd PATH         nats-server executable (default: nats-server on PATH)
           --no-ours / --no-go   run one side only
-          --no-build            do not build core/ (expects core/bin/Release/net10.0/NatsBroker.dll)
+          --no-build            do not build core/ (expects core/bin/Release/net10.0/NatsBroker: the native executable,
+                        else NatsBroker.dll)
           --timeout S           bound for one run of one scenario in seconds (default 60)
           --out DIR             output directory (default bench/results; smoke: bench/results/tmp, git-ignored)
           --footprint-reps N    start-up / idle RSS / per-connection memory starts per server (default 9 full,

@@ -1,3 +1,4 @@
+using System.Diagnostics.CodeAnalysis;
 using System.Reflection;
 using System.Runtime.CompilerServices;
 using System.Text.Json;
@@ -46,6 +47,8 @@ internal static class HotPathWarmup
 
     public static void Start(ILogger log, bool jetStream)
     {
+        // The Native AOT executable (Directory.Build.targets) compiled everything ahead of time: nothing to JIT.
+        if (!RuntimeFeature.IsDynamicCodeCompiled) return;
         var thread = new Thread(() => Run(log, jetStream)) { IsBackground = true, Priority = ThreadPriority.BelowNormal, Name = "hot path warm-up" };
         thread.Start();
     }
@@ -90,9 +93,19 @@ internal static class HotPathWarmup
     /// Every non-generic <c>AggressiveOptimization</c> method of <see cref="JetStreamHotTypes"/> and of the types of
     /// <see cref="JetStreamHotAssemblies"/>.
     /// </summary>
+    [UnconditionalSuppressMessage("Trimming", "IL2026", Justification = "Runs only where code is JIT-compiled (Start returns in the native image); the JIT build is not trimmed.")]
+    [UnconditionalSuppressMessage("Trimming", "IL2070", Justification = "As IL2026: the JIT build is not trimmed.")]
+    [UnconditionalSuppressMessage("Trimming", "IL2075", Justification = "As IL2026: the JIT build is not trimmed.")]
+    [UnconditionalSuppressMessage("Trimming", "IL2060", Justification = "As IL2026: the JIT build is not trimmed.")]
+    [UnconditionalSuppressMessage("AOT", "IL3050", Justification = "Instantiates only where dynamic code is supported (Start returns in the native image).")]
     internal static IEnumerable<MethodInfo> JetStreamMethods() =>
         MethodsOf(JetStreamHotTypes.Concat(JetStreamHotAssemblies.SelectMany(a => a.GetTypes())), genericArgument: null);
 
+    [UnconditionalSuppressMessage("Trimming", "IL2026", Justification = "Runs only where code is JIT-compiled (Start returns in the native image); the JIT build is not trimmed.")]
+    [UnconditionalSuppressMessage("Trimming", "IL2070", Justification = "As IL2026: the JIT build is not trimmed.")]
+    [UnconditionalSuppressMessage("Trimming", "IL2075", Justification = "As IL2026: the JIT build is not trimmed.")]
+    [UnconditionalSuppressMessage("Trimming", "IL2060", Justification = "As IL2026: the JIT build is not trimmed.")]
+    [UnconditionalSuppressMessage("AOT", "IL3050", Justification = "Instantiates only where dynamic code is supported (Start returns in the native image).")]
     private static IEnumerable<MethodInfo> MethodsOf(IEnumerable<Type> types, Type? genericArgument)
     {
         foreach (var type in types.SelectMany(t => t.GetNestedTypes(BindingFlags.NonPublic | BindingFlags.Public).Prepend(t)).Distinct())

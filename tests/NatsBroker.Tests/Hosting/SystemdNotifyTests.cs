@@ -19,13 +19,9 @@ public sealed class SystemdNotifyTests
         using var notify = new Socket(AddressFamily.Unix, SocketType.Dgram, ProtocolType.Unspecified);
         notify.Bind(new UnixDomainSocketEndPoint(socketPath));
 
-        var psi = new ProcessStartInfo(TestEnvironment.DotnetHost())
-        {
-            RedirectStandardError = true,
-            RedirectStandardOutput = true,
-        };
-        psi.ArgumentList.Add(TestEnvironment.OursDllPath());
-        foreach (var a in new[] { "-a", "127.0.0.1", "-p", "-1" }) psi.ArgumentList.Add(a);
+        var psi = TestEnvironment.OursStartInfo("-a", "127.0.0.1", "-p", "-1");
+        psi.RedirectStandardError = true;
+        psi.RedirectStandardOutput = true;
         psi.Environment["NOTIFY_SOCKET"] = socketPath;
         using var process = Process.Start(psi)!;
         try

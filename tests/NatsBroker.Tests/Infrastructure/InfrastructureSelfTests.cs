@@ -11,7 +11,7 @@ public sealed class InfrastructureSelfTests(ITestOutputHelper output)
         Assert.True(File.Exists(Path.Combine(TestEnvironment.RepoRoot, "NatsBroker.slnx")));
         Assert.True(File.Exists(TestEnvironment.OursDllPath()), TestEnvironment.OursDllPath());
         output.WriteLine($"repo: {TestEnvironment.RepoRoot}");
-        output.WriteLine($"ours: {TestEnvironment.OursDllPath()} (redirected to Go: {TestEnvironment.OursRedirectedToGo})");
+        output.WriteLine($"ours: {TestEnvironment.OursExecutablePath() ?? TestEnvironment.OursDllPath()} (native: {TestEnvironment.OursExecutableIsNative}; redirected to Go: {TestEnvironment.OursRedirectedToGo})");
         output.WriteLine($"go:   {TestEnvironment.GoServerPath ?? "(not found)"}");
         output.WriteLine($"node: {TestEnvironment.NodePath ?? "(not found)"}; npm: {TestEnvironment.NpmPath ?? "(not found)"}");
     }

@@ -74,6 +74,13 @@ public static class Prerequisites
     }
 
     /// <summary>Our broker's Unix socket listener needs a Unix and our broker (nats-server has no such listener).</summary>
+    /// <summary>Our executable is the Native AOT image (Directory.Build.targets; it needs a C toolchain to compile).</summary>
+    public static void RequireNativeExecutable(ITestOutputHelper? output = null)
+    {
+        if (!TestEnvironment.OursExecutableIsNative)
+            Missing("core/bin/Release/net10.0/NatsBroker is not the Native AOT image (the Release build compiles it with gcc or clang and zlib; its message says why it did not)", output);
+    }
+
     public static void RequireOursUnixSocket(ITestOutputHelper? output = null)
     {
         if (TestEnvironment.OursRedirectedToGo)

@@ -315,6 +315,10 @@ public sealed partial class ServerProcess : IAsyncDisposable
         {
             file = TestEnvironment.GoServerPath!;
         }
+        else if (TestEnvironment.OursExecutablePath() is { } exe)
+        {
+            file = exe;
+        }
         else
         {
             file = TestEnvironment.DotnetHost();

@@ -1,3 +1,4 @@
+using System.Diagnostics;
 using System.Runtime.InteropServices;
 
 namespace NatsBroker.Tests.Infrastructure;
@@ -77,6 +78,39 @@ public static class TestEnvironment
         };
         return candidates.FirstOrDefault(File.Exists)
             ?? throw new FileNotFoundException("NatsBroker.dll not found; looked in: " + string.Join(", ", candidates));
+    }
+
+    /// <summary>
+    /// The core's executable, what `dotnet run --project core` and a deployment start: the Native AOT image the
+    /// Release build puts next to NatsBroker.dll (Directory.Build.targets), else the framework-dependent apphost.
+    /// <c>NATSBROKER_DLL</c> set means that assembly is what the tests run (through the dotnet host): null then.
+    /// </summary>
+    public static string? OursExecutablePath()
+    {
+        if (!string.IsNullOrEmpty(Environment.GetEnvironmentVariable("NATSBROKER_DLL"))) return null;
+        var exe = Path.Combine(RepoRoot, "core", "bin", "Release", "net10.0", "NatsBroker");
+        return File.Exists(exe) ? exe : null;
+    }
+
+    /// <summary>
+    /// True when <see cref="OursExecutablePath"/> is the Native AOT image: the apphost is ~80 KB and the native image
+    /// ~13 MB (the runtime compiled in), so a size well between the two tells them apart.
+    /// </summary>
+    public static bool OursExecutableIsNative =>
+        OursExecutablePath() is { } exe && new FileInfo(exe).Length > 4 * 1024 * 1024;
+
+    /// <summary>A start of our broker as users start it: the executable when built, else the dotnet host and the dll.</summary>
+    public static ProcessStartInfo OursStartInfo(params string[] args)
+    {
+        ProcessStartInfo psi;
+        if (OursExecutablePath() is { } exe) psi = new ProcessStartInfo(exe);
+        else
+        {
+            psi = new ProcessStartInfo(DotnetHost());
+            psi.ArgumentList.Add(OursDllPath());
+        }
+        foreach (var a in args) psi.ArgumentList.Add(a);
+        return psi;
     }
 
     /// <summary>The dotnet host that runs the tests (DOTNET_HOST_PATH when set by the CLI), else "dotnet" on PATH.</summary>

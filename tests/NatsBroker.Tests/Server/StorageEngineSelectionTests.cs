@@ -8,7 +8,7 @@ namespace NatsBroker.Tests.Server;
 /// <summary>The broker picks the storage engine by config name and loads third-party engines by path.</summary>
 public class StorageEngineSelectionTests
 {
-    private static string TestEnginePath()
+    internal static string TestEnginePath()
     {
         foreach (var cfg in new[] { "Release", "Debug" })
         {
@@ -49,8 +49,9 @@ public class StorageEngineSelectionTests
         var dir = Directory.CreateTempSubdirectory("natsbroker-engines-");
         var conf = Path.Combine(dir.FullName, "js.conf");
         File.WriteAllText(conf, $"jetstream {{ store_dir: \"{dir.FullName}\", store_engine: nope }}\n");
-        var psi = new ProcessStartInfo(TestEnvironment.DotnetHost()) { RedirectStandardError = true, RedirectStandardOutput = true };
-        foreach (var a in new[] { TestEnvironment.OursDllPath(), "-a", "127.0.0.1", "-p", "-1", "-c", conf }) psi.ArgumentList.Add(a);
+        var psi = TestEnvironment.OursStartInfo("-a", "127.0.0.1", "-p", "-1", "-c", conf);
+        psi.RedirectStandardError = true;
+        psi.RedirectStandardOutput = true;
         using var p = Process.Start(psi)!;
         var stderr = p.StandardError.ReadToEnd();
         Assert.True(p.WaitForExit(TimeSpan.FromSeconds(20)));
