@@ -19,6 +19,16 @@ namespace NatsBroker.Storage.Tests.Faults;
 /// </summary>
 internal sealed class FaultFileSystem
 {
+    /// <summary>A file system holding one durable (created and directory-synced) empty directory, <paramref name="root"/>.</summary>
+    public static FaultFileSystem WithDirectory(string root)
+    {
+        var fs = new FaultFileSystem();
+        var s = fs.Session();
+        s.CreateDirectory(root);
+        s.SyncDirectory("/");
+        return fs;
+    }
+
     private readonly object _gate = new();
     private readonly Dir _root = new();
     private int _epoch;

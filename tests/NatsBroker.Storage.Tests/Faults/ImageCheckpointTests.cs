@@ -18,14 +18,7 @@ public sealed class ImageCheckpointTests(ITestOutputHelper output)
     private const int BlockSize = 4096;
     private const string ImagePath = Dir + "/idx/index.img";
 
-    private static FaultFileSystem NewFileSystem()
-    {
-        var fs = new FaultFileSystem();
-        var s = fs.Session();
-        s.CreateDirectory(Root);
-        s.SyncDirectory("/");
-        return fs;
-    }
+    private static FaultFileSystem NewFileSystem() => FaultFileSystem.WithDirectory(Root);
 
     private static FileStore Open(FaultFileSystem fs, long imageInterval = 16 << 10)
     {

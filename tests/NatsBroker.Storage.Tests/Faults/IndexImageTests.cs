@@ -16,14 +16,7 @@ public sealed class IndexImageTests
     private const int BlockSize = 4096;
     private const string ImagePath = Root + "/x/idx/index.img";
 
-    private static FaultFileSystem NewFileSystem()
-    {
-        var fs = new FaultFileSystem();
-        var s = fs.Session();
-        s.CreateDirectory(Root);
-        s.SyncDirectory("/");
-        return fs;
-    }
+    private static FaultFileSystem NewFileSystem() => FaultFileSystem.WithDirectory(Root);
 
     private static IStreamStore Open(FaultFileSystem fs, SyncPolicy sync = SyncPolicy.Always, StreamLimits? limits = null)
     {

@@ -14,14 +14,7 @@ public sealed class IndexSnapshotTests
     private const string Root = "/snap";
     private const int BlockSize = 4096;
 
-    private static FaultFileSystem NewFileSystem()
-    {
-        var fs = new FaultFileSystem();
-        var s = fs.Session();
-        s.CreateDirectory(Root);
-        s.SyncDirectory("/");
-        return fs;
-    }
+    private static FaultFileSystem NewFileSystem() => FaultFileSystem.WithDirectory(Root);
 
     private static IStreamStore Open(FaultFileSystem fs, SyncPolicy sync = SyncPolicy.Always)
     {

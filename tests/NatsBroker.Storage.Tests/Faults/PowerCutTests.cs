@@ -13,14 +13,7 @@ public sealed class PowerCutTests
 {
     private const string Root = "/fault";
 
-    private static FaultFileSystem NewFileSystem()
-    {
-        var fs = new FaultFileSystem();
-        var s = fs.Session();
-        s.CreateDirectory(Root);
-        s.SyncDirectory("/");
-        return fs;
-    }
+    private static FaultFileSystem NewFileSystem() => FaultFileSystem.WithDirectory(Root);
 
     private static IStreamStore Open(FaultFileSystem fs, string dir, SyncPolicy sync, int blockSize = 4096)
     {

@@ -25,14 +25,7 @@ public sealed class SpareBlockTests : IDisposable
         }
     }
 
-    private static FaultFileSystem NewFileSystem()
-    {
-        var fs = new FaultFileSystem();
-        var s = fs.Session();
-        s.CreateDirectory(Root);
-        s.SyncDirectory("/");
-        return fs;
-    }
+    private static FaultFileSystem NewFileSystem() => FaultFileSystem.WithDirectory(Root);
 
     private static FileStore Open(IStoreFileSystem fs, string dir, SyncPolicy sync = SyncPolicy.Always)
     {
