@@ -229,9 +229,10 @@ public sealed partial class GatewaySupervisor : IHostedService
     /// A gateway: its path variable (run as given: a .dll with the dotnet host, anything else directly), else next
     /// to the core (a published layout), else the repository's build output for the same configuration (dotnet run /
     /// the tests). Found by its <c>.dll</c>, a gateway is started through the executable beside it when there is
-    /// one: for the tls-terminator that is a Native AOT image (Directory.Build.targets), which accepts clients
-    /// within tens of milliseconds where the JIT-compiled start takes about half a second; for the other gateways
-    /// it is the framework-dependent apphost, equivalent to <c>dotnet X.dll</c>.
+    /// one: in the build output and a publish that is a Native AOT image (Directory.Build.targets), which starts
+    /// without JIT and in less memory (the tls-terminator accepts about 200 ms sooner,
+    /// bench/results/session-2026-11-27-gwaot.md); elsewhere (a build with -p:NatsBrokerNativeAot=false, the tests'
+    /// output folder) it is the framework-dependent apphost, equivalent to <c>dotnet X.dll</c>.
     /// </summary>
     private ProcessStartInfo? FindGateway(GatewayKind kind)
     {
