@@ -226,8 +226,13 @@ public sealed partial class GatewaySupervisor : IHostedService
     }
 
     /// <summary>
-    /// A gateway: its path variable, else next to the core (a published layout), else the repository's build
-    /// output for the same configuration (dotnet run / the tests).
+    /// A gateway: its path variable (run as given: a .dll with the dotnet host, anything else directly), else next
+    /// to the core (a published layout), else the repository's build output for the same configuration (dotnet run /
+    /// the tests). Found by its <c>.dll</c>, a gateway is started through the executable beside it when there is
+    /// one: in the build output and a publish that is a Native AOT image (Directory.Build.targets), which starts
+    /// without JIT and in less memory (the tls-terminator accepts about 200 ms sooner,
+    /// bench/results/session-2026-11-27-gwaot.md); elsewhere (a build with -p:NatsBrokerNativeAot=false, the tests'
+    /// output folder) it is the framework-dependent apphost, equivalent to <c>dotnet X.dll</c>.
     /// </summary>
     private ProcessStartInfo? FindGateway(GatewayKind kind)
     {
@@ -236,11 +241,18 @@ public sealed partial class GatewaySupervisor : IHostedService
         {
             var here = AppContext.BaseDirectory;
             path = Candidates(here, kind).FirstOrDefault(File.Exists);
+            if (path is not null && Path.ChangeExtension(path, null) is var executable && File.Exists(executable))
+                path = executable;
         }
         if (path is null || !File.Exists(path)) return null;
         var psi = path.EndsWith(".dll", StringComparison.OrdinalIgnoreCase)
             ? new ProcessStartInfo(DotnetHost()) { ArgumentList = { path } }
             : new ProcessStartInfo(path);
+        // A framework-dependent apphost finds the runtime through DOTNET_ROOT or the default install locations; a
+        // core run by a dotnet outside those (a per-user install) passes its own on.
+        // (/usr/bin/dotnet is a link into the install; DOTNET_ROOT names the install.)
+        if (Environment.GetEnvironmentVariable("DOTNET_ROOT") is null or "" && DotnetHost() is var host && Path.IsPathRooted(host) && File.Exists(host))
+            psi.Environment["DOTNET_ROOT"] = Path.GetDirectoryName(File.ResolveLinkTarget(host, returnFinalTarget: true)?.FullName ?? host);
         psi.ArgumentList.Add("-c");
         psi.ArgumentList.Add(Path.GetFullPath(_options.ConfigFile!));
         if (kind.TakesClientAddress)

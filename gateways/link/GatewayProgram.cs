@@ -1,3 +1,4 @@
+using System.Diagnostics.CodeAnalysis;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
@@ -18,7 +19,9 @@ public static class GatewayProgram
     /// <param name="assemblyName">Shown in the usage line.</param>
     /// <param name="displayName">Prefix of error messages ("tls-terminator").</param>
     /// <param name="load">Reads this gateway's options from the parsed config file (throws ConfigException).</param>
-    public static int Main<TOptions, TService>(string[] args, string assemblyName, string displayName, Func<ConfigTree, TOptions> load)
+    /// <typeparam name="TService">Constructed by the host through its public constructor (AddHostedService): the
+    /// annotation keeps that constructor in a trimmed Native AOT image (the tls-terminator's, Directory.Build.targets).</typeparam>
+    public static int Main<TOptions, [DynamicallyAccessedMembers(DynamicallyAccessedMemberTypes.PublicConstructors)] TService>(string[] args, string assemblyName, string displayName, Func<ConfigTree, TOptions> load)
         where TOptions : class, IGatewayListenOptions
         where TService : class, IHostedService
     {

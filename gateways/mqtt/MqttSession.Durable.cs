@@ -132,7 +132,8 @@ internal sealed partial class MqttSession
         if (sub.Identifiers is { } ids)
         {
             var array = new JsonArray();
-            foreach (var id in ids) array.Add(id);
+            // A JsonValue of the primitive, not JsonArray.Add<T>: the generic one needs reflection (Native AOT, IL3050).
+            foreach (var id in ids) array.Add((JsonNode)JsonValue.Create(id));
             o["ids"] = array;
         }
         return o;
