@@ -315,14 +315,10 @@ public sealed partial class ServerProcess : IAsyncDisposable
         {
             file = TestEnvironment.GoServerPath!;
         }
-        else if (TestEnvironment.OursExecutablePath() is { } exe)
-        {
-            file = exe;
-        }
         else
         {
-            file = TestEnvironment.DotnetHost();
-            args.Add(TestEnvironment.OursDllPath());
+            (file, var prefix) = TestEnvironment.OursCommand();
+            args.AddRange(prefix);
         }
 
         if (Options.Config is not null)

@@ -102,16 +102,15 @@ public static class TestEnvironment
     /// <summary>A start of our broker as users start it: the executable when built, else the dotnet host and the dll.</summary>
     public static ProcessStartInfo OursStartInfo(params string[] args)
     {
-        ProcessStartInfo psi;
-        if (OursExecutablePath() is { } exe) psi = new ProcessStartInfo(exe);
-        else
-        {
-            psi = new ProcessStartInfo(DotnetHost());
-            psi.ArgumentList.Add(OursDllPath());
-        }
-        foreach (var a in args) psi.ArgumentList.Add(a);
+        var (file, prefix) = OursCommand();
+        var psi = new ProcessStartInfo(file);
+        foreach (var a in prefix.Concat(args)) psi.ArgumentList.Add(a);
         return psi;
     }
+
+    /// <summary>The program that starts our broker and the arguments before its own flags (the dll for the dotnet host).</summary>
+    public static (string File, string[] PrefixArgs) OursCommand() =>
+        OursExecutablePath() is { } exe ? (exe, []) : (DotnetHost(), [OursDllPath()]);
 
     /// <summary>The dotnet host that runs the tests (DOTNET_HOST_PATH when set by the CLI), else "dotnet" on PATH.</summary>
     public static string DotnetHost()
