@@ -168,7 +168,7 @@ internal sealed partial class MqttSession : INatsDelivery
         var tls = _options.Tls!;
         var auth = new SslServerAuthenticationOptions
         {
-            ServerCertificateContext = _certificates!.ServerContext,
+            ServerCertificateContext = await _certificates!.GetServerContextAsync().ConfigureAwait(false),
             ClientCertificateRequired = tls.RequireClientCertificate,
             EnabledSslProtocols = tls.MinVersion == SslProtocols.Tls13 ? SslProtocols.Tls13 : SslProtocols.Tls12 | SslProtocols.Tls13,
             CertificateRevocationCheckMode = System.Security.Cryptography.X509Certificates.X509RevocationMode.NoCheck,

@@ -1,3 +1,4 @@
+using System.Net.Security;
 using System.Security.Cryptography.X509Certificates;
 
 namespace NatsBroker.TlsTerminator;
@@ -9,7 +10,7 @@ namespace NatsBroker.TlsTerminator;
 /// </summary>
 public sealed class CertificateSet
 {
-    private sealed record Loaded(System.Net.Security.SslStreamCertificateContext Context, X509Certificate2Collection? Authorities);
+    private sealed record Loaded(Lazy<Task<SslStreamCertificateContext>> Context, X509Certificate2Collection? Authorities);
 
     private readonly TerminatorOptions _options;
     private volatile Loaded _current;
@@ -17,14 +18,24 @@ public sealed class CertificateSet
     public CertificateSet(TerminatorOptions options)
     {
         _options = options;
-        _current = Load();
+        _current = Load(buildChainLater: true);
     }
 
-    public System.Net.Security.SslStreamCertificateContext ServerContext => _current.Context;
+    /// <summary>
+    /// The server certificate with its chain. After start-up the first handshake starts building the chain (see
+    /// <see cref="Load"/>) and the handshakes that arrive meanwhile wait for it; afterwards this completes synchronously.
+    /// </summary>
+    public ValueTask<SslStreamCertificateContext> GetServerContextAsync()
+    {
+        var context = _current.Context.Value;
+        return context.IsCompletedSuccessfully ? new(context.Result) : new(context);
+    }
+
     /// <summary>Client certificate authorities from ca_file; null = the system's trust store.</summary>
     public X509Certificate2Collection? Authorities => _current.Authorities;
 
-    public void Reload() => _current = Load();
+    /// <summary>Builds the chain before swapping, so a reload that fails keeps the current certificates.</summary>
+    public void Reload() => _current = Load(buildChainLater: false);
 
     /// <summary>
     /// SIGHUP: reloads the files and logs the outcome; a file that no longer loads keeps the current certificates
@@ -43,7 +54,15 @@ public sealed class CertificateSet
         }
     }
 
-    private Loaded Load()
+    /// <summary>
+    /// Reads the PEM files now (a missing or bad file fails the start, as in nats-server). Building the chain
+    /// (<see cref="SslStreamCertificateContext.Create(X509Certificate2, X509Certificate2Collection?, bool, SslCertificateTrust?)"/>)
+    /// makes .NET load the whole system trust store on Linux (every file in /etc/ssl/certs): about 80 ms of CPU,
+    /// a third of what a core with tls {} and its terminator spend to start. At start-up it is left to the first
+    /// handshake (on the thread pool, not the socket's thread), so the port opens and the ports file appears
+    /// sooner, and servers started in bursts by test harnesses do not compete for it before a client comes.
+    /// </summary>
+    private Loaded Load(bool buildChainLater)
     {
         var cert = X509Certificate2.CreateFromPemFile(_options.CertFile, _options.KeyFile);
         // The chain after the leaf in cert_file is sent as intermediates.
@@ -60,7 +79,9 @@ public sealed class CertificateSet
             cas = [];
             cas.ImportFromPemFile(ca);
         }
-        var context = System.Net.Security.SslStreamCertificateContext.Create(cert, intermediates, offline: true);
+        var context = buildChainLater
+            ? new Lazy<Task<SslStreamCertificateContext>>(() => Task.Run(() => SslStreamCertificateContext.Create(cert, intermediates, offline: true)))
+            : new Lazy<Task<SslStreamCertificateContext>>(Task.FromResult(SslStreamCertificateContext.Create(cert, intermediates, offline: true)));
         return new Loaded(context, cas);
     }
 }

@@ -166,7 +166,7 @@ internal sealed class TlsSession(Socket socket, TerminatorOptions options, Certi
             var ssl = new SslStream(network, leaveInnerStreamOpen: true);
             var auth = new SslServerAuthenticationOptions
             {
-                ServerCertificateContext = certificates!.ServerContext,
+                ServerCertificateContext = await certificates!.GetServerContextAsync().ConfigureAwait(false),
                 ClientCertificateRequired = options.RequireClientCertificate,
                 EnabledSslProtocols = options.MinVersion == SslProtocols.Tls13 ? SslProtocols.Tls13 : SslProtocols.Tls12 | SslProtocols.Tls13,
                 CertificateRevocationCheckMode = X509RevocationMode.NoCheck,

@@ -109,7 +109,7 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
         var tls = options.Tls!;
         var auth = new SslServerAuthenticationOptions
         {
-            ServerCertificateContext = certificates!.ServerContext,
+            ServerCertificateContext = await certificates!.GetServerContextAsync().ConfigureAwait(false),
             ClientCertificateRequired = tls.RequireClientCertificate,
             EnabledSslProtocols = tls.MinVersion == SslProtocols.Tls13 ? SslProtocols.Tls13 : SslProtocols.Tls12 | SslProtocols.Tls13,
             CertificateRevocationCheckMode = System.Security.Cryptography.X509Certificates.X509RevocationMode.NoCheck,
