@@ -241,7 +241,6 @@ internal sealed partial class SequenceIndex
         f.Preserved[at] = null;
         if (src is IndexEntry[] dense) MemoryMarshal.AsBytes(dense.AsSpan()).CopyTo(into);
         else ((SparseChunk)src).ExpandInto(MemoryMarshal.Cast<byte, IndexEntry>(into)[..ChunkSize]); // the image's pages are dense
-
     }
 
     /// <summary>Under the lock: ends a capture (done or abandoned); chunks still frozen are released from it (O(chunks frozen)).</summary>

@@ -421,8 +421,8 @@ internal sealed partial class SequenceIndex
                         return found <= last && found < End ? found : 0;
                     }
                 }
-                else if (_missed) return 0; // a deferred page (DeferPaging): the caller discards this walk anyway
             }
+            if (_missed) return 0; // a deferred page (DeferPaging): the caller discards this walk anyway
             seq = ((seq >> Shift) + 1) << Shift;
         }
         return 0;
