@@ -21,6 +21,8 @@ bool coldOnly = args.Contains("cold-only");
 bool crashOnly = args.Contains("open-crash");
 // "append-stall [gb=N]": per-append latency while the store grows, alone and beside a replaying reader (AppendStallBench.cs).
 bool stallOnly = args.Contains("append-stall");
+// "sparse-only [msgs=N]": index memory after scattered removals (SparseIndexBench.cs).
+bool sparseOnly = args.Contains("sparse-only");
 var results = new List<string>();
 var baseDir = Path.Combine(Path.GetTempPath(), "nb-storage-bench-" + Environment.ProcessId);
 
@@ -66,7 +68,7 @@ Console.WriteLine($"storage bench: {Environment.ProcessorCount} cores, .NET {Env
 Console.WriteLine("| engine | benchmark                                      | ops/s          | B/op thr | B/op all |");
 Console.WriteLine("|--------|------------------------------------------------|----------------|----------|----------|");
 
-foreach (var engine in openOnly || kvOnly || coldOnly || crashOnly || stallOnly || args.Contains("open-large") || args.Contains("open-10g") ? [] : new[] { "memory", "file" })
+foreach (var engine in openOnly || kvOnly || coldOnly || crashOnly || stallOnly || sparseOnly || args.Contains("open-large") || args.Contains("open-10g") ? [] : new[] { "memory", "file" })
 {
     var payload = new byte[128];
     Random.Shared.NextBytes(payload);
@@ -206,9 +208,10 @@ foreach (var engine in openOnly || kvOnly || coldOnly || crashOnly || stallOnly 
 }
 
 if (stallOnly) results.AddRange(NatsBroker.Bench.Storage.AppendStallBench.Run(baseDir, args));
+if (sparseOnly) results.AddRange(NatsBroker.Bench.Storage.SparseIndexBench.Run(baseDir, args));
 
 // ---- issue 9 rows (file engine): open time vs size, index memory vs KV updates, appends beside a cold reader ----
-if (!stallOnly)
+if (!stallOnly && !sparseOnly)
 {
     var payload = new byte[128];
     Random.Shared.NextBytes(payload);
@@ -294,11 +297,13 @@ if (!stallOnly)
         {
             for (long end = done + step; done < end; done++) s.Append(keys[rnd.Next(keys.Length)], default, payload);
             var chunks = (int)s.GetType().GetProperty("IndexChunks", System.Reflection.BindingFlags.Instance | System.Reflection.BindingFlags.NonPublic)!.GetValue(s)!;
+            // The index's own byte count where the engine reports it (sparse index), else dense chunks x 48 KiB.
+            long indexKiB = s.GetType().GetProperty("IndexBytes", System.Reflection.BindingFlags.Instance | System.Reflection.BindingFlags.NonPublic)?.GetValue(s) is long ib ? ib / 1024 : chunks * 48L;
             long heap = GC.GetTotalMemory(true);
             long rss = Process.GetCurrentProcess().WorkingSet64;
             long disk = Directory.EnumerateFiles(kvDir, "*", SearchOption.AllDirectories).Sum(f => new FileInfo(f).Length);
             var st = s.GetState();
-            Line(string.Create(CultureInfo.InvariantCulture, $"KV {done / 1000}k random updates over 10k keys | {st.Messages} msgs, seq span {st.LastSequence - st.FirstSequence + 1}; index {chunks} chunks ({chunks * 48} KiB), managed heap {heap / (1024 * 1024)} MiB, RSS {rss / (1024 * 1024)} MiB, disk {disk / (1024 * 1024)} MiB; {done / sw.Elapsed.TotalSeconds:N0} updates/s |"));
+            Line(string.Create(CultureInfo.InvariantCulture, $"KV {done / 1000}k random updates over 10k keys | {st.Messages} msgs, seq span {st.LastSequence - st.FirstSequence + 1}; index {chunks} dense chunks, {indexKiB} KiB, managed heap {heap / (1024 * 1024)} MiB, RSS {rss / (1024 * 1024)} MiB, disk {disk / (1024 * 1024)} MiB; {done / sw.Elapsed.TotalSeconds:N0} updates/s |"));
         }
         s.Delete();
     }

@@ -87,6 +87,18 @@ internal abstract class IndexedStore : IStreamStore
         }
     }
 
+    /// <summary>
+    /// Approximate managed bytes of the sequence index (dense and sparse chunks, their pools, the per-chunk ring):
+    /// follows the live messages, not the sequence span (SequenceIndex.Sparse.cs); tests bound the index memory with it.
+    /// </summary>
+    internal long IndexBytes
+    {
+        get
+        {
+            lock (Sync) return Index.MemoryBytes;
+        }
+    }
+
     /// <summary>Sequence-index chunks still on disk (file engine after a fast open), not in memory.</summary>
     internal int PagedIndexChunks
     {

@@ -52,8 +52,11 @@ internal sealed partial class SequenceIndex
         internal readonly List<int> FrozenAt = [];
         /// <summary>Chunk numbers frozen by this capture; a chunk's <see cref="_frozen"/> slot holds 1 + its position here.</summary>
         internal readonly List<ulong> Frozen = [];
-        /// <summary>Per position in <see cref="Frozen"/>: the captured content once a writer or a release took it off the live chunk.</summary>
-        internal readonly List<IndexEntry[]?> Preserved = [];
+        /// <summary>
+        /// Per position in <see cref="Frozen"/>: the captured content once a writer or a release took it off the live
+        /// chunk: an <see cref="IndexEntry"/>[] (dense) or a <see cref="SparseChunk"/>.
+        /// </summary>
+        internal readonly List<object?> Preserved = [];
         /// <summary>In-memory chunks unchanged since the last capture that the previous image lacks: frozen late by <see cref="FreezeLate"/>.</summary>
         internal readonly List<(ulong Chunk, int Live)> Late = [];
 
@@ -177,8 +180,7 @@ internal sealed partial class SequenceIndex
     private void FreezeSlot(IndexFreeze f, int slot, ulong no)
     {
         _dirty[slot] = false;
-        var data = _chunks[slot];
-        if (data is null || _frozen[slot] != 0 || !Kept(no, _live[slot], true, _paged[slot], f.AppendChunk)) return;
+        if ((_chunks[slot] is null && _sparse[slot] is null) || _frozen[slot] != 0 || !Kept(no, _live[slot], true, _paged[slot], f.AppendChunk)) return;
         f.Frozen.Add(no);
         f.Preserved.Add(null);
         _frozen[slot] = f.Frozen.Count;
@@ -196,7 +198,7 @@ internal sealed partial class SequenceIndex
         {
             if (no < _baseChunk || no - _baseChunk >= (ulong)_count) return false;
             int slot = Slot((int)(no - _baseChunk));
-            if (_dirty[slot] || _frozen[slot] != 0 || _chunks[slot] is null || _live[slot] != live) return false;
+            if (_dirty[slot] || _frozen[slot] != 0 || (_chunks[slot] is null && _sparse[slot] is null) || _live[slot] != live) return false;
             f.Frozen.Add(no);
             f.Preserved.Add(null);
             _frozen[slot] = f.Frozen.Count;
@@ -233,11 +235,12 @@ internal sealed partial class SequenceIndex
         {
             int slot = Slot((int)(no - _baseChunk));
             if (_freeze != f || no < _baseChunk || _frozen[slot] != at + 1) throw new InvalidOperationException($"index chunk {no} is not frozen");
-            src = _chunks[slot]!;
+            src = (object?)_chunks[slot] ?? _sparse[slot] ?? throw new InvalidOperationException($"index chunk {no} is not in memory");
             _frozen[slot] = 0;
         }
         f.Preserved[at] = null;
-        MemoryMarshal.AsBytes(src.AsSpan()).CopyTo(into);
+        if (src is IndexEntry[] dense) MemoryMarshal.AsBytes(dense.AsSpan()).CopyTo(into);
+        else ((SparseChunk)src).ExpandInto(MemoryMarshal.Cast<byte, IndexEntry>(into)[..ChunkSize]); // the image's pages are dense
     }
 
     /// <summary>Under the lock: ends a capture (done or abandoned); chunks still frozen are released from it (O(chunks frozen)).</summary>
@@ -260,6 +263,7 @@ internal sealed partial class SequenceIndex
     {
         int f = _frozen[slot];
         _frozen[slot] = 0;
-        _freeze!.Preserved[f - 1] = (IndexEntry[])_chunks[slot]!.Clone();
+        var c = _chunks[slot];
+        _freeze!.Preserved[f - 1] = c is not null ? (IndexEntry[])c.Clone() : _sparse[slot]!.Clone();
     }
 }

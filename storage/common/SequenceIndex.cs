@@ -52,6 +52,12 @@ internal interface IIndexPager
 /// dead entry); callers write only through entries they checked are live.
 /// </para>
 /// <para>
+/// Sparse chunks (SequenceIndex.Sparse.cs): a chunk whose live entries fall to a quarter is held as a sorted array
+/// of its live entries (binary search), so the memory also follows the live messages inside chunks that still hold
+/// some: a stream where scattered removals leave one message in a thousand costs about 50 bytes per live entry plus
+/// a ring slot per 1024 sequences, not 48 KiB per chunk.
+/// </para>
+/// <para>
 /// Paged (file engine, fast open): <see cref="RestorePaged"/> makes every chunk "on disk" with only its live
 /// count in memory; the first touch of any entry in such a chunk loads it through the <see cref="IIndexPager"/>
 /// (under the caller's lock). The hot path is unchanged: only a null chunk slot looks at the paged flag.
@@ -145,6 +151,7 @@ internal sealed partial class SequenceIndex
         PagedChunks--;
         AllocatedChunks++;
         _chunks[slot] = page;
+        CompactIfSparse(slot, chunkNo);
         return true;
     }
 
@@ -155,6 +162,7 @@ internal sealed partial class SequenceIndex
     {
         for (int i = 0; i < _count; i++) ReleaseSlot(Slot(i));
         Array.Clear(_chunks);
+        Array.Clear(_sparse);
         Array.Clear(_live);
         Array.Clear(_paged);
         Array.Clear(_dirty);
@@ -180,23 +188,33 @@ internal sealed partial class SequenceIndex
         return ref GetCold(seq);
     }
 
-    /// <summary>A released or paged chunk: kept out of <see cref="Get"/> so the hot path stays as small as before paging.</summary>
+    /// <summary>A sparse, released or paged chunk: kept out of <see cref="Get"/> so the hot path stays as small as before.</summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
     private ref IndexEntry GetCold(ulong seq)
     {
-        var c = PageIn(SlotOf(seq), seq >> Shift);
-        if (c is not null) return ref c[seq & Mask];
+        int slot = SlotOf(seq);
+        var sp = _sparse[slot];
+        if (sp is null && PageIn(slot, seq >> Shift))
+        {
+            var c = _chunks[slot];
+            if (c is not null) return ref c[seq & Mask];
+            sp = _sparse[slot]; // compacted as it came in
+        }
+        if (sp is not null) return ref GetSparse(sp, seq);
         return ref Dead();
     }
 
-    /// <summary>Loads a paged chunk (cold path); null if the slot is not paged or the pager failed.</summary>
-    private IndexEntry[]? PageIn(int slot, ulong chunkNo, bool force = false)
+    /// <summary>
+    /// Loads a paged chunk (cold path), dense, or sparse if it has few live entries; false if the slot is not paged
+    /// or the pager failed.
+    /// </summary>
+    private bool PageIn(int slot, ulong chunkNo, bool force = false)
     {
-        if (!_paged[slot]) return null;
+        if (!_paged[slot]) return false;
         if (DeferPaging && !force)
         {
             if (!_missed) (_missed, _missedChunk) = (true, chunkNo);
-            return null;
+            return false;
         }
         _paged[slot] = false;
         PagedChunks--;
@@ -204,12 +222,13 @@ internal sealed partial class SequenceIndex
         if (_pager!.Load(chunkNo, c))
         {
             _chunks[slot] = c;
-            return c;
+            CompactIfSparse(slot, chunkNo);
+            return true;
         }
         // The pager reported the failure (the engine fail-stops); the chunk reads as deleted entries.
         Release(c);
         _live[slot] = 0;
-        return null;
+        return false;
     }
 
     /// <summary>
@@ -225,6 +244,7 @@ internal sealed partial class SequenceIndex
         int cap = 16;
         while ((ulong)cap < span + 1) cap <<= 1;
         _chunks = new IndexEntry[cap][];
+        _sparse = new SparseChunk?[cap];
         _live = new int[cap];
         _paged = new bool[cap];
         _dirty = new bool[cap];
@@ -280,10 +300,30 @@ internal sealed partial class SequenceIndex
             _count++;
         }
         int slot = SlotOf(seq);
-        var c = _chunks[slot] ?? PageIn(slot, seq >> Shift, force: true) ?? (_chunks[slot] = Rent());
+        var c = _chunks[slot];
+        if (c is null)
+        {
+            if (_sparse[slot] is { } sp)
+            {
+                // Cannot happen (MayBeSparse keeps End's chunk and End - 1's dense); if it did, appending into a fresh
+                // dense chunk would turn the sparse chunk's dead sequences live: expand it instead.
+                c = Rent();
+                sp.ExpandInto(c);
+                ReleaseSlot(slot);
+                _chunks[slot] = c;
+            }
+            else
+            {
+                PageIn(slot, seq >> Shift, force: true);
+                c = _chunks[slot] ?? (_chunks[slot] = Rent());
+            }
+        }
         if (_frozen[slot] != 0) Thaw(slot);
         MarkDirty(slot, seq >> Shift);
         End = seq + 1;
+        // The previous chunk is no longer appended to: if removals left few entries in it, it becomes sparse now
+        // (otherwise it would wait for its next removal).
+        if ((seq & Mask) == 0 && (seq >> Shift) > _baseChunk) CompactIfSparse(SlotOf(seq - 1), (seq - 1) >> Shift);
         ref var e = ref c[seq & Mask];
         e = default;
         e.SubjectId = -1;
@@ -321,16 +361,24 @@ internal sealed partial class SequenceIndex
         MarkDirty(slot, seq >> Shift);
     }
 
-    /// <summary>The entry for <paramref name="seq"/> was deleted; its chunk is released once nothing in it is live.</summary>
+    /// <summary>
+    /// The entry for <paramref name="seq"/> was deleted; its chunk is released once nothing in it is live, becomes
+    /// sparse once few entries in it are, and a sparse one is rebuilt smaller once mostly dead. A ref into the chunk
+    /// must not be used after this.
+    /// </summary>
     public void MarkDead(ulong seq)
     {
         int slot = SlotOf(seq);
         MarkDirty(slot, seq >> Shift);
-        if (--_live[slot] > 0) return;
+        if (--_live[slot] > 0)
+        {
+            if (_chunks[slot] is not null) CompactIfSparse(slot, seq >> Shift);
+            else ShrinkIfSparse(slot);
+            return;
+        }
         // Never the chunk being appended to (Add re-allocates any other released chunk it needs, e.g. after RemoveLast).
         if ((seq >> Shift) == (End >> Shift)) return;
         ReleaseSlot(slot);
-        _chunks[slot] = null;
     }
 
     /// <summary>
@@ -354,15 +402,28 @@ internal sealed partial class SequenceIndex
         while (seq <= last && seq < End)
         {
             int slot = SlotOf(seq);
-            var c = _live[slot] == 0 ? null : _chunks[slot] ?? PageIn(slot, seq >> Shift);
-            if (c is null)
+            if (_live[slot] != 0)
             {
-                if (_missed) return 0; // a deferred page (DeferPaging): the caller discards this walk anyway
-                seq = ((seq >> Shift) + 1) << Shift;
-                continue;
+                var c = _chunks[slot];
+                if (c is null && _sparse[slot] is null && PageIn(slot, seq >> Shift)) c = _chunks[slot];
+                if (c is not null)
+                {
+                    if (c[seq & Mask].IsLive) return seq;
+                    seq++;
+                    continue;
+                }
+                if (_sparse[slot] is { } sp)
+                {
+                    int off = sp.NextLive((int)(seq & Mask));
+                    if (off >= 0)
+                    {
+                        ulong found = (seq & ~(ulong)Mask) | (uint)off;
+                        return found <= last && found < End ? found : 0;
+                    }
+                }
             }
-            if (c[seq & Mask].IsLive) return seq;
-            seq++;
+            if (_missed) return 0; // a deferred page (DeferPaging): the caller discards this walk anyway
+            seq = ((seq >> Shift) + 1) << Shift;
         }
         return 0;
     }
@@ -376,7 +437,6 @@ internal sealed partial class SequenceIndex
         while (_count > 1 && ((_baseChunk + 1) << Shift) <= seq)
         {
             ReleaseSlot(_head);
-            _chunks[_head] = null;
             _live[_head] = 0;
             _dirty[_head] = false;
             if (_paged[_head])
@@ -393,6 +453,7 @@ internal sealed partial class SequenceIndex
     private void Grow()
     {
         var n = new IndexEntry[]?[_chunks.Length * 2];
+        var sp = new SparseChunk?[_chunks.Length * 2];
         var l = new int[_chunks.Length * 2];
         var p = new bool[_chunks.Length * 2];
         var d = new bool[_chunks.Length * 2];
@@ -400,12 +461,14 @@ internal sealed partial class SequenceIndex
         for (int i = 0; i < _count; i++)
         {
             n[i] = _chunks[Slot(i)];
+            sp[i] = _sparse[Slot(i)];
             l[i] = _live[Slot(i)];
             p[i] = _paged[Slot(i)];
             d[i] = _dirty[Slot(i)];
             f[i] = _frozen[Slot(i)];
         }
         _chunks = n;
+        _sparse = sp;
         _live = l;
         _paged = p;
         _dirty = d;
@@ -429,28 +492,42 @@ internal sealed partial class SequenceIndex
     private void ClearNewSlot(int slot)
     {
         _chunks[slot] = null;
+        _sparse[slot] = null;
         _live[slot] = 0;
         _paged[slot] = false;
         _dirty[slot] = false;
         _frozen[slot] = 0;
     }
 
-    /// <summary>A slot's chunk is dropped (trim, reset, last entry deleted); a frozen one is handed to the freeze unchanged instead of being pooled.</summary>
+    /// <summary>
+    /// A slot's chunk (dense or sparse) is dropped (trim, reset, last entry deleted, rebuilt in another form); a frozen
+    /// one is handed to the freeze unchanged instead of being pooled. The slot is empty afterwards.
+    /// </summary>
     private void ReleaseSlot(int slot)
     {
+        var c = _chunks[slot];
+        var sp = _sparse[slot];
+        _chunks[slot] = null;
+        _sparse[slot] = null;
         int f = _frozen[slot];
         if (f != 0)
         {
             _frozen[slot] = 0;
-            var c = _chunks[slot];
+            // Nobody writes a dropped chunk: it keeps the captured content.
             if (c is not null)
             {
                 AllocatedChunks--;
-                _freeze!.Preserved[f - 1] = c; // nobody writes a dropped array: it keeps the captured content
+                _freeze!.Preserved[f - 1] = c;
+            }
+            else if (sp is not null)
+            {
+                ForgetSparse(sp);
+                _freeze!.Preserved[f - 1] = sp;
             }
             return;
         }
-        Release(_chunks[slot]);
+        Release(c);
+        if (sp is not null) ReturnSparse(sp);
     }
 
     /// <summary>Replaces the pager (under the lock), e.g. when the engine rewrote its image into a new file.</summary>

@@ -1,0 +1,93 @@
+using System.Diagnostics;
+using System.Globalization;
+using System.Reflection;
+using System.Text;
+using NatsBroker.Contracts;
+using NatsBroker.Storage.File;
+
+namespace NatsBroker.Bench.Storage;
+
+/// <summary>
+/// "sparse-only [msgs=N]": index memory after scattered removals. N messages (default 1M, 128 B, 16 subjects) are
+/// appended, then every message but each 1000th is removed, in ascending order except that sequence 1 stays (so
+/// the first sequence, and with it the span, does not move). Reports the index's own byte count (IndexBytes where
+/// the engine has it, else allocated chunks x 48 KiB), the managed heap, the removal rate and the load rate of
+/// the survivors, then the same after a clean reopen (index image: pages come back as they are touched).
+/// </summary>
+internal static class SparseIndexBench
+{
+    public static List<string> Run(string baseDir, string[] args)
+    {
+        long n = args.FirstOrDefault(a => a.StartsWith("msgs=", StringComparison.Ordinal)) is { } m
+            ? long.Parse(m[5..], CultureInfo.InvariantCulture) : 1_000_000;
+        var lines = new List<string>();
+        var dir = Path.Combine(baseDir, "sparse");
+        var cfg = new StreamStoreConfig { StreamName = "sparse" };
+        var subj = Enumerable.Range(0, 16).Select(i => Encoding.ASCII.GetBytes("bench." + i)).ToArray();
+        var payload = new byte[128];
+        Random.Shared.NextBytes(payload);
+        long removed = 0, survivors = 0;
+        double removeRate, loadRate;
+        {
+            using var s = Open(cfg, dir);
+            for (long i = 0; i < n; i++) s.Append(subj[i & 15], default, payload);
+            lines.Add(Line($"{n / 1000}k msgs appended, all live", s, 0, 0));
+            var sw = Stopwatch.StartNew();
+            for (ulong q = 2; q <= (ulong)n; q++)
+            {
+                if (q % 1000 == 0) continue;
+                if (s.Remove(q) != StoreStatus.Ok) throw new InvalidOperationException($"remove {q}");
+                removed++;
+            }
+            removeRate = removed / sw.Elapsed.TotalSeconds;
+            (survivors, loadRate) = LoadSurvivors(s, n);
+            lines.Add(Line($"every 1000th kept ({survivors} live), span {n / 1000}k", s, removeRate, loadRate));
+        }
+        {
+            using var s = Open(cfg, dir);
+            (_, double before) = LoadSurvivors(s, n);
+            lines.Add(Line("after a clean reopen, survivors loaded once", s, 0, before));
+            s.Delete();
+        }
+        foreach (var l in lines) Console.WriteLine(l);
+        return lines;
+    }
+
+    private static IStreamStore Open(StreamStoreConfig cfg, string dir)
+    {
+        var r = new FileStoreFactory().Open(cfg, dir);
+        if (!r.IsOk) throw new InvalidOperationException(r.Error);
+        return r.Store!;
+    }
+
+    private static (long Count, double Rate) LoadSurvivors(IStreamStore s, long n)
+    {
+        var msg = new StoredMessage(512);
+        long count = 0;
+        var sw = Stopwatch.StartNew();
+        if (s.Load(1, msg) == StoreStatus.Ok) count++;
+        for (ulong q = 1000; q <= (ulong)n; q += 1000)
+        {
+            if (s.Load(q, msg) != StoreStatus.Ok) throw new InvalidOperationException($"load {q}");
+            count++;
+        }
+        return (count, count / sw.Elapsed.TotalSeconds);
+    }
+
+    private static string Line(string what, IStreamStore s, double removeRate, double loadRate)
+    {
+        // IndexedStore is internal to the engine assembly: read its counters by name (IndexBytes exists only in
+        // engines with the sparse index; older builds report allocated chunks x 48 KiB).
+        const BindingFlags F = BindingFlags.Instance | BindingFlags.NonPublic;
+        var t = s.GetType();
+        long chunks = Convert.ToInt64(t.GetProperty("IndexChunks", F)!.GetValue(s), CultureInfo.InvariantCulture);
+        var bytesProp = t.GetProperty("IndexBytes", F);
+        long bytes = bytesProp is null ? chunks * 48 * 1024 : Convert.ToInt64(bytesProp.GetValue(s), CultureInfo.InvariantCulture);
+        long heap = GC.GetTotalMemory(true);
+        var st = s.GetState();
+        string rates = string.Create(CultureInfo.InvariantCulture,
+            $"{(removeRate > 0 ? $"; {removeRate:N0} removes/s" : "")}{(loadRate > 0 ? $"; {loadRate:N0} survivor loads/s" : "")}");
+        return string.Create(CultureInfo.InvariantCulture,
+            $"| file   | sparse index: {what} | {st.Messages} msgs; index {bytes / 1024.0:N0} KiB ({(st.Messages == 0 ? 0 : bytes / (double)st.Messages):N0} B/live msg, {chunks} dense chunks{(bytesProp is null ? ", no IndexBytes: chunks x 48 KiB" : "")}), managed heap {heap / (1024 * 1024)} MiB{rates} |");
+    }
+}
