@@ -55,6 +55,14 @@ public interface IStreamStore : IDisposable, IAsyncDisposable
     /// <summary>Loads the newest message whose subject is exactly <paramref name="subject"/>, or matches it if it has wildcards.</summary>
     StoreStatus LoadLast(ReadOnlySpan<byte> subject, StoredMessage into);
 
+    /// <summary>
+    /// <see cref="LoadLast"/> for callers on threads that must not wait on I/O (a client's read loop): answers only
+    /// from memory, and returns <see cref="StoreStatus.WouldBlock"/> when the message (or the index entry that finds
+    /// it) would have to be read from disk, or when the engine does not offer it (the default). Any other status is
+    /// what <see cref="LoadLast"/> would have answered.
+    /// </summary>
+    StoreStatus LoadLastCached(ReadOnlySpan<byte> subject, StoredMessage into) => StoreStatus.WouldBlock;
+
     /// <summary>Loads the first message at or after <paramref name="fromSequence"/> whose subject matches <paramref name="filter"/>.</summary>
     StoreStatus LoadNext(ReadOnlySpan<byte> filter, ulong fromSequence, StoredMessage into);
 

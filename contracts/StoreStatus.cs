@@ -39,6 +39,11 @@ public enum StoreStatus
     NotSupported,
     /// <summary>No engine is registered under the requested name, or a plug-in assembly could not be loaded.</summary>
     UnknownEngine,
+    /// <summary>
+    /// A load that may not wait (<see cref="IStreamStore.LoadLastCached"/>) would have had to read the disk; the
+    /// caller asks again with the waiting variant, off its thread.
+    /// </summary>
+    WouldBlock,
 }
 
 /// <summary>Result of an append: the status, and on success the assigned sequence and timestamp.</summary>

@@ -235,27 +235,23 @@ public sealed partial class JetStreamService
         stream.Js.Publish(reply, default, eob, default);
     }
 
-    private void SendDirect(JsStream stream, byte[] reply, StoredMessage msg, bool noHeaders, (ulong Pending, ulong Last)? batch)
+    private static void SendDirect(JsStream stream, ReadOnlySpan<byte> reply, StoredMessage msg, bool noHeaders, (ulong Pending, ulong Last)? batch)
     {
         if (noHeaders)
         {
             stream.Js.Publish(reply, default, default, msg.Payload);
             return;
         }
-        var hdr = new ArrayBufferWriter<byte>(256);
-        var subject = Encoding.UTF8.GetString(msg.Subject);
-        var seq = msg.Sequence.ToString(CultureInfo.InvariantCulture);
-        var ts = GoTime.Rfc3339Nano(msg.Timestamp);
-        if (batch is { } b)
+        var hdr = ArrayPool<byte>.Shared.Rent(DirectGetHeaders.MaxLength(msg.HeadersLength, stream.NameBytes.Length, msg.SubjectLength));
+        try
         {
-            NatsHeaders.AppendHeaders(msg.Headers, [("Nats-Stream", stream.Name), ("Nats-Subject", subject), ("Nats-Sequence", seq), ("Nats-Time-Stamp", ts),
-                ("Nats-Num-Pending", b.Pending.ToString(CultureInfo.InvariantCulture)), ("Nats-Last-Sequence", b.Last.ToString(CultureInfo.InvariantCulture))], hdr);
+            int n = DirectGetHeaders.Write(hdr, msg.Headers, stream.NameBytes, msg.Subject, msg.Sequence, msg.Timestamp, batch);
+            stream.Js.Publish(reply, default, hdr.AsSpan(0, n), msg.Payload);
         }
-        else
+        finally
         {
-            NatsHeaders.AppendHeaders(msg.Headers, [("Nats-Stream", stream.Name), ("Nats-Subject", subject), ("Nats-Sequence", seq), ("Nats-Time-Stamp", ts)], hdr);
+            ArrayPool<byte>.Shared.Return(hdr);
         }
-        stream.Js.Publish(reply, default, hdr.WrittenSpan, msg.Payload);
     }
 
     /// <summary>The first sequence stored at or after <paramref name="nanos"/> (last + 1 when none).</summary>

@@ -249,9 +249,10 @@ public sealed partial class JetStreamService : IAsyncDisposable
         }
     }
 
-    /// <summary>Runs on the publisher's thread: copy and queue, never block.</summary>
+    /// <summary>Runs on the publisher's thread: copy and queue, never block (a plain DIRECT.GET may be answered at once: JetStreamService.DirectInline.cs).</summary>
     private void OnApiRequest(Accounts.Account account, in InternalMessage msg)
     {
+        if (TryDirectGetInline(account, msg)) return;
         var req = ApiRequest.Copy(msg.Subject, msg.Reply, msg.HeaderSize, msg.Payload, msg.Origin);
         req.Account = account;
         if (!_api.Writer.TryWrite(req))

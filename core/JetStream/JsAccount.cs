@@ -80,6 +80,22 @@ internal sealed partial class JsAccount : IAsyncDisposable
         lock (_lock) return _streams.TryGetValue(name, out stream!);
     }
 
+    /// <summary>
+    /// The stream named by UTF-8 <paramref name="name"/> (a token of a request subject), without allocating: the
+    /// name is decoded onto the stack (as <see cref="Encoding.UTF8"/> decodes a request subject into a string) and
+    /// looked up as characters. A name over 1024 bytes (nats-server allows 255 characters) is reported as not found.
+    /// </summary>
+    public bool TryGet(ReadOnlySpan<byte> name, out JsStream stream)
+    {
+        stream = null!;
+        if (name.Length > MaxStreamNameBytes) return false;
+        Span<char> chars = stackalloc char[MaxStreamNameBytes];
+        if (!Encoding.UTF8.TryGetChars(name, chars, out int n)) return false;
+        lock (_lock) return _streams.GetAlternateLookup<ReadOnlySpan<char>>().TryGetValue(chars[..n], out stream!);
+    }
+
+    private const int MaxStreamNameBytes = 1024;
+
     public JsStream[] Streams()
     {
         lock (_lock) return [.. _streams.Values.OrderBy(s => s.Name, StringComparer.Ordinal)];

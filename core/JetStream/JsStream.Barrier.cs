@@ -40,6 +40,16 @@ internal sealed partial class JsStream
         }
     }
 
+    /// <summary>Whether everything queued for this stream so far has been handled (a request needs no barrier wait).</summary>
+    public bool IngestCaughtUp
+    {
+        get
+        {
+            long target = Volatile.Read(ref _ingestQueued);
+            return Volatile.Read(ref _ingestHandled) >= target;
+        }
+    }
+
     /// <summary>
     /// Completes once everything queued for this stream until now has been handled (at most <see cref="MaxBarrierWait"/>,
     /// or at once when the stream is deleted). Called by the API workers, never on a socket thread.

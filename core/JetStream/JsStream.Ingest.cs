@@ -19,14 +19,14 @@ internal sealed partial class JsStream
 
     private readonly byte[] _pubAckPrefix;
     private readonly byte[] _pubAckScratch = new byte[512];
-    // Duplicate window (worker thread only): msg id -> (seq, stored at), plus arrival order for expiry.
+    // Duplicate window (inside the ingest gate only): msg id -> (seq, stored at), plus arrival order for expiry.
     private readonly Dictionary<string, (ulong Seq, long Ts)> _dedupe = new(StringComparer.Ordinal);
     private readonly Queue<(string Id, long Ts)> _dedupeOrder = new();
     private string _lastMsgId = "";
-    /// <summary>PubAck destinations of the current ingest batch, flushed once per batch (worker thread only).</summary>
+    /// <summary>PubAck destinations of the current ingest batch, flushed once per batch (inside the ingest gate only).</summary>
     private readonly NatsBroker.Routing.DeliveryBatch _ackBatch = new();
     private long _droppedInbound;
-    // The outcome of the last StoreOne (worker thread only).
+    // The outcome of the last StoreOne (inside the ingest gate only).
     private ApiError? _lastIngestError;
     private ulong _lastDuplicateSeq;
     private ulong _lastStoredSeq;
@@ -41,6 +41,11 @@ internal sealed partial class JsStream
         msg.Reply.CopyTo(buf.AsSpan(msg.Subject.Length));
         msg.Payload.CopyTo(buf.AsSpan(msg.Subject.Length + msg.Reply.Length));
         var inbound = new Inbound(buf, msg.Subject.Length, msg.Reply.Length, hdr, (int)msg.Payload.Length - hdr);
+        if (_inlineIngest && msg.Origin is not null && TryIngestInline(inbound))
+        {
+            inbound.Return();
+            return;
+        }
         if (_inbound.Writer.TryWrite(inbound))
         {
             CountQueued();
@@ -58,40 +63,58 @@ internal sealed partial class JsStream
         var reader = _inbound.Reader;
         while (await reader.WaitToReadAsync().ConfigureAwait(false))
         {
-            int stored = 0, handled = 0;
-            while (reader.TryRead(out var m))
+            // The gate makes the worker and an inline ingest (JsStream.InlineIngest.cs) take turns; the whole drain
+            // runs inside it, so a publisher that gets the gate finds every message read here counted as handled.
+            lock (_ingestGate) DrainInbound(reader);
+        }
+    }
+
+    /// <summary>Handles everything queued now (worker, inside the ingest gate).</summary>
+    private void DrainInbound(System.Threading.Channels.ChannelReader<Inbound> reader)
+    {
+        int stored = 0, handled = 0;
+        while (reader.TryRead(out var m))
+        {
+            handled++;
+            try
             {
-                handled++;
-                try
-                {
-                    if (Process(m)) stored++;
-                }
-                catch (Exception ex)
-                {
-                    Microsoft.Extensions.Logging.LoggerExtensions.LogError(Js.Logger, ex, "JetStream stream {Stream}: storing a message failed", Name);
-                    if (!m.Reply.IsEmpty) Js.Publish(m.Reply, default, default, PubAckError(JsErrors.StreamStoreFailed(ex.Message)));
-                }
-                finally
-                {
-                    m.Return();
-                }
-                // Wake consumers at least every 256 stored messages so a long burst is not delivered in one lump.
-                if (stored >= 256)
-                {
-                    FlushAcks();
-                    KickConsumers();
-                    stored = 0;
-                }
-                if (handled >= 256)
-                {
-                    CountHandled(handled);
-                    handled = 0;
-                }
+                if (ProcessGuarded(m)) stored++;
             }
-            FlushAcks();
-            if (stored > 0) KickConsumers();
-            // After the acks and the consumers' wake-up: a request released now sees what they see.
-            CountHandled(handled);
+            finally
+            {
+                m.Return();
+            }
+            // Wake consumers at least every 256 stored messages so a long burst is not delivered in one lump.
+            if (stored >= 256)
+            {
+                FlushAcks();
+                KickConsumers();
+                stored = 0;
+            }
+            if (handled >= 256)
+            {
+                CountHandled(handled);
+                handled = 0;
+            }
+        }
+        FlushAcks();
+        if (stored > 0) KickConsumers();
+        // After the acks and the consumers' wake-up: a request released now sees what they see.
+        CountHandled(handled);
+    }
+
+    /// <summary><see cref="Process"/>, with a failure logged and answered to the publisher (inside the ingest gate).</summary>
+    private bool ProcessGuarded(in Inbound m)
+    {
+        try
+        {
+            return Process(m);
+        }
+        catch (Exception ex)
+        {
+            Microsoft.Extensions.Logging.LoggerExtensions.LogError(Js.Logger, ex, "JetStream stream {Stream}: storing a message failed", Name);
+            if (!m.Reply.IsEmpty) Js.Publish(m.Reply, default, default, PubAckError(JsErrors.StreamStoreFailed(ex.Message)));
+            return false;
         }
     }
 

@@ -48,6 +48,7 @@ internal sealed partial class JsStream : IAsyncDisposable
         Store = store;
         Dir = dir;
         NameBytes = Encoding.UTF8.GetBytes(Name);
+        _inlineIngest = config.Storage == "memory";
         _inbound = Channel.CreateBounded<Inbound>(new BoundedChannelOptions(InboundLimit)
         {
             // Wait, not DropWrite: with DropWrite TryWrite reports success while dropping, so a full queue would
@@ -307,6 +308,7 @@ internal sealed partial class JsStream : IAsyncDisposable
         if (_ackSub is not null) Js.Router.Unsubscribe(_ackSub);
         _inbound.Writer.TryComplete();
         if (_worker is not null) await _worker.ConfigureAwait(false);
+        StopInlineIngest();
         _atomicBatches?.Dispose();
         _fastBatches?.Dispose();
         foreach (var c in _consumerSnapshot) await c.StopAsync(delete: deleteConsumers).ConfigureAwait(false);

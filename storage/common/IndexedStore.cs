@@ -8,6 +8,8 @@ internal struct DeferredRead
 {
     /// <summary>Set by the caller: the engine may defer this read.</summary>
     public bool Allowed { get; set; }
+    /// <summary>Set by the caller: the load may not read the disk at all (the engine defers instead, and the caller gives up).</summary>
+    public bool CachedOnly { get; set; }
     /// <summary>Set by the engine: the read was deferred.</summary>
     public bool Pending { get; set; }
     public object? Source { get; set; }
@@ -748,6 +750,17 @@ internal abstract class IndexedStore : IStreamStore
         if (!retry) return st;
         d = default;
         return LoadLastCore(subject, into, ref d);
+    }
+
+    /// <summary>
+    /// One pass of <see cref="LoadLast"/> under the lock with every disk read deferred; a deferred read (of the record
+    /// or of an index page) is not done but reported as <see cref="StoreStatus.WouldBlock"/>.
+    /// </summary>
+    public StoreStatus LoadLastCached(ReadOnlySpan<byte> subject, StoredMessage into)
+    {
+        var d = new DeferredRead { Allowed = true, CachedOnly = true };
+        var st = LoadLastCore(subject, into, ref d);
+        return d.Pending || d.PagePending ? StoreStatus.WouldBlock : st;
     }
 
     private StoreStatus LoadLastCore(ReadOnlySpan<byte> subject, StoredMessage into, ref DeferredRead d)

@@ -23,6 +23,13 @@ internal sealed partial class FileStore
         ReadOnlySpan<byte> rec;
         if (b.Cache is null)
         {
+            if (deferred.CachedOnly)
+            {
+                // The caller may not wait on the disk (LoadLastCached): report the read as deferred and do nothing,
+                // not even the sequential-run bookkeeping of real reads.
+                deferred.Pending = true;
+                return StoreStatus.Ok;
+            }
             // Sequential cold reads (each starting where the previous one ended) load the whole block once.
             _seqRun = b.Id == _coldBlock && off == _coldNext ? _seqRun + 1 : 0;
             _coldBlock = b.Id;

@@ -144,6 +144,35 @@ public abstract class StoreContractTests : IDisposable
         Assert.Equal(1UL, m.Sequence);
     }
 
+    /// <summary>Whether LoadLastCached must answer from memory right after the appends (no reopen).</summary>
+    protected virtual bool CachedLoadsWhenWarm => false;
+
+    [Fact]
+    public void LoadLastCached_answers_as_LoadLast_or_would_block()
+    {
+        var s = Open();
+        s.Put("kv.a", "1", "NATS/1.0\r\nA: 1\r\n\r\n");
+        s.Put("kv.b", "2");
+        s.Put("kv.a", "3");
+        s.Put("other", "4");
+        foreach (var subject in new[] { "kv.a", "kv.b", "kv.*", ">", "kv.c" })
+        {
+            var want = new StoredMessage();
+            var got = new StoredMessage();
+            var wantStatus = s.LoadLast(B(subject), want);
+            var gotStatus = s.LoadLastCached(B(subject), got);
+            if (gotStatus == StoreStatus.WouldBlock)
+            {
+                Assert.False(CachedLoadsWhenWarm, $"{subject}: would block right after the appends");
+                continue;
+            }
+            Assert.Equal(wantStatus, gotStatus);
+            if (wantStatus != StoreStatus.Ok) continue;
+            Assert.Equal((want.Sequence, want.Timestamp, S(want.Subject), S(want.Headers), S(want.Payload)),
+                (got.Sequence, got.Timestamp, S(got.Subject), S(got.Headers), S(got.Payload)));
+        }
+    }
+
     [Fact]
     public void LoadNext_with_filters()
     {
@@ -626,6 +655,7 @@ public abstract class StoreContractTests : IDisposable
 public sealed class MemoryStoreContractTests : StoreContractTests
 {
     protected override IStreamStoreFactory Factory { get; } = new Memory.MemoryStoreFactory();
+    protected override bool CachedLoadsWhenWarm => true;
 }
 
 public sealed class FileStoreContractTests : StoreContractTests
@@ -633,6 +663,8 @@ public sealed class FileStoreContractTests : StoreContractTests
     protected override IStreamStoreFactory Factory { get; } = new File.FileStoreFactory();
     // Small blocks so the suite crosses block boundaries, evicts caches and compacts emptied blocks.
     protected override IReadOnlyDictionary<string, string> EngineOptions => new Dictionary<string, string> { ["block_size"] = "65536" };
+    // The block being written keeps its image in memory (FileStore.Read.cs).
+    protected override bool CachedLoadsWhenWarm => true;
 }
 
 public sealed class FileStoreSyncAlwaysContractTests : StoreContractTests
