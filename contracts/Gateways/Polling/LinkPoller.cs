@@ -35,8 +35,8 @@ public sealed unsafe class LinkPoller
     /// <summary>Set to 0 to give link sockets to the runtime's socket engine as before (an operator's A/B switch).</summary>
     public const string Variable = "NATSBROKER_LINK_POLLING";
 
-    /// <summary>Whether link sockets use this poller (<see cref="Variable"/> not 0); read once per process.</summary>
-    public static bool Enabled { get; } = Environment.GetEnvironmentVariable(Variable) != "0";
+    /// <summary>Whether link sockets use this poller (Linux, <see cref="Variable"/> not 0); read once per process.</summary>
+    public static bool Enabled { get; } = OperatingSystem.IsLinux() && Environment.GetEnvironmentVariable(Variable) != "0";
 
     /// <summary>The process's poller, started on first use.</summary>
     internal static LinkPoller Shared => Instance.Value;
