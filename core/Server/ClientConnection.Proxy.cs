@@ -4,7 +4,6 @@ using System.Security.Cryptography;
 using System.Text;
 using NatsBroker.Auth;
 using NatsBroker.Contracts.Gateways;
-using NatsBroker.Contracts.Gateways.Polling;
 using NatsBroker.Protocol;
 
 namespace NatsBroker.Server;
@@ -166,9 +165,8 @@ public sealed partial class ClientConnection
     private bool PeerMayBeProxy()
     {
         if (Kind != ConnectionKind.UnixSocket) return true;
-        var socket = _stream switch { LinkSocketStream link => link.Socket, NetworkStream ns => ns.Socket, _ => null };
-        if (socket is null) return false;
-        return PeerCredentials.PeerUid(socket) is uint uid && (uid == 0 || uid == PeerCredentials.EffectiveUid);
+        if (_stream is not NetworkStream ns) return false;
+        return PeerCredentials.PeerUid(ns.Socket) is uint uid && (uid == 0 || uid == PeerCredentials.EffectiveUid);
     }
 }
 
