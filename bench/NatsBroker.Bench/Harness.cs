@@ -47,8 +47,7 @@ internal sealed class Harness
             return 2;
         }
 
-        string tmp = Path.Combine(Path.GetTempPath(), "natsbroker-bench-" + Environment.ProcessId.ToString(Inv));
-        Directory.CreateDirectory(tmp);
+        string tmp = BenchTemp.Dir("run");
 
         // --- servers ---------------------------------------------------------------------------------
         string? goUnavailable = null;
@@ -151,13 +150,7 @@ internal sealed class Harness
             }
         }
 
-        try
-        {
-            Directory.Delete(tmp, true);
-        }
-        catch (IOException)
-        {
-        }
+        BenchTemp.Delete();
 
         // --- report ---------------------------------------------------------------------------------------
         var summaries = scenarios.Select(s => Summarize(s, ours is null ? null : "ours", go is null ? null : "go")).ToList();

@@ -77,7 +77,7 @@ internal static class BenchAccounts
     /// <summary>Writes a row's config once per bench process (both servers read the same file).</summary>
     public static string WriteConfig(string row, string text)
     {
-        string path = Path.Combine(Path.GetTempPath(), $"natsbroker-bench-{row}-{Environment.ProcessId}.conf");
+        string path = BenchTemp.File($"{row}.conf");
         File.WriteAllText(path, text);
         return path;
     }

@@ -15,7 +15,7 @@ internal static class BenchGateways
     private static readonly Lazy<string> s_seed = new(MakeSeed);
 
     /// <summary>The core's Unix socket for the hop rows (one bench process runs one server at a time).</summary>
-    public static string CoreSocket { get; } = Path.Combine(Path.GetTempPath(), $"natsbroker-bench-hop-{Environment.ProcessId}.sock");
+    public static string CoreSocket { get; } = BenchTemp.File("hop.sock");
 
     /// <summary>The tls-terminator: $NATSBROKER_TLS_TERMINATOR (as the core looks it up), else the repository's Release build.</summary>
     public static string Terminator(string repoRoot) =>

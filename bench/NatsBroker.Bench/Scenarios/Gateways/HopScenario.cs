@@ -39,7 +39,7 @@ internal sealed class HopScenario(IScenario inner, string name) : IScenario
             string terminator = BenchGateways.Terminator(ctx.RepoRoot);
             if (terminator.EndsWith(".dll", StringComparison.Ordinal) && !File.Exists(terminator))
                 throw new InvalidOperationException($"{terminator} is missing: build the solution (dotnet build NatsBroker.slnx -c Release)");
-            string config = Path.Combine(Path.GetTempPath(), $"natsbroker-bench-hop-{Environment.ProcessId}.conf");
+            string config = BenchTemp.File("hop.conf");
             File.WriteAllText(config, "# relay-only gateway for the hop rows\n");
             var args = new List<string>();
             string file = terminator;

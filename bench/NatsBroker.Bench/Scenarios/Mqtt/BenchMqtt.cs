@@ -15,7 +15,7 @@ namespace NatsBroker.Bench.Scenarios.Mqtt;
 /// </summary>
 internal static class BenchMqtt
 {
-    private static readonly string s_dir = Path.Combine(Path.GetTempPath(), "natsbroker-bench-mqtt-" + Guid.NewGuid().ToString("N")[..8]);
+    private static readonly string s_dir = BenchTemp.Dir("mqtt");
     private static int s_port;
 
     public static IPEndPoint Endpoint => new(IPAddress.Loopback, s_port);

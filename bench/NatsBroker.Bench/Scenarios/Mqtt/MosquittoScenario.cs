@@ -14,7 +14,7 @@ namespace NatsBroker.Bench.Scenarios.Mqtt;
 /// </summary>
 internal sealed class MosquittoScenario(IScenario inner, string name) : IScenario
 {
-    private static readonly string s_dir = Path.Combine(Path.GetTempPath(), "natsbroker-bench-mosq-" + Guid.NewGuid().ToString("N")[..8]);
+    private static readonly string s_dir = BenchTemp.Dir("mosquitto");
 
     public string Name => name;
 

@@ -19,8 +19,7 @@ internal static class BenchTls
 
     private static (string, string) Create()
     {
-        var dir = Path.Combine(Path.GetTempPath(), "natsbroker-bench-tls-" + Guid.NewGuid().ToString("N")[..8]);
-        Directory.CreateDirectory(dir);
+        var dir = BenchTemp.Dir("tls");
         using var caKey = ECDsa.Create(ECCurve.NamedCurves.nistP256);
         var caReq = new CertificateRequest("CN=NatsBroker bench CA", caKey, HashAlgorithmName.SHA256);
         caReq.CertificateExtensions.Add(new X509BasicConstraintsExtension(true, false, 0, true));

@@ -12,7 +12,7 @@ namespace NatsBroker.Bench.Scenarios.NatsNet;
 /// </summary>
 internal static class BenchWebSocket
 {
-    private static readonly string s_dir = Path.Combine(Path.GetTempPath(), "natsbroker-bench-ws-" + Guid.NewGuid().ToString("N")[..8]);
+    private static readonly string s_dir = BenchTemp.Dir("ws");
     private static int s_port;
 
     public static IPEndPoint Endpoint => new(IPAddress.Loopback, s_port);
