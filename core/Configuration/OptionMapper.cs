@@ -17,7 +17,7 @@ internal sealed partial class OptionMapper(ServerOptions o)
     internal static readonly HashSet<string> UnsupportedTopLevel = new(StringComparer.Ordinal)
     {
         "cluster", "gateway", "leaf", "leafnodes",
-        "ocsp", "allow_non_tls", "roots", "root", "root_operators", "root_operator",
+        "ocsp", "roots", "root", "root_operators", "root_operator",
         "resolver_tls", "resolver_pinned_accounts", "trusted", "trusted_keys", "default_js_domain", "https", "https_port", "http_base_path", "prof_port",
         "remote_syslog", "connect_error_reports", "reconnect_error_reports",
     };
@@ -292,6 +292,10 @@ internal sealed partial class OptionMapper(ServerOptions o)
                 break;
             case "tls" or "proxies" or "gateways" or "websocket" or "ws" or "mqtt":
                 GatewayBlock(key, e);
+                break;
+            case "allow_non_tls":
+                // Served by the TLS terminator, which reads the same file (TerminatorConfig); checked here for its type.
+                Bool(e, out _);
                 break;
 
             default:

@@ -50,6 +50,9 @@ public static class TerminatorConfig
                 case "listen" when e.Value.Kind == ConfigValueKind.Integer:
                     o.Port = (int)e.Value.AsInteger();
                     break;
+                case "allow_non_tls" when e.Value.Kind == ConfigValueKind.Bool:
+                    o.AllowNonTls = e.Value.AsBool();
+                    break;
                 case "max_control_line" when e.Value.Kind == ConfigValueKind.Integer:
                     o.MaxControlLine = (int)Math.Clamp(e.Value.AsInteger(), 256, 16 * 1024 * 1024);
                     break;

@@ -20,6 +20,11 @@ public sealed class TerminatorOptions : NatsBroker.Gateways.Link.IGatewayListenO
     public TimeSpan Timeout { get; set; } = TimeSpan.FromSeconds(2);
     /// <summary><c>handshake_first</c>: TLS before INFO.</summary>
     public bool HandshakeFirst { get; set; }
+    /// <summary>
+    /// Top-level <c>allow_non_tls</c>: TLS offered, not required. INFO says <c>tls_available</c> instead of
+    /// <c>tls_required</c>, and the client's first byte after it decides: a TLS handshake record, or plain NATS.
+    /// </summary>
+    public bool AllowNonTls { get; set; }
     /// <summary>With handshake_first as a duration (or "auto"): wait this long for a ClientHello, else INFO first.</summary>
     public TimeSpan? HandshakeFirstFallback { get; set; }
     public SslProtocols MinVersion { get; set; } = SslProtocols.Tls12;

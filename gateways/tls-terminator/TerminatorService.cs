@@ -30,6 +30,7 @@ internal sealed class TerminatorService(TerminatorOptions options, GatewayEnviro
     {
         Log.LogInformation("Listening for client connections on {Host}:{Port}", options.Host, Port);
         if (options.RelayOnly) Log.LogWarning("Relay only: plain NATS without TLS (--relay-only, for measuring the gateway hop)");
+        else if (options.AllowNonTls) Log.LogInformation("TLS available for client connections");
         else Log.LogInformation("TLS required for client connections");
     }
 

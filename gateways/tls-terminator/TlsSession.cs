@@ -46,6 +46,11 @@ internal sealed class TlsSession(Socket socket, TerminatorOptions options, Certi
             if (tlsFirst && options.HandshakeFirstFallback is { } wait && !await ClientSpeaksWithin(wait).ConfigureAwait(false))
                 tlsFirst = false; // nothing from the client: INFO first after all (nats-server's fallback)
             if (!tlsFirst) await network.WriteAsync(info, drain).ConfigureAwait(false);
+            if (!tlsFirst && options.AllowNonTls && !await ClientStartsTlsAsync(drain).ConfigureAwait(false))
+            {
+                await RelayPlainAfterInfoAsync(network, core, drain).ConfigureAwait(false);
+                return;
+            }
 
             var ssl = await HandshakeAsync(network, drain).ConfigureAwait(false);
             if (ssl is null)
@@ -104,6 +109,12 @@ internal sealed class TlsSession(Socket socket, TerminatorOptions options, Certi
     private async Task RelayPlainAsync(ThreadPoolResumingStream network, CoreLink core, CancellationToken drain)
     {
         await network.WriteAsync(CoreLink.FormatInfo(ClientInfo(core)), drain).ConfigureAwait(false);
+        await RelayPlainAfterInfoAsync(network, core, drain).ConfigureAwait(false);
+    }
+
+    /// <summary>Plain NATS after INFO was sent: relay-only mode, or a plaintext client with allow_non_tls.</summary>
+    private async Task RelayPlainAfterInfoAsync(ThreadPoolResumingStream network, CoreLink core, CancellationToken drain)
+    {
         if (core.Leftover.Length > 0) await network.WriteAsync(core.Leftover, drain).ConfigureAwait(false);
         var client = new ProxiedClient { Gateway = "tls-terminator", Ip = RemoteIp, Port = _remote.Port };
         if (!await ForwardConnectAsync(network, core, client, drain).ConfigureAwait(false)) return;
@@ -121,10 +132,33 @@ internal sealed class TlsSession(Socket socket, TerminatorOptions options, Certi
         var info = (System.Text.Json.Nodes.JsonObject)core.Info.DeepClone();
         if (options.Host is not ("0.0.0.0" or "" or "::")) info["host"] = options.Host;
         info["port"] = listenPort;
-        if (!options.RelayOnly) info["tls_required"] = true;
+        // allow_non_tls: nats-server 2.9.10 sends tls_available and no tls_required (server.go, TLSRequired:
+        // tlsReq && !opts.AllowNonTLS; TLSAvailable when TLS is configured but not required).
+        if (!options.RelayOnly) info[options.AllowNonTls ? "tls_available" : "tls_required"] = true;
         if (options.RequireClientCertificate && !options.RelayOnly) info["tls_verify"] = true;
         info["client_ip"] = RemoteIp;
         return info;
+    }
+
+    /// <summary>
+    /// allow_non_tls: whether the client's first byte after INFO starts a TLS handshake record. As nats-server
+    /// (client.go, sniffTLS) it waits at most the TLS timeout; a client that says nothing by then is taken as plain
+    /// NATS (the core's auth timeout applies to it from there).
+    /// </summary>
+    private async Task<bool> ClientStartsTlsAsync(CancellationToken drain)
+    {
+        using var timeout = CancellationTokenSource.CreateLinkedTokenSource(drain);
+        timeout.CancelAfter(options.Timeout);
+        var first = new byte[1];
+        try
+        {
+            int n = await socket.ReceiveAsync(first, SocketFlags.Peek, timeout.Token).ConfigureAwait(false);
+            return n > 0 && first[0] == TlsHandshakeRecord;
+        }
+        catch (OperationCanceledException) when (!drain.IsCancellationRequested)
+        {
+            return false;
+        }
     }
 
     /// <summary>handshake_first with a fallback delay: did the client send anything (its ClientHello) in time?</summary>

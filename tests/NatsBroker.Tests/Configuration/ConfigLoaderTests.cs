@@ -272,7 +272,7 @@ public class ConfigLoaderTests
     [InlineData("cluster { port: 6222 }")]
     [InlineData("leafnodes { port: 7422 }")]
     [InlineData("gateway { name: x }")]
-    [InlineData("allow_non_tls: true")]
+    [InlineData("ocsp { mode: always }")]
     [InlineData("trusted_keys: x")]
     public void Known_but_unsupported_keys_fail_clearly(string text)
     {

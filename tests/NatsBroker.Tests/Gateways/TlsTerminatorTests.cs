@@ -84,6 +84,40 @@ public sealed class TlsTerminatorTests(ITestOutputHelper output) : IDisposable
         Assert.True(conn.GetProperty("tls_first").GetBoolean());
     }
 
+    /// <summary>
+    /// allow_non_tls: TLS offered, not required. INFO says tls_available (no tls_required) and both a plaintext and
+    /// a TLS client get through the same port (nats.node's "available connects with or without").
+    /// </summary>
+    [SkippableTheory]
+    [MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    public async Task Allow_non_tls_serves_plaintext_and_TLS_clients_on_one_port(ServerKind kind)
+    {
+        Prerequisites.RequireServer(kind, output);
+        await using var server = await Start(kind, Config(rest: "allow_non_tls: true"));
+
+        using (var raw = new System.Net.Sockets.TcpClient())
+        {
+            await raw.ConnectAsync("127.0.0.1", server.Port);
+            var line = await new StreamReader(raw.GetStream()).ReadLineAsync();
+            Assert.StartsWith("INFO ", line, StringComparison.Ordinal);
+            var info = JsonDocument.Parse(line!["INFO ".Length..]).RootElement;
+            Assert.True(info.GetProperty("tls_available").GetBoolean());
+            Assert.False(info.TryGetProperty("tls_required", out var required) && required.GetBoolean());
+        }
+
+        var plain = ClientOpts(server, TlsMode.Disable) with { Url = $"nats://127.0.0.1:{server.Port}" };
+        await using (var nc = new NatsConnection(plain))
+        {
+            await nc.ConnectAsync();
+            await RoundTrip(nc);
+        }
+        await using (var nc = new NatsConnection(ClientOpts(server)))
+        {
+            await nc.ConnectAsync();
+            await RoundTrip(nc);
+        }
+    }
+
     [Fact]
     public async Task HandshakeFirst_refuses_an_INFO_first_client()
     {
