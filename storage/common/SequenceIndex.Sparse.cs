@@ -79,10 +79,7 @@ internal sealed partial class SequenceIndex
         if (live > SparseMax) return; // counts disagree (cannot happen): stay dense rather than lose an entry
         var sp = RentSparse(live);
         sp.FillFrom(c);
-        ReleaseSlot(slot);
-        _sparse[slot] = sp;
-        SparseChunks++;
-        _sparseBytes += sp.HeapBytes;
+        Install(slot, sp);
     }
 
     /// <summary>A sparse chunk mostly dead (live at most a quarter of its capacity): rebuilt with a smaller capacity.</summary>
@@ -93,10 +90,16 @@ internal sealed partial class SequenceIndex
         if (sp is null || live <= 0 || live > sp.Capacity / 4 || slot == _head) return;
         var n = RentSparse(live);
         n.FillFrom(sp);
+        Install(slot, n);
+    }
+
+    /// <summary>Puts a filled sparse chunk in the slot in place of what it held (dense or sparse, released first).</summary>
+    private void Install(int slot, SparseChunk sp)
+    {
         ReleaseSlot(slot);
-        _sparse[slot] = n;
+        _sparse[slot] = sp;
         SparseChunks++;
-        _sparseBytes += n.HeapBytes;
+        _sparseBytes += sp.HeapBytes;
     }
 
     /// <summary>Cold path of <see cref="Get"/> for a sparse chunk: the entry, or the scratch dead entry.</summary>
