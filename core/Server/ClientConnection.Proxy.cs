@@ -4,6 +4,7 @@ using System.Security.Cryptography;
 using System.Text;
 using NatsBroker.Auth;
 using NatsBroker.Contracts.Gateways;
+using NatsBroker.Contracts.Gateways.Polling;
 using NatsBroker.Protocol;
 
 namespace NatsBroker.Server;
@@ -165,8 +166,9 @@ public sealed partial class ClientConnection
     private bool PeerMayBeProxy()
     {
         if (Kind != ConnectionKind.UnixSocket) return true;
-        if (_stream is not NetworkStream ns) return false;
-        return PeerCredentials.PeerUid(ns.Socket) is uint uid && (uid == 0 || uid == PeerCredentials.EffectiveUid);
+        var socket = _stream switch { LinkSocketStream link => link.Socket, NetworkStream ns => ns.Socket, _ => null };
+        if (socket is null) return false;
+        return PeerCredentials.PeerUid(socket) is uint uid && (uid == 0 || uid == PeerCredentials.EffectiveUid);
     }
 }
 

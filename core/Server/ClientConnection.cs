@@ -2,6 +2,7 @@ using System.Buffers;
 using System.IO.Pipelines;
 using System.Net.Sockets;
 using NatsBroker.Auth;
+using NatsBroker.Contracts.Gateways.Polling;
 using NatsBroker.Protocol;
 using NatsBroker.Routing;
 using NatsBroker.Subscriptions;
@@ -212,6 +213,7 @@ public sealed partial class ClientConnection
         try
         {
             if (_stream is NetworkStream ns) ns.Socket.Shutdown(SocketShutdown.Both);
+            else if (_stream is LinkSocketStream link) link.Socket.Shutdown(SocketShutdown.Both);
         }
         catch (Exception ex) when (ex is SocketException or ObjectDisposedException)
         {

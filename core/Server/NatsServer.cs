@@ -1,10 +1,11 @@
 using System.Collections.Concurrent;
-using System.Net;
 using System.Net.Sockets;
+using System.Net;
 using Microsoft.Extensions.Logging;
 using NatsBroker.Accounts;
 using NatsBroker.Auth;
 using NatsBroker.Configuration;
+using NatsBroker.Contracts.Gateways.Polling;
 using NatsBroker.Protocol;
 using NatsBroker.Subscriptions;
 
@@ -143,7 +144,10 @@ public sealed partial class NatsServer : IAsyncDisposable
             port = ep.Port;
         }
         if (kind == ConnectionKind.Tcp) socket.NoDelay = true;
-        var client = Register(new NetworkStream(socket, ownsSocket: true), kind, ip, port);
+        // A Unix-socket client is a gateway's link: polled for input only (LinkSocketStream), so the gateway reading
+        // what we send it does not wake this process once per message (contracts/Gateways/Polling/LinkPoller.cs).
+        Stream stream = kind == ConnectionKind.UnixSocket && LinkPoller.Enabled ? new LinkSocketStream(socket) : new NetworkStream(socket, ownsSocket: true);
+        var client = Register(stream, kind, ip, port);
         // Started here, not queued to the thread pool: this thread (the accept completion's) runs the connection's
         // synchronous start (INFO sent, first read posted) and returns at the first read, saving a thread-pool hop
         // per connection (nats-server's accept goroutine likewise sends INFO itself, createClient).

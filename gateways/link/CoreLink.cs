@@ -3,6 +3,7 @@ using System.Text;
 using System.Text.Json;
 using System.Text.Json.Nodes;
 using NatsBroker.Contracts.Gateways;
+using NatsBroker.Contracts.Gateways.Polling;
 
 namespace NatsBroker.Gateways.Link;
 
@@ -21,16 +22,20 @@ public sealed class CoreLink : IAsyncDisposable
 
     private readonly Socket _socket;
 
-    private CoreLink(Socket socket, JsonObject info, byte[] leftover)
+    private CoreLink(Socket socket, Stream stream, JsonObject info, byte[] leftover)
     {
         _socket = socket;
-        Stream = new NetworkStream(socket, ownsSocket: true);
+        Stream = stream;
         Info = info;
         Leftover = leftover;
         Nonce = info["nonce"]?.GetValue<string>();
     }
 
-    public NetworkStream Stream { get; }
+    /// <summary>
+    /// The link: polled by <see cref="LinkPoller"/> (registered for input only), or with
+    /// <c>NATSBROKER_LINK_POLLING=0</c> a NetworkStream on the runtime's socket engine.
+    /// </summary>
+    public Stream Stream { get; }
     /// <summary>The core's INFO for this connection.</summary>
     public JsonObject Info { get; }
     /// <summary>What the core sent after its INFO line before we looked (relayed to the user after the gateway's INFO).</summary>
@@ -42,9 +47,22 @@ public sealed class CoreLink : IAsyncDisposable
     public static async Task<CoreLink> ConnectAsync(string socketPath, CancellationToken ct)
     {
         var socket = new Socket(AddressFamily.Unix, SocketType.Stream, ProtocolType.Unspecified);
+        Stream? stream = null;
         try
         {
-            await socket.ConnectAsync(new UnixDomainSocketEndPoint(socketPath), ct).ConfigureAwait(false);
+            if (LinkPoller.Enabled)
+            {
+                // A synchronous connect: ConnectAsync would register the socket with the runtime's socket engine
+                // (LinkSocketStream polls it itself). A local Unix socket connects at once unless the core's accept
+                // backlog is full, when this waits for room as the asynchronous connect did.
+                socket.Connect(new UnixDomainSocketEndPoint(socketPath));
+                stream = new LinkSocketStream(socket);
+            }
+            else
+            {
+                await socket.ConnectAsync(new UnixDomainSocketEndPoint(socketPath), ct).ConfigureAwait(false);
+                stream = new NetworkStream(socket, ownsSocket: true);
+            }
             var buffer = new byte[4096];
             int filled = 0;
             while (true)
@@ -55,21 +73,26 @@ public sealed class CoreLink : IAsyncDisposable
                     var line = buffer.AsSpan(0, eol);
                     if (!line.StartsWith("INFO "u8)) throw new IOException("the core did not start with INFO");
                     var info = JsonNode.Parse(line[5..].ToArray()) as JsonObject ?? throw new IOException("the core's INFO is not a JSON object");
-                    return new CoreLink(socket, info, buffer.AsSpan(eol + 2, filled - eol - 2).ToArray());
+                    var link = new CoreLink(socket, stream, info, buffer.AsSpan(eol + 2, filled - eol - 2).ToArray());
+                    // The read above may have resumed on the poller's thread: the session's handshake work goes on
+                    // on the thread pool.
+                    await Task.Yield();
+                    return link;
                 }
                 if (filled == buffer.Length)
                 {
                     if (buffer.Length >= MaxInfoLine) throw new IOException("the core's INFO is too long");
                     Array.Resize(ref buffer, buffer.Length * 2);
                 }
-                int n = await socket.ReceiveAsync(buffer.AsMemory(filled), SocketFlags.None, ct).ConfigureAwait(false);
+                int n = await stream.ReadAsync(buffer.AsMemory(filled), ct).ConfigureAwait(false);
                 if (n == 0) throw new IOException("the core closed the link before INFO");
                 filled += n;
             }
         }
         catch
         {
-            socket.Dispose();
+            if (stream is not null) await stream.DisposeAsync().ConfigureAwait(false);
+            else socket.Dispose();
             throw;
         }
     }

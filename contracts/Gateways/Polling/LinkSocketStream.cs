@@ -1,0 +1,198 @@
+using System.Net.Sockets;
+using System.Runtime.CompilerServices;
+using System.Runtime.InteropServices;
+
+namespace NatsBroker.Contracts.Gateways.Polling;
+
+/// <summary>
+/// A link socket (a connected Unix socket between a gateway and the core) as a stream, polled by
+/// <see cref="LinkPoller"/> instead of the runtime's socket engine: registered for input only, so the other end
+/// reading what we sent does not wake us (see LinkPoller). Reads and writes are non-blocking calls made on the
+/// caller's thread; a read that would block resumes on the poller's thread when input arrives (as the runtime's
+/// inline socket completions do), a write that would block when the socket has room. After a read that came back
+/// shorter than asked (the socket was drained), the next read waits for the next edge instead of calling recv
+/// only to get EAGAIN: one system call less per relayed read. One reader and one writer at a time. The socket must
+/// not be used with the runtime's asynchronous operations (that would register it with the runtime's engine too).
+/// </summary>
+public sealed class LinkSocketStream : Stream
+{
+    private readonly Socket _socket;
+    private readonly nint _fd;
+    private readonly ulong _id;
+    private readonly ReadinessSignal _readable = new();
+    private readonly ReadinessSignal _writable = new();
+    private readonly byte[] _peek = new byte[1];
+    private bool _drained;
+    private int _disposed;
+
+    /// <param name="socket">Connected; owned (disposed with the stream). Every call here passes MSG_DONTWAIT, so
+    /// the descriptor's own blocking mode does not matter.</param>
+    public LinkSocketStream(Socket socket)
+    {
+        ArgumentNullException.ThrowIfNull(socket);
+        _socket = socket;
+        _fd = socket.SafeHandle.DangerousGetHandle();
+        _id = LinkPoller.Shared.Add(this, _fd);
+    }
+
+    public Socket Socket => _socket;
+
+    public override bool CanRead => true;
+    public override bool CanSeek => false;
+    public override bool CanWrite => true;
+    public override long Length => throw new NotSupportedException();
+    public override long Position { get => throw new NotSupportedException(); set => throw new NotSupportedException(); }
+
+    /// <summary>Called on the poller's thread.</summary>
+    internal void OnEvents(uint events)
+    {
+        // Hang-up and errors end both directions: the next call sees end of input or the error.
+        if ((events & (Epoll.In | Epoll.RdHup | Epoll.Hup | Epoll.Err)) != 0) _readable.Signal();
+        if ((events & (Epoll.Out | Epoll.Hup | Epoll.Err)) != 0) _writable.Signal();
+    }
+
+    public override ValueTask<int> ReadAsync(Memory<byte> buffer, CancellationToken cancellationToken = default)
+    {
+        if (!buffer.IsEmpty && !(_drained && !_readable.IsSignaled))
+        {
+            _readable.Reset();
+            int n = TryReceive(buffer.Span, 0);
+            if (n >= 0)
+            {
+                _drained = n < buffer.Length;
+                return new ValueTask<int>(n);
+            }
+        }
+        return ReadSlowAsync(buffer, cancellationToken);
+    }
+
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
+    private async ValueTask<int> ReadSlowAsync(Memory<byte> buffer, CancellationToken ct)
+    {
+        while (true)
+        {
+            await _readable.WaitAsync(ct).ConfigureAwait(false);
+            _readable.Reset();
+            // A zero-byte read (as SslStream issues) only waits for input: peek one byte without taking it.
+            int n = buffer.IsEmpty ? TryReceive(_peek, Epoll.MsgPeek) : TryReceive(buffer.Span, 0);
+            if (n < 0) continue;
+            if (buffer.IsEmpty) return 0;
+            _drained = n < buffer.Length;
+            return n;
+        }
+    }
+
+    /// <returns>Bytes read (0 at end of input), or -1 when the call would block.</returns>
+    private unsafe int TryReceive(Span<byte> buffer, int flags)
+    {
+        // The reference keeps the descriptor from being closed (and its number reused) during the call.
+        var handle = _socket.SafeHandle;
+        bool added = false;
+        handle.DangerousAddRef(ref added);
+        try
+        {
+            while (true)
+            {
+                nint n;
+                fixed (byte* p = buffer) n = Epoll.Receive(_fd, p, (nuint)buffer.Length, flags | Epoll.MsgDontWait);
+                if (n >= 0) return (int)n;
+                int errno = Marshal.GetLastPInvokeError();
+                if (errno == Epoll.EINTR) continue;
+                if (errno == Epoll.EAGAIN) return -1;
+                throw new IOException("recv: " + Marshal.GetPInvokeErrorMessage(errno));
+            }
+        }
+        finally
+        {
+            if (added) handle.DangerousRelease();
+        }
+    }
+
+    public override ValueTask WriteAsync(ReadOnlyMemory<byte> buffer, CancellationToken cancellationToken = default)
+    {
+        int sent = TrySend(buffer.Span);
+        return sent == buffer.Length ? ValueTask.CompletedTask : WriteSlowAsync(buffer[sent..], cancellationToken);
+    }
+
+    /// <summary>The socket is full: watch for room only until the rest is sent (backpressure from the core).</summary>
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
+    private async ValueTask WriteSlowAsync(ReadOnlyMemory<byte> rest, CancellationToken ct)
+    {
+        _writable.Reset();
+        LinkPoller.Shared.WatchWritable(_id, _fd, writable: true);
+        try
+        {
+            while (!rest.IsEmpty)
+            {
+                int n = TrySend(rest.Span);
+                rest = rest[n..];
+                if (rest.IsEmpty) break;
+                await _writable.WaitAsync(ct).ConfigureAwait(false);
+                _writable.Reset();
+            }
+        }
+        finally
+        {
+            if (Volatile.Read(ref _disposed) == 0) LinkPoller.Shared.WatchWritable(_id, _fd, writable: false);
+        }
+    }
+
+    /// <returns>Bytes sent before the call would block.</returns>
+    private unsafe int TrySend(ReadOnlySpan<byte> buffer)
+    {
+        var handle = _socket.SafeHandle;
+        bool added = false;
+        handle.DangerousAddRef(ref added);
+        try
+        {
+            int sent = 0;
+            while (sent < buffer.Length)
+            {
+                nint n;
+                fixed (byte* p = buffer[sent..]) n = Epoll.Send(_fd, p, (nuint)(buffer.Length - sent), Epoll.MsgDontWait | Epoll.MsgNoSignal);
+                if (n >= 0)
+                {
+                    sent += (int)n;
+                    continue;
+                }
+                int errno = Marshal.GetLastPInvokeError();
+                if (errno == Epoll.EINTR) continue;
+                if (errno == Epoll.EAGAIN) break;
+                throw new IOException("send: " + Marshal.GetPInvokeErrorMessage(errno));
+            }
+            return sent;
+        }
+        finally
+        {
+            if (added) handle.DangerousRelease();
+        }
+    }
+
+    public override Task<int> ReadAsync(byte[] buffer, int offset, int count, CancellationToken cancellationToken) =>
+        ReadAsync(buffer.AsMemory(offset, count), cancellationToken).AsTask();
+
+    public override Task WriteAsync(byte[] buffer, int offset, int count, CancellationToken cancellationToken) =>
+        WriteAsync(buffer.AsMemory(offset, count), cancellationToken).AsTask();
+
+    public override Task FlushAsync(CancellationToken cancellationToken) => Task.CompletedTask;
+    public override void Flush() { }
+
+    /// <summary>Not supported: the link is used asynchronously only (blocking here would hold the poller or a pool thread).</summary>
+    public override int Read(byte[] buffer, int offset, int count) => throw new NotSupportedException();
+    public override void Write(byte[] buffer, int offset, int count) => throw new NotSupportedException();
+    public override long Seek(long offset, SeekOrigin origin) => throw new NotSupportedException();
+    public override void SetLength(long value) => throw new NotSupportedException();
+
+    protected override void Dispose(bool disposing)
+    {
+        if (disposing && Interlocked.Exchange(ref _disposed, 1) == 0)
+        {
+            LinkPoller.Shared.Remove(_id, _fd);
+            var reason = new ObjectDisposedException(nameof(LinkSocketStream));
+            _readable.Fail(reason);
+            _writable.Fail(reason);
+            _socket.Dispose();
+        }
+        base.Dispose(disposing);
+    }
+}
