@@ -23,6 +23,10 @@ public sealed class LinkSocketStream : Stream
     private readonly ReadinessSignal _writable = new();
     private readonly byte[] _peek = new byte[1];
     private bool _drained;
+    // Set once the poller reported a hang-up or error. Edge-triggered: that edge may be the same one as the last
+    // data's and is consumed by the read that takes the data, and no edge follows end of input, so a drained read
+    // must not wait for one after this; it calls recv, which returns 0 (or the error).
+    private volatile bool _peerClosed;
     private int _disposed;
 
     /// <param name="socket">Connected; owned (disposed with the stream). Every call here passes MSG_DONTWAIT, so
@@ -47,13 +51,14 @@ public sealed class LinkSocketStream : Stream
     internal void OnEvents(uint events)
     {
         // Hang-up and errors end both directions: the next call sees end of input or the error.
+        if ((events & (Epoll.RdHup | Epoll.Hup | Epoll.Err)) != 0) _peerClosed = true;
         if ((events & (Epoll.In | Epoll.RdHup | Epoll.Hup | Epoll.Err)) != 0) _readable.Signal();
         if ((events & (Epoll.Out | Epoll.Hup | Epoll.Err)) != 0) _writable.Signal();
     }
 
     public override ValueTask<int> ReadAsync(Memory<byte> buffer, CancellationToken cancellationToken = default)
     {
-        if (!buffer.IsEmpty && !(_drained && !_readable.IsSignaled))
+        if (!buffer.IsEmpty && !(_drained && !_readable.IsSignaled && !_peerClosed))
         {
             _readable.Reset();
             int n = TryReceive(buffer.Span, 0);
@@ -71,7 +76,7 @@ public sealed class LinkSocketStream : Stream
     {
         while (true)
         {
-            await _readable.WaitAsync(ct).ConfigureAwait(false);
+            if (!_peerClosed) await _readable.WaitAsync(ct).ConfigureAwait(false);
             _readable.Reset();
             // A zero-byte read (as SslStream issues) only waits for input: peek one byte without taking it.
             int n = buffer.IsEmpty ? TryReceive(_peek, Epoll.MsgPeek) : TryReceive(buffer.Span, 0);

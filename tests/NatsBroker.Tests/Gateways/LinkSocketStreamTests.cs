@@ -27,6 +27,25 @@ public sealed class LinkSocketStreamTests : IDisposable
         return (new LinkSocketStream(client), peer);
     }
 
+    /// <summary>
+    /// The core answers "-ERR" and closes at once (a refused login): the data and the hang-up come in one edge, which
+    /// the read that takes the data consumes. The next read must still see end of input, not wait for an edge that
+    /// never comes (an MQTT client refused by the core never got its CONNACK 0x05 before this).
+    /// </summary>
+    [Fact]
+    public async Task Data_then_close_before_the_first_read_ends_with_end_of_input()
+    {
+        var (link, peer) = Pair();
+        await using var _ = link;
+        peer.Send("-ERR 'Authorization Violation'\r\n"u8);
+        peer.Dispose();
+        await Task.Delay(100); // both events are in before the first read
+        var buffer = new byte[256];
+        int n = await link.ReadAsync(buffer).AsTask().WaitAsync(Wait);
+        Assert.Equal("-ERR 'Authorization Violation'\r\n"u8.ToArray(), buffer[..n]);
+        Assert.Equal(0, await link.ReadAsync(buffer).AsTask().WaitAsync(Wait));
+    }
+
     [Fact]
     public async Task A_read_waits_for_input_and_both_directions_carry_bytes()
     {
