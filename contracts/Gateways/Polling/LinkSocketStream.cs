@@ -74,9 +74,13 @@ public sealed class LinkSocketStream : Stream
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
     private async ValueTask<int> ReadSlowAsync(Memory<byte> buffer, CancellationToken ct)
     {
+        // After a hang-up recv returns end of input or the error at once; should it still report "would block",
+        // the retry waits for an edge like any other, so a closed peer can never make this loop spin.
+        bool skipWait = _peerClosed;
         while (true)
         {
-            if (!_peerClosed) await _readable.WaitAsync(ct).ConfigureAwait(false);
+            if (!skipWait) await _readable.WaitAsync(ct).ConfigureAwait(false);
+            skipWait = false;
             _readable.Reset();
             // A zero-byte read (as SslStream issues) only waits for input: peek one byte without taking it.
             int n = buffer.IsEmpty ? TryReceive(_peek, Epoll.MsgPeek) : TryReceive(buffer.Span, 0);
