@@ -2,6 +2,7 @@ using System.Net;
 using System.Net.NetworkInformation;
 using System.Net.Sockets;
 using System.Text.Json;
+using NatsBroker.Contracts.Networking;
 
 namespace NatsBroker.Server;
 
@@ -48,7 +49,7 @@ public sealed partial class NatsServer
         if (!o.TlsConfigured)
         {
             tcp = new Socket(address.AddressFamily, SocketType.Stream, ProtocolType.Tcp);
-            tcp.SetSocketOption(SocketOptionLevel.Socket, SocketOptionName.ReuseAddress, true);
+            ListenerSocket.AllowRestartWhileInTimeWait(tcp);
             tcp.Bind(new IPEndPoint(address, o.Port < 0 ? 0 : o.Port));
             tcp.Listen(1024);
             _tcpListener = tcp;

@@ -3,6 +3,7 @@ using System.Net.Sockets;
 using System.Runtime.InteropServices;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
+using NatsBroker.Contracts.Networking;
 
 namespace NatsBroker.Gateways.Link;
 
@@ -15,8 +16,6 @@ namespace NatsBroker.Gateways.Link;
 public abstract class GatewayListenerService(IGatewayListenOptions listen, GatewayEnvironment link, SessionSet sessions, ILogger log)
     : IHostedService, IDisposable
 {
-    private const int SolSocket = 1, SoReusePort = 15;
-
     private readonly CancellationTokenSource _drain = new();
     private Socket? _listener;
     private Task? _acceptLoop;
@@ -60,8 +59,8 @@ public abstract class GatewayListenerService(IGatewayListenOptions listen, Gatew
             : listen.Host is "::" ? IPAddress.IPv6Any
             : IPAddress.TryParse(listen.Host, out var ip) ? ip : Dns.GetHostAddresses(listen.Host).First();
         var listener = new Socket(address.AddressFamily, SocketType.Stream, ProtocolType.Tcp);
-        listener.SetSocketOption(SocketOptionLevel.Socket, SocketOptionName.ReuseAddress, true);
-        if (ReusePort && OperatingSystem.IsLinux()) listener.SetRawSocketOption(SolSocket, SoReusePort, BitConverter.GetBytes(1));
+        ListenerSocket.AllowRestartWhileInTimeWait(listener);
+        if (ReusePort) ListenerSocket.ShareAcrossProcesses(listener);
         listener.Bind(new IPEndPoint(address, listen.Port < 0 ? 0 : listen.Port));
         listener.Listen(1024);
         _listener = listener;
