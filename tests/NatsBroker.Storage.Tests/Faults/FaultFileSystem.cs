@@ -10,7 +10,8 @@ namespace NatsBroker.Storage.Tests.Faults;
 /// <para>
 /// <see cref="PowerCut"/> keeps, file by file and directory by directory, the durable state plus a random
 /// prefix of the operations issued since the last fsync (the last kept write possibly torn), as a kernel that
-/// wrote back some of its dirty pages may leave it; everything else is discarded. A failed fsync drops the
+/// wrote back some of its dirty pages may leave it (or, with <see cref="OutOfOrderWriteback"/>, any subset of a
+/// file's pages); everything else is discarded. A failed fsync drops the
 /// pending writes from the durable side for good while readers still see them, as Linux does ("fsyncgate"):
 /// a later fsync that succeeds does not bring them back.
 /// </para>
@@ -75,7 +76,10 @@ internal sealed class FaultFileSystem
     /// <summary>The page size of <see cref="OutOfOrderWriteback"/>.</summary>
     public const int WritebackPage = 4096;
 
-    /// <summary>Loses power: discards every un-fsynced change except a random prefix per file and directory.</summary>
+    /// <summary>
+    /// Loses power: discards every un-fsynced change except a random prefix per directory and, per file, a random
+    /// prefix of its writes or (<see cref="OutOfOrderWriteback"/>) a random subset of its pages.
+    /// </summary>
     public void PowerCut(Random rng)
     {
         lock (_gate)
