@@ -105,8 +105,18 @@ internal sealed partial class FileStore
             for (int pass = 0; pass < 2; pass++)
             {
                 int off = Format.BlockHeaderSize;
-                while (off < size && Format.TryRecord(data.AsSpan(off, size - off), out var rec))
+                while (off < size)
                 {
+                    if (!Format.TryRecord(data.AsSpan(off, size - off), out var rec))
+                    {
+                        // Damaged bytes with good records after them (recovery resynchronised past them and the
+                        // block was appended to afterwards: a power cut that wrote back a later page but not an
+                        // earlier one, or a bad sector). The tombstones after the damage are as real as the others:
+                        // skip it as recovery does, or deleting the block would bring their messages back.
+                        off = Resync(data.AsSpan(0, size), off + 1, 0);
+                        if (off < 0) break;
+                        continue;
+                    }
                     // The removed message's block is found by sequence range (the index keeps no location for
                     // deleted entries); a tombstone below the persisted floor is covered by the floor record.
                     if (rec.Type == Format.TypeTombstone && rec.Seq >= _persistedFloor && rec.Seq <= Last && BlockFor(rec.Seq) is { } target && target != b)

@@ -276,6 +276,10 @@ internal sealed partial class FileStore
             case Format.TypeTombstone:
                 blk.Tombstones++;
                 RemoveLocked(rec.Seq, RemoveKind.Lazy);
+                // A tombstone can outlive its message: a power cut that kept a later page (or block) but not the
+                // one holding the message. Its sequence must not be handed out again: the old tombstone, carried
+                // forward when its block is deleted, would land after the new message and delete it.
+                if (rec.Seq > last) last = rec.Seq;
                 break;
             case Format.TypeFloor:
                 if (rec.Seq > floor) floor = rec.Seq;

@@ -10,7 +10,8 @@ namespace NatsBroker.Storage.Tests.Faults;
 /// <para>
 /// <see cref="PowerCut"/> keeps, file by file and directory by directory, the durable state plus a random
 /// prefix of the operations issued since the last fsync (the last kept write possibly torn), as a kernel that
-/// wrote back some of its dirty pages may leave it; everything else is discarded. A failed fsync drops the
+/// wrote back some of its dirty pages may leave it (or, with <see cref="OutOfOrderWriteback"/>, any subset of a
+/// file's pages); everything else is discarded. A failed fsync drops the
 /// pending writes from the durable side for good while readers still see them, as Linux does ("fsyncgate"):
 /// a later fsync that succeeds does not bring them back.
 /// </para>
@@ -63,7 +64,22 @@ internal sealed class FaultFileSystem
 
     public IStoreFileSystem Session() => new View(this, _epoch);
 
-    /// <summary>Loses power: discards every un-fsynced change except a random prefix per file and directory.</summary>
+    /// <summary>
+    /// When set, a power cut keeps a random subset of each file's un-fsynced data, in pages of
+    /// <see cref="WritebackPage"/> bytes, instead of a prefix of its writes: the kernel writes dirty pages back in
+    /// any order (a later page can reach the disk before an earlier one, leaving a hole of old or zero bytes), and
+    /// a page can be torn at a 512-byte sector. Directory entries still keep a prefix (file systems journal them
+    /// in order).
+    /// </summary>
+    public bool OutOfOrderWriteback { get; set; }
+
+    /// <summary>The page size of <see cref="OutOfOrderWriteback"/>.</summary>
+    public const int WritebackPage = 4096;
+
+    /// <summary>
+    /// Loses power: discards every un-fsynced change except a random prefix per directory and, per file, a random
+    /// prefix of its writes or (<see cref="OutOfOrderWriteback"/>) a random subset of its pages.
+    /// </summary>
     public void PowerCut(Random rng)
     {
         lock (_gate)
@@ -74,7 +90,7 @@ internal sealed class FaultFileSystem
         }
     }
 
-    private static void CutDir(Dir d, Random rng, HashSet<object> seen)
+    private void CutDir(Dir d, Random rng, HashSet<object> seen)
     {
         if (!seen.Add(d)) return;
         int keep = d.Pending.Count == 0 ? 0 : rng.Next(d.Pending.Count + 1);
@@ -87,8 +103,56 @@ internal sealed class FaultFileSystem
         foreach (var node in entries.Values)
         {
             if (node is Dir sub) CutDir(sub, rng, seen);
-            else if (node is Inode f && seen.Add(f)) CutFile(f, rng);
+            else if (node is Inode f && seen.Add(f))
+            {
+                if (OutOfOrderWriteback) CutFileOutOfOrder(f, rng);
+                else CutFile(f, rng);
+            }
         }
+    }
+
+    /// <summary>
+    /// <see cref="OutOfOrderWriteback"/>: every pending write is split at page boundaries; each piece reaches the
+    /// disk or not, independently (a kept piece possibly cut at a sector boundary); kept pieces and length changes
+    /// are applied in issue order, so a page written twice ends with the newer of the kept versions. A length change
+    /// is a barrier (see below).
+    /// </summary>
+    private static void CutFileOutOfOrder(Inode f, Random rng)
+    {
+        var data = f.Durable.ToList();
+        // Each file gets its own odds, so some files lose almost everything and some almost nothing.
+        double keepOdds = rng.NextDouble();
+        foreach (var op in f.Pending)
+        {
+            if (op.Truncate)
+            {
+                // A length change is journaled metadata: a write issued after it reaches the disk only in a later
+                // (or the same) journal transaction, so if the truncate is lost, so is everything after it. (Keeping
+                // later writes without it would resurrect bytes the engine had cut off, which no journaling file
+                // system does.)
+                if (rng.NextDouble() >= keepOdds) break;
+                op.Apply(data, 0);
+                continue;
+            }
+            long at = op.Offset;
+            long end = op.Offset + op.Bytes.Length;
+            while (at < end)
+            {
+                long pageEnd = Math.Min(end, (at / WritebackPage + 1) * WritebackPage);
+                if (rng.NextDouble() < keepOdds)
+                {
+                    int len = (int)(pageEnd - at);
+                    // A torn page: only its first sectors were written.
+                    if (len > 512 && rng.Next(8) == 0) len = 512 * rng.Next(1, (len + 511) / 512);
+                    var piece = new FileOp(at, op.Bytes.AsSpan((int)(at - op.Offset), Math.Min(len, (int)(pageEnd - at))).ToArray(), Truncate: false);
+                    piece.Apply(data, piece.Bytes.Length);
+                }
+                at = pageEnd;
+            }
+        }
+        f.Data = data;
+        f.Durable = [.. data];
+        f.Pending.Clear();
     }
 
     private static void CutFile(Inode f, Random rng)

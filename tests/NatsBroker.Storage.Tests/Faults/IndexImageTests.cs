@@ -118,6 +118,60 @@ public sealed class IndexImageTests
     }
 
     [Fact]
+    public void Index_files_of_another_version_are_ignored_and_the_store_opens_from_its_blocks()
+    {
+        // FORMAT.md "Compatibility": an index image of version 1 (written by the engine before checkpoint images)
+        // and snapshots of another version are refused, with a line in RecoveryReport, and the store opens from its
+        // blocks with the same content; its next clean close writes current ones. The version fields are changed
+        // with valid checksums, so only the version check can refuse them.
+        var fs = NewFileSystem();
+        var s = Open(fs);
+        ulong n = 0;
+        Fill(s, ref n, 400);
+        var gone = new HashSet<ulong> { 2, 150, 399 };
+        foreach (var q in gone) Assert.Equal(StoreStatus.Ok, s.Remove(q));
+        s.Dispose();
+
+        var v = fs.Session();
+        using (var img = v.OpenFile(ImagePath, create: false))
+        {
+            var sb = new byte[48];
+            for (long slot = 0; slot < 2; slot++)
+            {
+                if (img.Read(sb, slot * 4096) < sb.Length || sb[0] != (byte)'N') continue;
+                System.Buffers.Binary.BinaryPrimitives.WriteUInt16LittleEndian(sb.AsSpan(4), 1);
+                System.Buffers.Binary.BinaryPrimitives.WriteUInt32LittleEndian(sb.AsSpan(44), Crc32C.Compute(sb.AsSpan(0, 44)));
+                img.Write(sb, slot * 4096);
+            }
+            img.Sync();
+        }
+        var snapshots = v.ListFiles(Root + "/x/idx").Where(f => f.EndsWith(".idx", StringComparison.Ordinal)).ToList();
+        Assert.True(snapshots.Count >= 3, $"snapshots: {snapshots.Count}");
+        foreach (var name in snapshots)
+        {
+            var path = Root + "/x/idx/" + name;
+            var snap = v.ReadAllBytes(path);
+            System.Buffers.Binary.BinaryPrimitives.WriteUInt16LittleEndian(snap.AsSpan(4), 2);
+            System.Buffers.Binary.BinaryPrimitives.WriteUInt32LittleEndian(snap.AsSpan(snap.Length - 4), Crc32C.Compute(snap.AsSpan(0, snap.Length - 4)));
+            using var f = v.OpenFile(path, create: true);
+            f.Write(snap, 0);
+            f.Sync();
+        }
+
+        var s2 = Open(fs);
+        Assert.False(((FileStore)s2).OpenedFromImage, "an index image of version 1 was used");
+        Assert.Contains(s2.RecoveryReport, r => r.Contains("of another version or layout", StringComparison.Ordinal));
+        Assert.Equal(snapshots.Count, s2.RecoveryReport.Count(r => r.Contains("of another version; block scanned", StringComparison.Ordinal)));
+        AssertContent(s2, n, gone);
+        s2.Dispose();
+
+        var s3 = Open(fs);
+        Assert.True(((FileStore)s3).OpenedFromImage, "the close after the refused image wrote a current one");
+        AssertContent(s3, n, gone);
+        s3.Dispose();
+    }
+
+    [Fact]
     public void A_store_that_changed_after_the_close_is_recovered_from_its_blocks()
     {
         var fs = NewFileSystem();

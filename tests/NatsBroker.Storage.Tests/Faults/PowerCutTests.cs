@@ -60,7 +60,7 @@ public sealed class PowerCutTests
         foreach (var seq in must.Removed)
         {
             var r = s.Load(seq, m);
-            Assert.True(r is StoreStatus.Deleted or StoreStatus.NotFound, $"{ctx}: acknowledged remove of {seq} undone ({r})");
+            Assert.True(r is StoreStatus.Deleted or StoreStatus.NotFound, $"{ctx}: acknowledged remove of {seq} undone ({r}) image={((FileStore)s).OpenedFromImage} report: {string.Join(" | ", s.RecoveryReport)}");
         }
         // Whatever else is present (unacknowledged appends may survive) must be intact: never corrupt data.
         for (ulong q = st.FirstSequence; q <= st.LastSequence; q++)
@@ -162,11 +162,18 @@ public sealed class PowerCutTests
         return false;
     }
 
-    [Fact]
-    public void Sync_always_loses_nothing_acknowledged_over_a_thousand_power_cuts_and_injected_errors()
+    /// <param name="outOfOrderWriteback">
+    /// false: a cut keeps a prefix of each file's un-fsynced writes; true: any subset of its pages
+    /// (<see cref="FaultFileSystem.OutOfOrderWriteback"/>), so un-acknowledged records can survive behind a hole.
+    /// </param>
+    [Theory]
+    [InlineData(false)]
+    [InlineData(true)]
+    public void Sync_always_loses_nothing_acknowledged_over_a_thousand_power_cuts_and_injected_errors(bool outOfOrderWriteback)
     {
-        var rng = new Random(20261123);
+        var rng = new Random(outOfOrderWriteback ? 20261127 : 20261123);
         var fs = NewFileSystem();
+        fs.OutOfOrderWriteback = outOfOrderWriteback;
         int cuts = 0, failStops = 0;
         long appends = 0;
         for (int stream = 0; stream < 40; stream++)
@@ -205,14 +212,21 @@ public sealed class PowerCutTests
         Assert.True(appends > 5000, $"appends {appends}");
     }
 
-    [Fact]
-    public async Task Periodic_sync_loses_at_most_what_followed_the_last_sync_and_never_corrupts_or_resets_a_consumer()
+    [Theory]
+    [InlineData(false)]
+    [InlineData(true)]
+    public async Task Periodic_sync_loses_at_most_what_followed_the_last_sync_and_never_corrupts_or_resets_a_consumer(bool outOfOrderWriteback)
     {
-        var rng = new Random(977);
-        var fs = NewFileSystem();
+        var rng = new Random(outOfOrderWriteback ? 1977 : 977);
         int cuts = 0;
-        for (int stream = 0; stream < 12; stream++)
+        // More streams out of order: the two engine bugs it found (tombstones behind a hole not carried when their
+        // block was deleted; a lost message's sequence reissued while its tombstone survived) each took a few hundred
+        // to a few thousand cuts to show (FileStoreRecoveryTests has a deterministic test for each).
+        for (int stream = 0; stream < (outOfOrderWriteback ? 80 : 12); stream++)
         {
+            // One file system per stream: a cut walks the whole tree, so a shared one made the test quadratic.
+            var fs = NewFileSystem();
+            fs.OutOfOrderWriteback = outOfOrderWriteback;
             var dir = $"{Root}/p{stream}";
             var durable = new Model();
             ulong consumerSeq = 0;
@@ -248,7 +262,7 @@ public sealed class PowerCutTests
                 s.Dispose();
             }
         }
-        Assert.True(cuts >= 300);
+        Assert.True(cuts >= (outOfOrderWriteback ? 2000 : 300));
     }
 
     [Fact]
