@@ -120,7 +120,8 @@ public sealed class EngineOptionsTests
         try
         {
             var loaded = LoadConf(dir.FullName, $"store_engine: testlist\nstore_engine_path: [\"{TestEnginePath()}\"]\nstore_engine_options {{ fail_after_appends: 2 }}");
-            await using var broker = await MonitoredBroker.StartAsync(o => CopyJetStreamOptions(loaded, o));
+            var log = new CapturingLogger();
+            await using var broker = await MonitoredBroker.StartAsync(o => CopyJetStreamOptions(loaded, o), log);
             await using var nats = new NatsConnection(new NatsOpts { Url = $"nats://127.0.0.1:{broker.ClientPort}" });
             var js = new NatsJSContext(nats);
             await js.CreateStreamAsync(new StreamConfig("T", ["t.>"]));
@@ -139,6 +140,12 @@ public sealed class EngineOptionsTests
             Assert.Equal(1, failures.GetArrayLength());
             Assert.Equal("T", failures[0].GetProperty("stream").GetString());
             Assert.Contains("injected write failure", failures[0].GetProperty("error").GetString(), StringComparison.Ordinal);
+
+            // The operator's log names the stream and the reason, once per stream (not once per refused publish).
+            Assert.NotNull((await js.PublishAsync("t.4", "d")).Error);
+            var logged = Assert.Single(log.Lines, l => l.Contains("store is read-only", StringComparison.Ordinal));
+            Assert.StartsWith("JetStream stream T: store is read-only: ", logged, StringComparison.Ordinal);
+            Assert.Contains("injected write failure after 2 appends", logged, StringComparison.Ordinal);
         }
         finally
         {

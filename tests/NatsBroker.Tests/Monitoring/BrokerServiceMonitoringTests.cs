@@ -1,26 +1,14 @@
-using System.Collections.Concurrent;
 using System.Text.Json;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 using NatsBroker.Configuration;
 using NatsBroker.Hosting;
+using NatsBroker.Tests.Infrastructure;
 
 namespace NatsBroker.Tests.Monitoring;
 
 public sealed class BrokerServiceMonitoringTests
 {
-    private sealed class CapturingLoggerFactory : ILoggerFactory, ILoggerProvider, ILogger
-    {
-        public ConcurrentQueue<string> Lines { get; } = new();
-        public ILogger CreateLogger(string categoryName) => this;
-        public void AddProvider(ILoggerProvider provider) { }
-        public IDisposable? BeginScope<TState>(TState state) where TState : notnull => null;
-        public bool IsEnabled(LogLevel logLevel) => true;
-        public void Log<TState>(LogLevel logLevel, EventId eventId, TState state, Exception? exception, Func<TState, Exception?, string> formatter) =>
-            Lines.Enqueue(formatter(state, exception));
-        public void Dispose() { }
-    }
-
     private sealed class Lifetime : IHostApplicationLifetime
     {
         public CancellationToken ApplicationStarted => CancellationToken.None;
@@ -33,7 +21,7 @@ public sealed class BrokerServiceMonitoringTests
     public async Task HttpPort_StartsMonitor_LogsAndWritesPortsFile()
     {
         var dir = Directory.CreateTempSubdirectory("natsbroker-svc");
-        var loggers = new CapturingLoggerFactory();
+        var loggers = new CapturingLogger();
         var options = new ServerOptions { Host = "127.0.0.1", Port = -1, HttpHost = "127.0.0.1", HttpPort = -1, PortsFileDir = dir.FullName };
         var service = new BrokerService(options, () => null, loggers, new Lifetime());
         try
@@ -61,7 +49,7 @@ public sealed class BrokerServiceMonitoringTests
     [Fact]
     public async Task HttpPortZero_NoMonitor()
     {
-        var loggers = new CapturingLoggerFactory();
+        var loggers = new CapturingLogger();
         var options = new ServerOptions { Host = "127.0.0.1", Port = -1 };
         var service = new BrokerService(options, () => null, loggers, new Lifetime());
         await service.StartAsync(CancellationToken.None);

@@ -23,11 +23,11 @@ public sealed class MonitoredBroker : IAsyncDisposable
     public HttpClient Http { get; }
     public int ClientPort => Server.ClientPort;
 
-    public static async Task<MonitoredBroker> StartAsync(Action<ServerOptions>? configure = null)
+    public static async Task<MonitoredBroker> StartAsync(Action<ServerOptions>? configure = null, Microsoft.Extensions.Logging.ILogger? log = null)
     {
         var options = new ServerOptions { Host = "127.0.0.1", Port = -1, HttpHost = "127.0.0.1", HttpPort = -1 };
         configure?.Invoke(options);
-        var server = new NatsServer(options, NullLogger.Instance);
+        var server = new NatsServer(options, log ?? NullLogger.Instance);
         server.Start();
         var monitor = await MonitoringServer.StartAsync(server, NullLogger.Instance, CancellationToken.None);
         return new MonitoredBroker(server, monitor);
