@@ -23,6 +23,11 @@ bool crashOnly = args.Contains("open-crash");
 bool stallOnly = args.Contains("append-stall");
 // "sparse-only [msgs=N]": index memory after scattered removals (SparseIndexBench.cs).
 bool sparseOnly = args.Contains("sparse-only");
+// "steady-only" / "last-only": just the steady-state append row / the load-last-by-subject row, file engine only
+// (a few seconds each, for A/B runs of one row).
+bool steadyOnly = args.Contains("steady-only");
+bool lastOnly = args.Contains("last-only");
+bool rowOnly = steadyOnly || lastOnly;
 var results = new List<string>();
 var baseDir = Path.Combine(Path.GetTempPath(), "nb-storage-bench-" + Environment.ProcessId);
 
@@ -54,7 +59,10 @@ void Measure(string engine, string name, long ops, Action body)
 
 IStreamStore Open(string engine, string tag, StreamLimits? limits = null, SyncPolicy sync = SyncPolicy.Periodic)
 {
-    var cfg = new StreamStoreConfig { StreamName = tag, Limits = limits ?? StreamLimits.None, Sync = sync };
+    // "eo:key=value": a file-engine option for every store opened (e.g. eo:image_interval_bytes=N to move checkpoints).
+    var eo = new Dictionary<string, string>();
+    foreach (var a in args) if (a.StartsWith("eo:", StringComparison.Ordinal) && a.IndexOf('=') is int q and > 0) eo[a[3..q]] = a[(q + 1)..];
+    var cfg = new StreamStoreConfig { StreamName = tag, Limits = limits ?? StreamLimits.None, Sync = sync, EngineOptions = engine == "file" ? eo : new Dictionary<string, string>() };
     IStreamStoreFactory f = engine == "memory" ? new MemoryStoreFactory() : new FileStoreFactory();
     var dir = Path.Combine(baseDir, engine + "-" + tag);
     var r = f.Open(cfg, f.IsPersistent ? dir : null);
@@ -68,12 +76,14 @@ Console.WriteLine($"storage bench: {Environment.ProcessorCount} cores, .NET {Env
 Console.WriteLine("| engine | benchmark                                      | ops/s          | B/op thr | B/op all |");
 Console.WriteLine("|--------|------------------------------------------------|----------------|----------|----------|");
 
-foreach (var engine in openOnly || kvOnly || coldOnly || crashOnly || stallOnly || sparseOnly || args.Contains("open-large") || args.Contains("open-10g") ? [] : new[] { "memory", "file" })
+foreach (var engine in openOnly || kvOnly || coldOnly || crashOnly || stallOnly || sparseOnly || args.Contains("open-large") || args.Contains("open-10g") ? []
+    : rowOnly ? ["file"] : new[] { "memory", "file" })
 {
     var payload = new byte[128];
     Random.Shared.NextBytes(payload);
 
     // ---- append 128 B (16 subjects), unlimited stream ----
+    if (!rowOnly)
     {
         using var s = Open(engine, "append");
         var subj = Subjects("bench", 16);
@@ -114,6 +124,7 @@ foreach (var engine in openOnly || kvOnly || coldOnly || crashOnly || stallOnly 
     }
 
     // ---- append 128 B in steady state with a max_msgs limit (every append also discards the oldest) ----
+    if (!lastOnly)
     {
         using var s = Open(engine, "limited", new StreamLimits { MaxMessages = 500_000 });
         var subj = Subjects("lim", 16);
@@ -127,7 +138,7 @@ foreach (var engine in openOnly || kvOnly || coldOnly || crashOnly || stallOnly 
     }
 
     // ---- durability modes (file only): sync always = write + fsync per append; async persist ----
-    if (engine == "file")
+    if (engine == "file" && !rowOnly)
     {
         foreach (var (mode, n) in new[] { (SyncPolicy.Always, quick ? 500 : 3000), (SyncPolicy.AsyncPersist, appendN) })
         {
@@ -159,6 +170,7 @@ foreach (var engine in openOnly || kvOnly || coldOnly || crashOnly || stallOnly 
     }
 
     // ---- load last by subject: 10k subjects ----
+    if (!steadyOnly)
     {
         using var s = Open(engine, "last");
         var subj = Subjects("kv", 10_000);
@@ -176,7 +188,7 @@ foreach (var engine in openOnly || kvOnly || coldOnly || crashOnly || stallOnly 
     }
 
     // ---- purge by subject with keep: the same work on streams of different total size ----
-    foreach (int total in new[] { 100_000, 1_000_000 })
+    foreach (int total in rowOnly ? [] : new[] { 100_000, 1_000_000 })
     {
         using var s = Open(engine, "purge" + total);
         var other = Subjects("bulk", 64);
@@ -211,7 +223,7 @@ if (stallOnly) results.AddRange(NatsBroker.Bench.Storage.AppendStallBench.Run(ba
 if (sparseOnly) results.AddRange(NatsBroker.Bench.Storage.SparseIndexBench.Run(baseDir, args));
 
 // ---- issue 9 rows (file engine): open time vs size, index memory vs KV updates, appends beside a cold reader ----
-if (!stallOnly && !sparseOnly)
+if (!stallOnly && !sparseOnly && !rowOnly)
 {
     var payload = new byte[128];
     Random.Shared.NextBytes(payload);
