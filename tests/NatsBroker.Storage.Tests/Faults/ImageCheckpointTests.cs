@@ -566,4 +566,45 @@ public sealed class ImageCheckpointTests(ITestOutputHelper output)
         model.Check(s2, "after the open");
         s2.Dispose();
     }
+
+    [Fact]
+    public async Task The_periodic_checkpoint_skips_a_store_that_fits_in_the_interval_and_takes_one_that_outgrows_it()
+    {
+        // An open after a crash reads at most the blocks on disk beyond the last checkpoint, so a store whose blocks
+        // take no more than image_interval_bytes is within that bound without one (ImageCheckpointDue). Only the
+        // timers run here: no explicit flush, which is always a checkpoint.
+        const long Interval = 64 << 10;
+        FileStore OpenWith(FaultFileSystem fs, StreamLimits limits)
+        {
+            var cfg = new StreamStoreConfig { StreamName = "X", Sync = SyncPolicy.Always, SyncInterval = TimeSpan.FromHours(1), Limits = limits };
+            var opt = new FileStoreOptions { BlockSize = BlockSize, CacheBlocks = 1, FileSystem = fs.Session(), ImageIntervalBytes = Interval };
+            var r = FileStore.Open(cfg, Dir, opt);
+            Assert.True(r.IsOk, $"{r.Status} {r.Error}");
+            return (FileStore)r.Store!;
+        }
+        async Task<bool> ImageWithin(FaultFileSystem fs, TimeSpan wait)
+        {
+            var until = DateTime.UtcNow + wait;
+            while (DateTime.UtcNow < until)
+            {
+                if (fs.Session().FileExists(ImagePath)) return true;
+                await Task.Delay(20);
+            }
+            return fs.Session().FileExists(ImagePath);
+        }
+
+        // Bounded by a limit: ten times the interval written, a few blocks on disk.
+        var small = NewFileSystem();
+        var bounded = OpenWith(small, new StreamLimits { MaxMessages = 20 });
+        for (ulong q = 1; q <= 10 * Interval / 64; q++) Assert.True(bounded.Append(B(Subject(q)), default, B(Payload(q))).IsOk);
+        Assert.False(await ImageWithin(small, TimeSpan.FromMilliseconds(500)), "a checkpoint of a store smaller than the interval");
+        bounded.Dispose();
+
+        // Unbounded: the same writes stay on disk, past the interval, and the flush tick takes a checkpoint.
+        var large = NewFileSystem();
+        var growing = OpenWith(large, new StreamLimits());
+        for (ulong q = 1; q <= 10 * Interval / 64; q++) Assert.True(growing.Append(B(Subject(q)), default, B(Payload(q))).IsOk);
+        Assert.True(await ImageWithin(large, TimeSpan.FromSeconds(10)), "no checkpoint of a store larger than the interval");
+        growing.Dispose();
+    }
 }
