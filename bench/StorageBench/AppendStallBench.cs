@@ -19,10 +19,8 @@ internal static class AppendStallBench
 {
     public static List<string> Run(string baseDir, string[] args)
     {
-        double gb = args.FirstOrDefault(a => a.StartsWith("gb=", StringComparison.Ordinal)) is { } g
-            ? double.Parse(g[3..], CultureInfo.InvariantCulture) : 2;
-        int payload = args.FirstOrDefault(a => a.StartsWith("payload=", StringComparison.Ordinal)) is { } p
-            ? int.Parse(p[8..], CultureInfo.InvariantCulture) : 1024;
+        double gb = BenchArgs.Number(args, "gb", 2);
+        int payload = (int)BenchArgs.Number(args, "payload", 1024);
         var lines = new List<string>();
         foreach (bool withReader in new[] { false, true })
         {

@@ -28,6 +28,8 @@ bool sparseOnly = args.Contains("sparse-only");
 bool steadyOnly = args.Contains("steady-only");
 bool lastOnly = args.Contains("last-only");
 bool rowOnly = steadyOnly || lastOnly;
+// "eo:key=value": a file-engine option for every store opened (e.g. eo:image_interval_bytes=N to move checkpoints).
+var fileEngineOptions = NatsBroker.Bench.Storage.BenchArgs.EngineOptions(args);
 var results = new List<string>();
 var baseDir = Path.Combine(Path.GetTempPath(), "nb-storage-bench-" + Environment.ProcessId);
 
@@ -59,10 +61,7 @@ void Measure(string engine, string name, long ops, Action body)
 
 IStreamStore Open(string engine, string tag, StreamLimits? limits = null, SyncPolicy sync = SyncPolicy.Periodic)
 {
-    // "eo:key=value": a file-engine option for every store opened (e.g. eo:image_interval_bytes=N to move checkpoints).
-    var eo = new Dictionary<string, string>();
-    foreach (var a in args) if (a.StartsWith("eo:", StringComparison.Ordinal) && a.IndexOf('=') is int q and > 0) eo[a[3..q]] = a[(q + 1)..];
-    var cfg = new StreamStoreConfig { StreamName = tag, Limits = limits ?? StreamLimits.None, Sync = sync, EngineOptions = engine == "file" ? eo : new Dictionary<string, string>() };
+    var cfg = new StreamStoreConfig { StreamName = tag, Limits = limits ?? StreamLimits.None, Sync = sync, EngineOptions = engine == "file" ? fileEngineOptions : new Dictionary<string, string>() };
     IStreamStoreFactory f = engine == "memory" ? new MemoryStoreFactory() : new FileStoreFactory();
     var dir = Path.Combine(baseDir, engine + "-" + tag);
     var r = f.Open(cfg, f.IsPersistent ? dir : null);
@@ -373,7 +372,7 @@ if (!stallOnly && !sparseOnly && !rowOnly)
 if (crashOnly)
 {
     long mb = args.Contains("10g") ? 10240 : 1024;
-    long tailMb = args.FirstOrDefault(a => a.StartsWith("tail=", StringComparison.Ordinal)) is { } t ? long.Parse(t[5..], CultureInfo.InvariantCulture) : 120;
+    long tailMb = (long)NatsBroker.Bench.Storage.BenchArgs.Number(args, "tail", 120);
     bool noImage = args.Contains("no-image");
     const int size = 1024;
     var subj = Subjects("bench", 16);

@@ -18,8 +18,7 @@ internal static class SparseIndexBench
 {
     public static List<string> Run(string baseDir, string[] args)
     {
-        long n = args.FirstOrDefault(a => a.StartsWith("msgs=", StringComparison.Ordinal)) is { } m
-            ? long.Parse(m[5..], CultureInfo.InvariantCulture) : 1_000_000;
+        long n = (long)BenchArgs.Number(args, "msgs", 1_000_000);
         var lines = new List<string>();
         var dir = Path.Combine(baseDir, "sparse");
         var cfg = new StreamStoreConfig { StreamName = "sparse" };
