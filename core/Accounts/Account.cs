@@ -191,6 +191,28 @@ public sealed class Account
     }
 
     /// <summary>
+    /// The account, and its subject, that a literal <paramref name="subject"/> published here reaches through a wired
+    /// service import; null when no import covers it. JetStream resolves a source's or mirror's external API prefix
+    /// with it (the origin stream lives in the account whose <c>$JS.API</c> the prefix imports).
+    /// </summary>
+    internal Account? ResolveServiceImport(string subject, out string remoteSubject)
+    {
+        lock (_lock)
+        {
+            foreach (var (_, sub) in _importSubs)
+            {
+                if (sub.Owner is ServiceImportForwarder f && f.MapLocal(subject, System.Text.Encoding.UTF8.GetString(sub.Subject)) is { } mapped)
+                {
+                    remoteSubject = mapped;
+                    return f.Exporter;
+                }
+            }
+        }
+        remoteSubject = "";
+        return null;
+    }
+
+    /// <summary>
     /// An import authorized by an expiring activation ends when it expires (accounts.go checkActivation's timer,
     /// activationExpired): the imports are wired again then, without it. One timer per account, for the first expiry.
     /// </summary>

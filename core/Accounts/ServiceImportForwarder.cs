@@ -45,6 +45,16 @@ internal sealed class ServiceImportForwarder : ISubscriber
         _map = new SubjectTransform(localSubject, remoteSubject);
     }
 
+    /// <summary>The account that serves the imported subject.</summary>
+    internal Account Exporter => _exporter;
+
+    /// <summary>
+    /// The exporter's subject a literal <paramref name="subject"/> of the importer becomes through this import; null
+    /// when the import does not cover it.
+    /// </summary>
+    internal string? MapLocal(string subject, string localSubject) =>
+        SubjectSubset.IsSubsetOf(subject, localSubject) ? Encoding.UTF8.GetString(_map.Map(Encoding.UTF8.GetBytes(subject))) : null;
+
     public DeliveryOutcome Deliver(Subscription sub, ref RoutedMessage msg, DeliveryBatch batch)
     {
         ReadOnlySpan<byte> subject = _map.Map(msg.Subject);

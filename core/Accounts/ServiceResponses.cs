@@ -19,6 +19,7 @@ internal sealed class ServiceResponses : ISubscriber
     // nats-server's reply subjects look like _R_.<6 base62>.<6 base62>; ours encode a counter in the second part.
     private const string Base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
     private const int IdDigits = 11; // 62^11 > 2^64
+    private static ReadOnlySpan<byte> JsAckPrefix => "$JS.ACK."u8;
 
     private readonly Account _exporter;
     private readonly ConcurrentDictionary<ulong, Pending> _pending = new();
@@ -69,7 +70,7 @@ internal sealed class ServiceResponses : ISubscriber
 
     public DeliveryOutcome Deliver(Subscription sub, ref RoutedMessage msg, DeliveryBatch batch)
     {
-        if (!TryParseId(msg.Subject, out ulong id) || !_pending.TryGetValue(id, out var p)) return DeliveryOutcome.Skipped;
+        if (!TryParseId(msg.RouteSubject, out ulong id) || !_pending.TryGetValue(id, out var p)) return DeliveryOutcome.Skipped;
         if (Environment.TickCount64 > p.ExpiresTicks)
         {
             if (_pending.TryRemove(id, out _) && p is TrackedPending expired) expired.Tracking.TimedOut();
@@ -78,7 +79,14 @@ internal sealed class ServiceResponses : ISubscriber
         if (p.Type == ServiceResponseType.Singleton && !_pending.TryRemove(id, out _)) return DeliveryOutcome.Skipped;
         // Only singleton requests are tracked (TrackServiceExportWithSampling refuses other response types).
         if (p is TrackedPending tracked) tracked.Tracking.Responded(msg.Origin, batch);
-        p.Importer.Router.Publish(msg.Origin, p.Reply, default, msg.HeaderSize, msg.Payload, null, batch);
+        // A JetStream pull delivery (MSG.NEXT through an imported $JS.API) is routed to the requester's reply and
+        // keeps the stored subject and its $JS.ACK reply, so the importer can ack through its $JS.ACK import
+        // (client.go processServiceImport: pa.deliver passed on, a $JS.ACK reply not remapped). Other responses
+        // go out without a reply, as before.
+        if (msg.IsRedirected || msg.Reply.StartsWith(JsAckPrefix))
+            p.Importer.Router.Publish(msg.Origin, p.Reply, msg.IsRedirected ? msg.Subject : p.Reply, msg.Reply, msg.HeaderSize, msg.Payload, null, batch);
+        else
+            p.Importer.Router.Publish(msg.Origin, p.Reply, default, msg.HeaderSize, msg.Payload, null, batch);
         return DeliveryOutcome.Delivered;
     }
 

@@ -7,7 +7,8 @@ namespace NatsBroker.Accounts;
 /// <summary>
 /// A stream import: subscribed in the exporter's router on the imported subject; each message is republished into
 /// the importer's router under its local subject (<c>to</c> mapping, or <c>prefix.subject</c>, or unchanged), on
-/// the publisher's thread and in the publisher's batch (the payload is not copied).
+/// the publisher's thread and in the publisher's batch (the payload is not copied). A JetStream push consumer
+/// whose deliver subject is exported reaches its subscribers in the importing account this way.
 /// </summary>
 internal sealed class StreamImportForwarder : ISubscriber
 {
@@ -26,20 +27,23 @@ internal sealed class StreamImportForwarder : ISubscriber
 
     public DeliveryOutcome Deliver(Subscription sub, ref RoutedMessage msg, DeliveryBatch batch)
     {
-        ReadOnlySpan<byte> subject = msg.Subject;
+        // A JetStream delivery to an exported deliver subject is matched in the importer on the (mapped) deliver
+        // subject and still shows the stored message's subject, as nats-server delivers it (pa.deliver).
+        ReadOnlySpan<byte> route = msg.RouteSubject;
         if (_to is not null)
         {
-            subject = _to.Map(subject);
+            route = _to.Map(route);
         }
         else if (_prefix is not null)
         {
-            int length = _prefix.Length + subject.Length;
+            int length = _prefix.Length + route.Length;
             var scratch = Scratch(length);
             _prefix.CopyTo(scratch, 0);
-            subject.CopyTo(scratch.AsSpan(_prefix.Length));
-            subject = scratch.AsSpan(0, length);
+            route.CopyTo(scratch.AsSpan(_prefix.Length));
+            route = scratch.AsSpan(0, length);
         }
-        _importer.Router.Publish(msg.Origin, subject, msg.Reply, msg.HeaderSize, msg.Payload, null, batch);
+        var shown = msg.IsRedirected ? msg.Subject : route;
+        _importer.Router.Publish(msg.Origin, route, shown, msg.Reply, msg.HeaderSize, msg.Payload, null, batch);
         return DeliveryOutcome.Delivered;
     }
 

@@ -8,6 +8,8 @@ internal static partial class JsConfigCheck
 {
     private static ApiError? CheckMirrorAndSources(StreamConfig c, JsAccount js)
     {
+        var externals = new List<ExternalStream>();
+        var localSubjects = new List<string>(); // subjects of the local origins (nats-server's streamSubs)
         if (c.Mirror is { } m)
         {
             if (c.Sources is { Length: > 0 }) return JsErrors.MirrorWithSources;
@@ -24,10 +26,13 @@ internal static partial class JsConfigCheck
                 for (int j = 0; j < trs.Length; j++)
                     if (i != j && JsSubjects.Collide(Or(trs[i].Src), Or(trs[j].Src))) return JsErrors.MirrorOverlappingSubjectFilters;
             }
-            if (m.External is not null) return JsErrors.StreamInvalidConfig("external mirrors are not supported by this server");
-            if (!IsValidName(m.Name) || HasPathSeparators(m.Name)) return JsErrors.MirrorInvalidStreamName;
-            if (js.TryGet(m.Name, out var origin))
+            // An origin in another account or domain is not checked against this account's streams (it could be a
+            // namesake of one of them); only its prefixes are, below.
+            if (m.External is not null) externals.Add(m.External);
+            else if (!IsValidName(m.Name) || HasPathSeparators(m.Name)) return JsErrors.MirrorInvalidStreamName;
+            else if (js.TryGet(m.Name, out var origin))
             {
+                localSubjects.AddRange(origin.Config.Subjects ?? []);
                 if (c.MaxMsgSize > 0 && origin.Config.MaxMsgSize > 0 && c.MaxMsgSize < origin.Config.MaxMsgSize) return JsErrors.MirrorMaxMessageSizeTooBig;
                 // A mirror answers direct gets for its origin when the origin allows them (nats-server inherits it).
                 c.MirrorDirect = origin.Config.AllowDirect;
@@ -48,11 +53,42 @@ internal static partial class JsConfigCheck
             for (int i = 0; i < trs.Length; i++)
                 for (int j = 0; j < trs.Length; j++)
                     if (i != j && JsSubjects.IsSubsetOf(Or(trs[i].Src), Or(trs[j].Src))) return JsErrors.SourceOverlappingSubjectFilters;
-            if (src.External is not null) return JsErrors.StreamInvalidConfig("external sources are not supported by this server");
-            if (js.TryGet(src.Name, out var origin) && c.MaxMsgSize > 0 && origin.Config.MaxMsgSize > 0 && c.MaxMsgSize < origin.Config.MaxMsgSize)
+            if (src.External is not null)
+            {
+                externals.Add(src.External);
+                continue;
+            }
+            if (!js.TryGet(src.Name, out var origin)) continue;
+            localSubjects.AddRange(origin.Config.Subjects ?? []);
+            if (c.MaxMsgSize > 0 && origin.Config.MaxMsgSize > 0 && c.MaxMsgSize < origin.Config.MaxMsgSize)
                 return JsErrors.SourceMaxMessageSizeTooBig;
         }
+        if (CheckExternals(externals, localSubjects) is { } extErr) return extErr;
         if (FormsCycle(c, js)) return JsErrors.StreamInvalidConfig("detected cycle");
+        return null;
+    }
+
+    /// <summary>
+    /// External origins' deliver and API prefixes (nats-server checkStreamCfg, error codes 10024, 10022, 10021): a
+    /// deliver prefix is literal and must not capture the subjects of this stream's local origins; an API prefix is
+    /// literal and must not overlap this account's own <c>$JS.API</c>.
+    /// </summary>
+    private static ApiError? CheckExternals(List<ExternalStream> externals, List<string> localSubjects)
+    {
+        foreach (var ext in externals)
+        {
+            if (string.IsNullOrEmpty(ext.Deliver)) continue;
+            if (!JsSubjects.IsValid(ext.Deliver) || !JsSubjects.IsLiteral(ext.Deliver)) return JsErrors.StreamInvalidExternalDeliverySubject(ext.Deliver);
+            foreach (var sub in localSubjects)
+                if (JsSubjects.Collide(sub, ext.Deliver + "." + sub)) return JsErrors.StreamExternalDeliverPrefixOverlaps(ext.Deliver, sub);
+        }
+        foreach (var ext in externals)
+        {
+            if (string.IsNullOrEmpty(ext.Api)) continue;
+            if (!JsSubjects.IsValid(ext.Api) || !JsSubjects.IsLiteral(ext.Api))
+                return JsErrors.StreamInvalidConfig($"stream external api prefix \"{ext.Api}\" must be a valid subject without wildcards");
+            if (JsSubjects.Collide(ext.Api, "$JS.API")) return JsErrors.StreamExternalApiOverlap(ext.Api, "$JS.API");
+        }
         return null;
     }
 
@@ -69,6 +105,7 @@ internal static partial class JsConfigCheck
             visited.Add(cfg.Name);
             foreach (var src in cfg.Sources ?? [])
             {
+                if (src.External is not null) continue;
                 if (visited.Contains(src.Name))
                 {
                     if (string.IsNullOrEmpty(src.FilterSubject) || (cfg.Subjects ?? []).Any(s => JsSubjects.Collide(s, src.FilterSubject))) return true;
@@ -78,7 +115,7 @@ internal static partial class JsConfigCheck
                     toVisit.Enqueue(other.Config);
                 }
             }
-            if (cfg.Mirror is { } m)
+            if (cfg.Mirror is { External: null } m)
             {
                 if (visited.Contains(m.Name)) return true;
                 if (js.TryGet(m.Name, out var other)) toVisit.Enqueue(other.Config);

@@ -50,6 +50,9 @@ internal static class JsErrors
     public static ApiError ConsumerMaxPendingAckExcess(int limit) => E(400, 10121, $"consumer max ack pending exceeds system limit of {limit}");
 
     public static ApiError MirrorMaxMessageSizeTooBig { get; } = E(400, 10030, "stream mirror must have max message size >= source");
+    public static ApiError StreamInvalidExternalDeliverySubject(string prefix) => E(400, 10024, $"stream external delivery prefix {prefix} must not contain wildcards");
+    public static ApiError StreamExternalDeliverPrefixOverlaps(string prefix, string subject) => E(400, 10022, $"stream external delivery prefix {prefix} overlaps with stream subject {subject}");
+    public static ApiError StreamExternalApiOverlap(string prefix, string subject) => E(400, 10021, $"stream external api prefix {prefix} must not overlap with {subject}");
     public static ApiError SourceMaxMessageSizeTooBig { get; } = E(400, 10046, "stream source must have max message size >= target");
     public static ApiError MirrorWithSources { get; } = E(400, 10031, "stream mirrors can not also contain other sources");
     public static ApiError MirrorWithStartSeqAndTime { get; } = E(400, 10032, "stream mirrors can not have both start seq and start time configured");

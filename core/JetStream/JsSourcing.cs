@@ -14,7 +14,8 @@ namespace NatsBroker.JetStream;
 /// stored by its worker. A mirror keeps the origin's sequences and timestamps; a source stores new sequences and
 /// adds the Nats-Stream-Source header ("&lt;origin&gt; &lt;seq&gt; &lt;filter&gt; &lt;destination&gt; &lt;subject&gt;"),
 /// by which a restarted stream finds where to resume. The task is woken by the origin after each stored batch and
-/// polls once a second (origins created or recreated later are picked up then).
+/// polls once a second (origins created or recreated later are picked up then). An external origin (another
+/// account, through an imported <c>$JS.API</c>) is read the same way once the import resolves it (OriginAccount).
 /// </summary>
 internal sealed class JsSourcing : IAsyncDisposable
 {
@@ -143,7 +144,7 @@ internal sealed class JsSourcing : IAsyncDisposable
         {
             origin?.RemoveWatcher(_kick);
             r.Origin = null;
-            if (!_target.Account.TryGet(r.Config.Name, out var found) || found == _target) return false;
+            if (OriginAccount(r.Config) is not { } account || !account.TryGet(r.Config.Name, out var found) || found == _target) return false;
             origin = found;
             r.Origin = origin;
             r.Error = null;
@@ -179,6 +180,24 @@ internal sealed class JsSourcing : IAsyncDisposable
         r.Lag = originLast >= r.Next ? originLast - r.Next + 1 : 0;
         if (copied > 0) r.LastActiveTicks = Environment.TickCount64;
         return copied >= BatchPerReader;
+    }
+
+    /// <summary>
+    /// The JetStream account the origin lives in: this stream's own, or, for an external origin, the account whose
+    /// <c>$JS.API</c> this account imports under the API prefix (nats-server reaches it by sending its consumer
+    /// requests to <c>&lt;api&gt;.CONSUMER.CREATE...</c>; in one process the import itself names the account, and
+    /// without such an import there is nothing to read, as there would be no responder). Null when unresolved:
+    /// retried on the next pass, so an import added by a reload is picked up.
+    /// </summary>
+    private JsAccount? OriginAccount(StreamSourceConfig c)
+    {
+        if (c.External is not { Api.Length: > 0 } ext) return _target.Account;
+        string api = ext.Api;
+        if (api == "$JS.API" || (_target.Account.Domain is { Length: > 0 } domain && api == "$JS." + domain + ".API")) return _target.Account;
+        string probe = api + ".STREAM.INFO." + c.Name;
+        var exporter = _target.Account.Account.ResolveServiceImport(probe, out var remote);
+        if (exporter is null || remote != "$JS.API.STREAM.INFO." + c.Name) return null;
+        return _target.Account.Service.Find(exporter.Name);
     }
 
     /// <summary>opt_start_seq, else the first message at or after opt_start_time, else the origin's beginning.</summary>

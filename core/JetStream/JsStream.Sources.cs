@@ -32,7 +32,21 @@ internal sealed partial class JsStream
             source = string.Join('\f', trs.Select(t => string.IsNullOrEmpty(t.Src) ? ">" : t.Src));
             destination = string.Join('\f', trs.Select(t => string.IsNullOrEmpty(t.Dest) ? ">" : t.Dest));
         }
-        return $"{s.Name} {source} {destination}";
+        // An external origin's name is qualified by a hash of its API prefix (stream.go composeIName): the same
+        // stream name can exist in several accounts or domains.
+        string name = s.External is { Api.Length: > 0 } ext ? s.Name + ":" + ApiPrefixHash(ext.Api) : s.Name;
+        return $"{name} {source} {destination}";
+    }
+
+    /// <summary>nats-server's getHash: the first 8 bytes of SHA-256, each as a base-62 digit (b % 62).</summary>
+    internal static string ApiPrefixHash(string api)
+    {
+        const string Digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+        Span<byte> sha = stackalloc byte[32];
+        System.Security.Cryptography.SHA256.HashData(System.Text.Encoding.UTF8.GetBytes(api), sha);
+        Span<char> chars = stackalloc char[8];
+        for (int i = 0; i < chars.Length; i++) chars[i] = Digits[sha[i] % Digits.Length];
+        return new string(chars);
     }
 
     /// <summary>A reader of this stream (a mirror or source of another) asks to be woken after messages are stored.</summary>

@@ -10,8 +10,16 @@ namespace NatsBroker.Routing;
 public ref struct RoutedMessage
 {
     public RoutedMessage(IPublisher? origin, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, int headerSize, in ReadOnlySequence<byte> payload)
+        : this(origin, subject, subject, reply, headerSize, payload)
+    {
+    }
+
+    /// <param name="routeSubject">The subject subscriptions were matched on, when it differs from the one subscribers
+    /// see (a JetStream delivery: routed on the deliver subject or pull reply, shown with the stored subject).</param>
+    public RoutedMessage(IPublisher? origin, ReadOnlySpan<byte> routeSubject, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, int headerSize, in ReadOnlySequence<byte> payload)
     {
         Origin = origin;
+        RouteSubject = routeSubject;
         Subject = subject;
         Reply = reply;
         HeaderSize = headerSize;
@@ -19,12 +27,22 @@ public ref struct RoutedMessage
     }
 
     public readonly IPublisher? Origin;
+    /// <summary>The subject the subscriptions were matched on (nats-server's pa.subject).</summary>
+    public readonly ReadOnlySpan<byte> RouteSubject;
+    /// <summary>The subject subscribers see in MSG (nats-server's pa.deliver when set, else pa.subject).</summary>
     public readonly ReadOnlySpan<byte> Subject;
     public readonly ReadOnlySpan<byte> Reply;
     /// <summary>Size of the header block at the start of <see cref="Payload"/>; -1 when the message has none.</summary>
     public readonly int HeaderSize;
     /// <summary>Headers (if any) followed by the body.</summary>
     public readonly ReadOnlySequence<byte> Payload;
+
+    /// <summary>
+    /// Whether the message is shown under another subject than it was routed on (a JetStream delivery). A
+    /// forwarder into another account then routes on the route subject and keeps showing <see cref="Subject"/>,
+    /// as nats-server passes pa.deliver along (client.go processServiceImport).
+    /// </summary>
+    public readonly bool IsRedirected => RouteSubject != Subject;
 
     /// <summary>The body without the header block.</summary>
     public readonly ReadOnlySequence<byte> Body => HeaderSize > 0 ? Payload.Slice(HeaderSize) : Payload;

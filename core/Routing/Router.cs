@@ -61,7 +61,7 @@ public sealed class Router
     /// the message's original subject).
     /// </summary>
     [MethodImpl(MethodImplOptions.AggressiveOptimization)]
-    private bool Publish(IPublisher? origin, ReadOnlySpan<byte> routeSubject, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, int headerSize,
+    public bool Publish(IPublisher? origin, ReadOnlySpan<byte> routeSubject, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, int headerSize,
         in ReadOnlySequence<byte> payload, SubjectResultCache? l1, DeliveryBatch batch)
     {
         var result = l1 is null ? SubList.Match(routeSubject) : SubList.Match(routeSubject, l1);
@@ -74,7 +74,7 @@ public sealed class Router
         t_depth++;
         try
         {
-            var msg = new RoutedMessage(origin, subject, reply, headerSize, payload);
+            var msg = new RoutedMessage(origin, routeSubject, subject, reply, headerSize, payload);
             var plain = result.Plain;
             for (int i = 0; i < plain.Length; i++)
             {
