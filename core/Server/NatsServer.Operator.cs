@@ -33,9 +33,7 @@ public sealed partial class NatsServer
         {
             var local = new OptionsAuthenticator(options);
             if (options.AuthCallout is not { } callout) return local;
-            var info = new Auth.Callout.CalloutServerInfo(ServerName, options.Host, ServerId, CompatibleVersion,
-                [.. options.Tags.Select(t => t.Value.Length == 0 ? t.Key : t.Key + ":" + t.Value)]);
-            return new Auth.Callout.AuthCalloutAuthenticator(callout, local, Accounts, Identity, info, options.AuthTimeout, Log.AuthCalloutRefused);
+            return new Auth.Callout.AuthCalloutAuthenticator(callout, local, Accounts, Identity, CalloutServerInfo(options), options.AuthTimeout, Log.AuthCalloutRefused);
         }
         if (_resolver is null)
         {
@@ -49,8 +47,22 @@ public sealed partial class NatsServer
             if (_resolver.Store(jwt, out string error, persist: false) is null && _resolver.Find(key) is null)
                 Log.AccountJwtRejected(key, error);
         }
-        return new JwtAuthenticator(_resolver);
+        // Accounts whose JWT delegates authentication (authorization.auth_users) are served by their callout service.
+        // The server nkey is made on the first callout (it costs start-up time; see the constructor).
+        var accountCallouts = new Auth.Callout.OperatorAuthCallout(Accounts, _resolver, () => Identity, () => CalloutServerInfo(options),
+            options.AuthTimeout, Log.AuthCalloutRefused);
+        return new JwtAuthenticator(_resolver, callout: accountCallouts);
     }
+
+    /// <summary>
+    /// This server as a callout request describes it. Its id is the server nkey that signs the request and that the
+    /// answer's <c>aud</c> must name: the same as INFO's server_id when the key was made at start (a configured
+    /// auth_callout); a server whose id was random (a callout added by a reload, or an operator-mode account that
+    /// delegates) names its key here, which the service reads from the request.
+    /// </summary>
+    private Auth.Callout.CalloutServerInfo CalloutServerInfo(ServerOptions options) =>
+        new(ServerName, options.Host, Identity.PublicKey, CompatibleVersion,
+            [.. options.Tags.Select(t => t.Value.Length == 0 ? t.Key : t.Key + ":" + t.Value)]);
 
     private void OnAccountClaimsUpdated(AccountClaims claims)
     {

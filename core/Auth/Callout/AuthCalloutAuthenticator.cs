@@ -1,11 +1,6 @@
-using System.Security.Cryptography;
-using System.Text;
-using NATS.NKeys;
 using NatsBroker.Accounts;
 using NatsBroker.Configuration;
 using NatsBroker.Protocol;
-using NatsBroker.Routing;
-using NatsBroker.Subscriptions;
 
 namespace NatsBroker.Auth.Callout;
 
@@ -140,7 +135,7 @@ public sealed class AuthCalloutAuthenticator : IAuthenticator
         }
     }
 
-    /// <summary>One exchange with the service: subscribe the reply, publish the request, wait for the answer or the timeout.</summary>
+    /// <summary>One exchange with the service (<see cref="CalloutExchange"/>), then the answer checked as config mode checks it.</summary>
     private async Task<AuthResult> DecideAsync(PasswordHashingRequest request, ConnectOptions connect, ClientAuthContext ctx)
     {
         var account = _accounts.Find(_callout.Account);
@@ -149,60 +144,22 @@ public sealed class AuthCalloutAuthenticator : IAuthenticator
             _warn($"No valid account \"{_callout.Account}\" for auth callout request: account missing");
             return AuthResult.Denied;
         }
-        using var userKey = KeyPair.CreatePair(PrefixByte.User);
-        string userNkey = userKey.GetPublicKey();
-        string reply = "$SYS._INBOX." + RandomNumberGenerator.GetString(InboxAlphabet, 22);
-        var answer = new TaskCompletionSource<byte[]>(TaskCreationOptions.RunContinuationsAsynchronously);
-        // Runs on the service's publishing thread: copy the body and let the continuation do the checking.
-        var sub = account.Router.SubscribeInternal(reply, null, (Subscription _, in InternalMessage m) =>
-            answer.TrySetResult(System.Buffers.BuffersExtensions.ToArray(m.Body)));
-        try
+        var answer = await CalloutExchange.AskAsync(account, _identity, _server, _callout.Issuer, _callout.XKey, _timeout, connect, ctx, request, _time, _warn)
+            .ConfigureAwait(false);
+        if (answer is null) return AuthResult.Denied;
+        var grant = AuthorizationResponse.Verify(answer.Body, answer.UserNkey, _identity.PublicKey, _callout.Issuer, account.Name,
+            name => _accounts.Find(name) is not null, answer.Sealed ? box => _identity.Open(box, _callout.XKey!) : null, _time.GetUtcNow(), out string error);
+        if (grant is null)
         {
-            var now = _time.GetUtcNow();
-            bool seal = _callout.XKey is not null;
-            var claims = AuthorizationRequest.Claims(_server, _identity.PublicKey, _callout.Issuer, userNkey, now, _timeout, connect, ctx,
-                seal ? _identity.CurvePublicKey : null);
-            byte[] payload = Encoding.ASCII.GetBytes(_identity.SignJwt(claims));
-            byte[] headers = [];
-            if (seal)
-            {
-                payload = _identity.Seal(payload, _callout.XKey!);
-                headers = Encoding.ASCII.GetBytes($"NATS/1.0\r\n{AuthorizationRequest.XKeyHeader}: {_identity.CurvePublicKey}\r\n\r\n");
-            }
-            account.Router.PublishInternal(Encoding.UTF8.GetBytes(AuthorizationRequest.Subject), Encoding.ASCII.GetBytes(reply), headers, payload);
-
-            // The connection closing abandons the request: stop waiting then too.
-            using var timer = new CancellationTokenSource();
-            var timeout = Task.Delay(_timeout, _time, timer.Token);
-            var first = await Task.WhenAny(answer.Task, request.Result, timeout).ConfigureAwait(false);
-            await timer.CancelAsync().ConfigureAwait(false);
-            if (first != answer.Task)
-            {
-                if (first == timeout)
-                    _warn($"Authorization callout response not received in time on account \"{account.Name}\"");
-                return AuthResult.Denied;
-            }
-            byte[] body = await answer.Task.ConfigureAwait(false);
-            var grant = AuthorizationResponse.Verify(body, userNkey, _identity.PublicKey, _callout.Issuer, account.Name,
-                name => _accounts.Find(name) is not null, seal ? box => _identity.Open(box, _callout.XKey!) : null, _time.GetUtcNow(), out string error);
-            if (grant is null)
-            {
-                _warn(error);
-                return AuthResult.Denied;
-            }
-            var user = grant.User;
-            var permissions = ClientPermissions.Create(user.Permissions, _time);
-            // server/auth_callout.go: the answer's name, when given, replaces the user name.
-            string? name = user.Name.Length > 0 ? user.Name : NullIfEmpty(AuthorizationRequest.RawUser(connect));
-            return InCalloutAccount(AuthResult.Allowed(name, permissions, grant.Account, grant.Expires));
+            _warn(error);
+            return AuthResult.Denied;
         }
-        finally
-        {
-            account.Router.Unsubscribe(sub);
-        }
+        var user = grant.User;
+        var permissions = ClientPermissions.Create(user.Permissions, _time);
+        // server/auth_callout.go: the answer's name, when given, replaces the user name.
+        string? name = user.Name.Length > 0 ? user.Name : NullIfEmpty(AuthorizationRequest.RawUser(connect));
+        return InCalloutAccount(AuthResult.Allowed(name, permissions, grant.Account, grant.Expires));
     }
-
-    private const string InboxAlphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
     private static string? NullIfEmpty(string s) => s.Length == 0 ? null : s;
 }

@@ -1,11 +1,16 @@
 using System.Text;
 using NATS.NKeys;
 using NatsBroker.Auth.Jwt;
+using NatsBroker.Configuration;
 
 namespace NatsBroker.Auth.Callout;
 
-/// <summary>A callout answer that authorizes: the user JWT, the account it places the user in, and when it stops being valid.</summary>
-public sealed record CalloutGrant(UserClaims User, string Account, DateTimeOffset? Expires);
+/// <summary>
+/// A callout answer that authorizes: the user JWT, the account it places the user in, when it stops being valid, and
+/// the permissions the user gets (the user JWT's own, or in operator mode a scoped signing key's template or the
+/// account's default permissions).
+/// </summary>
+public sealed record CalloutGrant(UserClaims User, string Account, DateTimeOffset? Expires, Permissions? Permissions);
 
 /// <summary>
 /// Checks a callout service's answer in config mode, in server/auth_callout.go's order (decodeResponse, then
@@ -37,8 +42,26 @@ public static class AuthorizationResponse
         return grant;
     }
 
+    /// <summary>
+    /// Operator mode (the callout account's JWT has <c>authorization.auth_users</c>): the same checks up to the user JWT's
+    /// connection types, plus, for an answer that was not sealed, a response issued by the callout account or one of
+    /// its signing keys; then the user is placed in the account that issued the user JWT (issuer_account, else the
+    /// issuer): the callout account or one of its <c>allowed_accounts</c>, which must vouch for the signing key (auth_callout.go
+    /// getIssuerAccount / assignAccountAndPermissions).
+    /// </summary>
+    public static CalloutGrant? VerifyOperator(ReadOnlySpan<byte> message, string userNkey, string serverId, AccountClaims callout,
+        Func<string, AccountClaims?> findAccount, Func<byte[], byte[]>? open, DateTimeOffset now, out string error)
+    {
+        ArgumentNullException.ThrowIfNull(callout);
+        ArgumentNullException.ThrowIfNull(findAccount);
+        var grant = Check(message, userNkey, serverId, callout.Subject, callout.Subject, _ => false, open, now, out error, (callout, findAccount));
+        if (grant is null) error = TitleCase(error);
+        return grant;
+    }
+
     private static CalloutGrant? Check(ReadOnlySpan<byte> message, string userNkey, string serverId, string issuer, string account,
-        Func<string, bool> accountExists, Func<byte[], byte[]>? open, DateTimeOffset now, out string error)
+        Func<string, bool> accountExists, Func<byte[], byte[]>? open, DateTimeOffset now, out string error,
+        (AccountClaims Callout, Func<string, AccountClaims?> Find)? operatorMode = null)
     {
         if (message.IsEmpty)
         {
@@ -46,8 +69,10 @@ public static class AuthorizationResponse
             return null;
         }
         byte[] body = message.ToArray();
+        bool wasSealed = false;
         if (open is not null && !message.StartsWith("eyJ"u8))
         {
+            wasSealed = true;
             try
             {
                 body = open(body);
@@ -91,6 +116,17 @@ public static class AuthorizationResponse
             error = "auth callout service returned an error: " + response.Error;
             return null;
         }
+        // Operator mode: an answer that was not sealed must come from the callout account (a sealed one is
+        // authenticated by the xkey exchange).
+        if (operatorMode is { } om && !wasSealed)
+        {
+            string signer = response.IssuerAccount.Length > 0 ? response.IssuerAccount : response.Issuer;
+            if (signer != account && !om.Callout.SigningKeys.ContainsKey(signer))
+            {
+                error = "auth callout signing key is unknown";
+                return null;
+            }
+        }
         if (Jwt.Jwt.TryDecode(response.UserJwt, out error) is not { } userPayload) return null;
         var user = new UserClaims(userPayload, response.UserJwt);
         if (user.Type != "user")
@@ -119,6 +155,9 @@ public static class AuthorizationResponse
             error = $"authorized user on account \"{account}\" using invalid connection type";
             return null;
         }
+        DateTimeOffset? expires = user.Expires > 0 ? DateTimeOffset.FromUnixTimeSeconds(user.Expires) : null;
+        if (windowEnd is { } end && (expires is null || end < expires)) expires = end;
+        if (operatorMode is { } mode) return PlaceInOperatorMode(user, mode.Callout, mode.Find, expires, out error);
         if (!string.IsNullOrEmpty(user.IssuerAccount))
         {
             error = $"error non operator mode account \"{account}\": attempted to use issuer_account";
@@ -135,10 +174,40 @@ public static class AuthorizationResponse
             error = $"no valid account \"{user.Audience}\" for auth callout response on account \"{account}\": account missing";
             return null;
         }
-        DateTimeOffset? expires = user.Expires > 0 ? DateTimeOffset.FromUnixTimeSeconds(user.Expires) : null;
-        if (windowEnd is { } end && (expires is null || end < expires)) expires = end;
         error = "";
-        return new CalloutGrant(user, user.Audience, expires);
+        return new CalloutGrant(user, user.Audience, expires, user.Permissions);
+    }
+
+    /// <summary>auth_callout.go getIssuerAccount and assignAccountAndPermissions in operator mode.</summary>
+    private static CalloutGrant? PlaceInOperatorMode(UserClaims user, AccountClaims callout, Func<string, AccountClaims?> find, DateTimeOffset? expires, out string error)
+    {
+        string account = callout.Subject;
+        string jwtIssuer = string.IsNullOrEmpty(user.IssuerAccount) ? user.Issuer : user.IssuerAccount;
+        if (jwtIssuer != account && callout.ExternalAuth?.AllowsAccount(jwtIssuer) != true)
+        {
+            error = $"account \"{user.Issuer}\" not permitted as valid account option for auth callout for account \"{account}\"";
+            return null;
+        }
+        if (find(jwtIssuer) is not { } target)
+        {
+            error = $"no valid account \"{jwtIssuer}\" for auth callout response on account \"{account}\": account missing";
+            return null;
+        }
+        if (!target.Vouches(user.Issuer))
+        {
+            error = $"user JWT issuer \"{user.Issuer}\" is not known";
+            return null;
+        }
+        var permissions = target.SigningKeys.TryGetValue(user.Issuer, out var scope) && scope is not null
+            ? scope.Permissions
+            : user.Permissions ?? target.DefaultPermissions;
+        if (target.Expires > 0)
+        {
+            var accountEnd = DateTimeOffset.FromUnixTimeSeconds(target.Expires);
+            if (expires is null || accountEnd < expires) expires = accountEnd;
+        }
+        error = "";
+        return new CalloutGrant(user, target.Subject, expires, permissions);
     }
 
     /// <summary>jwt AuthorizationResponseClaims.Validate: the first issue, or null.</summary>

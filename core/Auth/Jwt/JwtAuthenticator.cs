@@ -20,9 +20,11 @@ namespace NatsBroker.Auth.Jwt;
 /// </list>
 /// Every refusal is nats-server's <c>Authorization Violation</c>. Permissions: the scoped signing key's template, else
 /// the user's own, else the account's default_permissions. The connection expires at the earliest of the user JWT's
-/// exp, the account JWT's exp and the end of the current time window.
+/// exp, the account JWT's exp and the end of the current time window. A user of an account that delegates
+/// authentication (<c>authorization.auth_users</c> in its JWT) and is not one of its auth_users is then decided by the
+/// account's callout service (<see cref="Callout.OperatorAuthCallout"/>), when the server has one wired.
 /// </summary>
-public sealed class JwtAuthenticator(AccountResolver resolver, TimeProvider? time = null) : IAuthenticator
+public sealed class JwtAuthenticator(AccountResolver resolver, TimeProvider? time = null, Callout.OperatorAuthCallout? callout = null) : IAuthenticator
 {
     private readonly TimeProvider _time = time ?? TimeProvider.System;
     private readonly UserJwtCache _userJwts = new();
@@ -31,15 +33,30 @@ public sealed class JwtAuthenticator(AccountResolver resolver, TimeProvider? tim
     public bool NonceRequired => true;
     public AccountResolver Resolver => resolver;
 
-    public AuthResult Authenticate(ConnectOptions connect, ClientAuthContext ctx) => Decide(connect, ctx);
+    /// <summary>Only reached without a callout to make (<see cref="Begin"/> starts the callouts).</summary>
+    public AuthResult Authenticate(ConnectOptions connect, ClientAuthContext ctx) =>
+        Decide(connect, ctx, out var delegateTo) is var r && delegateTo is null ? r : AuthResult.Denied;
 
-    public AuthResult? TryAuthenticateWithoutHashing(ConnectOptions connect, ClientAuthContext ctx) => Decide(connect, ctx);
+    /// <summary>The verdict, or null when the account's callout service decides (<see cref="Begin"/>).</summary>
+    public AuthResult? TryAuthenticateWithoutHashing(ConnectOptions connect, ClientAuthContext ctx) =>
+        Decide(connect, ctx, out var delegateTo) is var r && delegateTo is null ? r : null;
+
+    public PasswordHashingRequest Begin(PasswordHashingQueue hashing, ConnectOptions connect, ClientAuthContext ctx)
+    {
+        var r = Decide(connect, ctx, out var delegateTo);
+        if (delegateTo is not null && callout is not null) return callout.Begin(this, connect, ctx, delegateTo);
+        var done = PasswordHashingRequest.External(this, connect, ctx);
+        done.Complete(delegateTo is null ? r : AuthResult.Denied);
+        return done;
+    }
 
     /// <summary>Without a CONNECT there is no JWT: refused (nats-server has no no_auth_user in operator mode).</summary>
     public AuthResult AuthenticateWithoutConnect(ClientAuthContext ctx) => AuthResult.Denied;
 
-    private AuthResult Decide(ConnectOptions connect, ClientAuthContext ctx)
+    /// <param name="delegateTo">Set when the user is verified but its account's callout service decides (the result is then not final).</param>
+    private AuthResult Decide(ConnectOptions connect, ClientAuthContext ctx, out AccountClaims? delegateTo)
     {
+        delegateTo = null;
         ArgumentNullException.ThrowIfNull(connect);
         ArgumentNullException.ThrowIfNull(ctx);
         if (_userJwts.Decode(connect.Jwt) is not { } user) return AuthResult.Denied;
@@ -69,11 +86,19 @@ public sealed class JwtAuthenticator(AccountResolver resolver, TimeProvider? tim
             : user.Permissions ?? account.DefaultPermissions;
         DateTimeOffset? expires = Earliest(Earliest(user.Expires > 0 ? DateTimeOffset.FromUnixTimeSeconds(user.Expires) : null,
             account.Expires > 0 ? DateTimeOffset.FromUnixTimeSeconds(account.Expires) : null), windowEnd);
-        return AuthResult.Allowed(
-            string.IsNullOrEmpty(user.Name) ? user.Subject : user.Name,
-            permissions is null ? null : new ClientPermissions(new PermissionRules(permissions), _time),
-            account.Subject,
-            expires);
+        var clientPermissions = permissions is null ? null : new ClientPermissions(new PermissionRules(permissions), _time);
+        if (account.ExternalAuth is not null)
+        {
+            // auth.go: every user of a delegating account but its auth_users goes to the callout service; the
+            // auth_users themselves may not publish authorization requests.
+            if (Callout.OperatorAuthCallout.Delegates(account, user))
+            {
+                delegateTo = account;
+                return AuthResult.Denied;
+            }
+            clientPermissions = ClientPermissions.DenyPublish(clientPermissions, Callout.AuthorizationRequest.Subject, _time);
+        }
+        return AuthResult.Allowed(string.IsNullOrEmpty(user.Name) ? user.Subject : user.Name, clientPermissions, account.Subject, expires);
     }
 
     private static DateTimeOffset? Earliest(DateTimeOffset? a, DateTimeOffset? b) =>

@@ -146,8 +146,20 @@ public sealed class AccountClaims : JwtClaims
         DisallowBearer = Bool(limits, "disallow_bearer");
         JetStream = ParseJetStreamLimits(limits);
         DefaultPermissions = ParsePermissions(Nats.ValueKind == JsonValueKind.Object && Nats.TryGetProperty("default_permissions", out var dp) ? dp : default);
+        if (Nats.ValueKind == JsonValueKind.Object && Nats.TryGetProperty("authorization", out var auth) && auth.ValueKind == JsonValueKind.Object)
+        {
+            var users = Strings(auth, "auth_users");
+            // jwt ExternalAuthorization.IsEnabled: the account delegates authentication once it names auth_users.
+            if (users.Count > 0) ExternalAuth = new ExternalAuthorization(users, Strings(auth, "allowed_accounts"), Str(auth, "xkey") is { Length: > 0 } x ? x : null);
+        }
         ParseExportsAndImports();
     }
+
+    /// <summary>
+    /// The account's auth callout (jwt v2 <c>nats.authorization</c>: auth_users, allowed_accounts, xkey); null when the
+    /// account does not delegate authentication.
+    /// </summary>
+    public ExternalAuthorization? ExternalAuth { get; }
 
     /// <summary>Signing keys → the scope they impose (null for a plain key).</summary>
     public Dictionary<string, ScopedSigningKey?> SigningKeys { get; } = new(StringComparer.Ordinal);
@@ -339,6 +351,17 @@ public sealed class ActivationClaims : JwtClaims
 
 /// <summary>A scoped signing key's template: users it signs get these permissions, not their own.</summary>
 public sealed record ScopedSigningKey(Permissions? Permissions);
+
+/// <summary>
+/// jwt v2 ExternalAuthorization: users of the account other than <see cref="AuthUsers"/> are decided by a callout
+/// service subscribed in the account; its answers may place users in <see cref="AllowedAccounts"/> ("*" = any);
+/// requests are sealed for <see cref="XKey"/> when set.
+/// </summary>
+public sealed record ExternalAuthorization(List<string> AuthUsers, List<string> AllowedAccounts, string? XKey)
+{
+    /// <summary>accounts.go isAllowedAcount.</summary>
+    public bool AllowsAccount(string account) => AllowedAccounts.Contains(account, StringComparer.Ordinal) || AllowedAccounts.Contains("*", StringComparer.Ordinal);
+}
 
 /// <summary>A user JWT (jwt v2 User): permissions, limits, bearer token, issuer account, connection types, source CIDRs, times.</summary>
 public sealed class UserClaims : JwtClaims

@@ -71,10 +71,15 @@ internal sealed class CalloutService : IAsyncDisposable
         lock (_lock) return [.. Requests];
     }
 
-    public static async Task<CalloutService> StartAsync(string url, string user, string password, KeyPair issuer,
+    public static Task<CalloutService> StartAsync(string url, string user, string password, KeyPair issuer,
+        Func<CalloutService, CalloutRequest, byte[]?> decide, KeyPair? xkey = null) =>
+        StartAsync(url, new NatsAuthOpts { Username = user, Password = password }, issuer, decide, xkey);
+
+    /// <summary>The service logged in with any credentials (a .creds file of an auth_users user in operator mode).</summary>
+    public static async Task<CalloutService> StartAsync(string url, NatsAuthOpts auth, KeyPair issuer,
         Func<CalloutService, CalloutRequest, byte[]?> decide, KeyPair? xkey = null)
     {
-        var nc = new NatsConnection(new NatsOpts { Url = url, AuthOpts = new NatsAuthOpts { Username = user, Password = password }, Name = "callout-service" });
+        var nc = new NatsConnection(new NatsOpts { Url = url, AuthOpts = auth, Name = "callout-service" });
         await nc.ConnectAsync();
         var sub = await nc.SubscribeCoreAsync<byte[]>("$SYS.REQ.USER.AUTH");
         await nc.PingAsync();
