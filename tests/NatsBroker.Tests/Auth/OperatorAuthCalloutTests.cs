@@ -27,6 +27,10 @@ public sealed class OperatorAuthCalloutTests(ITestOutputHelper output, ServerPoo
     private static readonly KeyPair SentinelUser = KeyPair.CreatePair(PrefixByte.User);
     private static readonly KeyPair AppUser = KeyPair.CreatePair(PrefixByte.User);
     private static readonly KeyPair Stranger = KeyPair.CreatePair(PrefixByte.Account);
+    private static readonly KeyPair SealedAccount = KeyPair.CreatePair(PrefixByte.Account);
+    private static readonly KeyPair SealedServiceUser = KeyPair.CreatePair(PrefixByte.User);
+    private static readonly KeyPair SealedSentinelUser = KeyPair.CreatePair(PrefixByte.User);
+    private static readonly KeyPair XKey = KeyPair.CreatePair(PrefixByte.Curve);
 
     private static readonly string Sentinel = JwtFactory.User(AuthAccount, SentinelUser, new JsonObject { ["bearer_token"] = true });
     private static readonly string Config = BuildConfig();
@@ -43,6 +47,15 @@ public sealed class OperatorAuthCalloutTests(ITestOutputHelper output, ServerPoo
                 ["allowed_accounts"] = new JsonArray(App.GetPublicKey()),
             },
         }, name: "AUTH");
+        string sealedAuth = JwtFactory.Account(Op, SealedAccount, new JsonObject
+        {
+            ["authorization"] = new JsonObject
+            {
+                ["auth_users"] = new JsonArray(SealedServiceUser.GetPublicKey()),
+                ["allowed_accounts"] = new JsonArray("*"),
+                ["xkey"] = XKey.GetPublicKey(),
+            },
+        }, name: "SEALED");
         string app = JwtFactory.Account(Op, App, name: "APP");
         string other = JwtFactory.Account(Op, Other, name: "OTHER");
         return $$"""
@@ -54,6 +67,7 @@ public sealed class OperatorAuthCalloutTests(ITestOutputHelper output, ServerPoo
               {{AuthAccount.GetPublicKey()}}: {{auth}}
               {{App.GetPublicKey()}}: {{app}}
               {{Other.GetPublicKey()}}: {{other}}
+              {{SealedAccount.GetPublicKey()}}: {{sealedAuth}}
             }
             """;
     }
@@ -183,6 +197,39 @@ public sealed class OperatorAuthCalloutTests(ITestOutputHelper output, ServerPoo
         {
             await using var service = svc;
             await ExpectRefusedAsync(s, user, pass);
+        }
+        finally
+        {
+            Directory.Delete(dir, true);
+        }
+    }
+
+    [SkippableFact]
+    public async Task With_the_accounts_xkey_requests_are_sealed_and_a_sealed_answer_needs_no_account_signature()
+    {
+        var s = await SharedAsync(ServerKind.Ours, Config);
+        string dir = Directory.CreateTempSubdirectory("callout-creds").FullName;
+        try
+        {
+            string creds = Path.Combine(dir, "sealed-service.creds");
+            await File.WriteAllTextAsync(creds, JwtFactory.Creds(JwtFactory.User(SealedAccount, SealedServiceUser), SealedServiceUser));
+            // The answer is signed by OTHER's key, not SEALED's: a sealed answer is authenticated by the xkey exchange
+            // (auth_callout.go checks the signer only when not encrypted); "*" allows placing the user in OTHER.
+            await using var svc = await CalloutService.StartAsync(s.Url, new NatsAuthOpts { CredsFile = creds }, Other,
+                (svc, r) => r.User == "erin" ? svc.Allow(r, Other.GetPublicKey(), signer: Other) : svc.Deny(r, "no"), XKey);
+            string sentinel = JwtFactory.User(SealedAccount, SealedSentinelUser, new JsonObject { ["bearer_token"] = true });
+            await using var erin = new NatsConnection(new NatsOpts
+            {
+                Url = s.Url,
+                AuthOpts = new NatsAuthOpts { Jwt = sentinel, Username = "erin", Password = "x" },
+                MaxReconnectRetry = 0,
+            });
+            await erin.ConnectAsync();
+            await erin.PingAsync();
+            var request = svc.Snapshot().Single(r => r.User == "erin");
+            Assert.True(request.Sealed);
+            Assert.Equal(SealedAccount.GetPublicKey(), request.Claims.GetProperty("sub").GetString());
+            Assert.StartsWith("X", request.Nats.GetProperty("server_id").GetProperty("xkey").GetString(), StringComparison.Ordinal);
         }
         finally
         {
