@@ -33,7 +33,11 @@ public sealed class Account
     {
         Name = name;
         Router = router;
+        TrackedReplies = new TrackedReplies(router);
     }
+
+    /// <summary>Sampled requests of this account through service imports still waiting for a response (408 when the requester's interest goes).</summary>
+    internal TrackedReplies TrackedReplies { get; }
 
     public string Name { get; }
     /// <summary>Routes every publish made in this account.</summary>

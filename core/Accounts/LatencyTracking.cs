@@ -7,9 +7,9 @@ namespace NatsBroker.Accounts;
 /// <summary>
 /// One sampled request through a service import (nats-server's response service import with <c>tracking</c> set):
 /// when it was forwarded to the exporter, who asked, and the trace headers that triggered it. The outcome is
-/// reported once: the response (200), no reply subject (400), nobody serving (503) or the response threshold
-/// passing (504), as server/accounts.go sendTrackingLatency, sendBadRequestTrackingLatency and
-/// sendBackendErrorTrackingLatency compute them.
+/// reported once: the response (200), no reply subject (400), the requester's interest in the reply gone (408),
+/// nobody serving (503) or the response threshold passing (504), as server/accounts.go sendTrackingLatency,
+/// sendBadRequestTrackingLatency, sendReplyInterestLostTrackLatency and sendBackendErrorTrackingLatency compute them.
 /// </summary>
 internal sealed class LatencyTracking(ServiceLatencyReporter reporter, ServiceLatencyConfig config, Account exporter, IPublisher? requestor,
     bool share, SortedDictionary<string, List<string>>? header)
@@ -46,6 +46,9 @@ internal sealed class LatencyTracking(ServiceLatencyReporter reporter, ServiceLa
 
     /// <summary>Nobody in the exporting account took the request (rsiNoDelivery).</summary>
     public void NoDelivery(DeliveryBatch batch) => BackendError(503, "Service Unavailable", batch);
+
+    /// <summary>The requester stopped listening on the reply before the response came (sendReplyInterestLostTrackLatency).</summary>
+    public void InterestLost() => BackendError(408, "Request Timeout", null);
 
     /// <summary>No response within the response threshold (rsiTimeout); from the sweep, outside any delivery batch.</summary>
     public void TimedOut() => BackendError(504, "Service Timeout", null);

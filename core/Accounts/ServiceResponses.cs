@@ -30,7 +30,7 @@ internal sealed class ServiceResponses : ISubscriber
     private record Pending(Account Importer, byte[] Reply, ServiceResponseType Type, long ExpiresTicks);
 
     // A sampled request (latency tracking): a subtype so untracked requests allocate no more than before.
-    private sealed record TrackedPending(Account Importer, byte[] Reply, ServiceResponseType Type, long ExpiresTicks, LatencyTracking Tracking)
+    private sealed record TrackedPending(Account Importer, byte[] Reply, ServiceResponseType Type, long ExpiresTicks, LatencyTracking Tracking, string ReplyText)
         : Pending(Importer, Reply, Type, ExpiresTicks);
 
     public ServiceResponses(Account exporter)
@@ -53,9 +53,16 @@ internal sealed class ServiceResponses : ISubscriber
         SweepIfDue(now);
         ulong id = (ulong)Interlocked.Increment(ref _nextId);
         long expires = now + (long)ResponseThreshold.TotalMilliseconds;
-        _pending[id] = tracking is null
-            ? new Pending(importer, reply.ToArray(), type, expires)
-            : new TrackedPending(importer, reply.ToArray(), type, expires, tracking);
+        if (tracking is null)
+        {
+            _pending[id] = new Pending(importer, reply.ToArray(), type, expires);
+        }
+        else
+        {
+            string replyText = Encoding.UTF8.GetString(reply);
+            _pending[id] = new TrackedPending(importer, reply.ToArray(), type, expires, tracking, replyText);
+            importer.TrackedReplies.Add(replyText, this, id);
+        }
         // At least 6 digits (as nats-server's), more as the counter grows; parsed back without allocating.
         Span<byte> digits = stackalloc byte[IdDigits];
         int count = 0;
@@ -66,17 +73,39 @@ internal sealed class ServiceResponses : ISubscriber
         return (subject, id);
     }
 
-    public void Remove(ulong id) => _pending.TryRemove(id, out _);
+    public void Remove(ulong id)
+    {
+        if (_pending.TryRemove(id, out var p)) Untrack(p, id);
+    }
+
+    /// <summary>
+    /// The requester no longer listens on the reply (<see cref="TrackedReplies"/>): a sampled request still waiting
+    /// reports 408 and its mapping ends (accounts.go sendReplyInterestLostTrackLatency).
+    /// </summary>
+    public void InterestLost(ulong id)
+    {
+        if (_pending.TryRemove(id, out var p) && p is TrackedPending tracked) tracked.Tracking.InterestLost();
+    }
+
+    private void Untrack(Pending p, ulong id)
+    {
+        if (p is TrackedPending tracked) tracked.Importer.TrackedReplies.Remove(tracked.ReplyText, this, id);
+    }
 
     public DeliveryOutcome Deliver(Subscription sub, ref RoutedMessage msg, DeliveryBatch batch)
     {
         if (!TryParseId(msg.RouteSubject, out ulong id) || !_pending.TryGetValue(id, out var p)) return DeliveryOutcome.Skipped;
         if (Environment.TickCount64 > p.ExpiresTicks)
         {
-            if (_pending.TryRemove(id, out _) && p is TrackedPending expired) expired.Tracking.TimedOut();
+            if (_pending.TryRemove(id, out _) && p is TrackedPending expired)
+            {
+                Untrack(p, id);
+                expired.Tracking.TimedOut();
+            }
             return DeliveryOutcome.Skipped;
         }
         if (p.Type == ServiceResponseType.Singleton && !_pending.TryRemove(id, out _)) return DeliveryOutcome.Skipped;
+        Untrack(p, id);
         // Only singleton requests are tracked (TrackServiceExportWithSampling refuses other response types).
         if (p is TrackedPending tracked) tracked.Tracking.Responded(msg.Origin, batch);
         // A JetStream pull delivery (MSG.NEXT through an imported $JS.API) is routed to the requester's reply and
@@ -115,7 +144,11 @@ internal sealed class ServiceResponses : ISubscriber
         foreach (var (id, p) in _pending)
         {
             // rsiTimeout: a sampled request that got no response within the threshold reports a 504.
-            if (now > p.ExpiresTicks && _pending.TryRemove(id, out _) && p is TrackedPending tracked) tracked.Tracking.TimedOut();
+            if (now > p.ExpiresTicks && _pending.TryRemove(id, out _) && p is TrackedPending tracked)
+            {
+                Untrack(p, id);
+                tracked.Tracking.TimedOut();
+            }
         }
     }
 }

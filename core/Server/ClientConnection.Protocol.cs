@@ -218,7 +218,11 @@ public sealed partial class ClientConnection
                 }
             }
         }
-        if (toRemove is not null) _account.Router.SubList.Remove(toRemove);
+        if (toRemove is not null)
+        {
+            _account.Router.SubList.Remove(toRemove);
+            _account.TrackedReplies.SubscriptionRemoved(toRemove);
+        }
         if (_verbose) EnqueueProto(ProtocolWriter.Ok);
     }
 

@@ -239,7 +239,11 @@ public sealed partial class ClientConnection
         }
         foreach (var s in subs) s.Closed = true;
         FinalSubscriptions = subs;
-        if (subs.Count > 0) _account.Router.SubList.RemoveBatch(subs);
+        if (subs.Count > 0)
+        {
+            _account.Router.SubList.RemoveBatch(subs);
+            foreach (var s in subs) _account.TrackedReplies.SubscriptionRemoved(s);
+        }
         if (_accountCounted) _account.RemoveConnection();
         _expiry?.Dispose();
         ShutdownTransport();

@@ -23,6 +23,7 @@ public sealed class ServiceLatencyTests(ITestOutputHelper output, ServerPool poo
               {service: "echo", latency: { sampling: "100%", subject: "latency.echo" }}
               {service: "traced", latency: { sampling: headers, subject: "latency.traced" }}
               {service: "idle", latency: "latency.idle"}
+              {service: "stall", latency: { sampling: "100%", subject: "latency.stall" }}
             ]
           }
           APP: {
@@ -31,6 +32,7 @@ public sealed class ServiceLatencyTests(ITestOutputHelper output, ServerPool poo
               {service: {account: SVC, subject: "echo"}, to: "app.echo"}
               {service: {account: SVC, subject: "traced"}}
               {service: {account: SVC, subject: "idle"}, share: true}
+              {service: {account: SVC, subject: "stall"}}
             ]
           }
         }
@@ -115,6 +117,63 @@ public sealed class ServiceLatencyTests(ITestOutputHelper output, ServerPool poo
         Assert.Equal(0, bad.GetProperty("total").GetInt64());
         cts.Cancel();
         await Assert.ThrowsAnyAsync<OperationCanceledException>(() => serving);
+    }
+
+    /// <summary>
+    /// The requester stops listening on its reply (UNSUB, then a closed connection) while the service still holds the
+    /// request: nats-server reports 408 "Request Timeout" for it (client.go unsubscribe, accounts.go
+    /// sendReplyInterestLostTrackLatency).
+    /// </summary>
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    public async Task A_requester_that_stops_listening_before_the_response_is_reported_as_408(ServerKind kind)
+    {
+        var s = await SharedAsync(kind, Config);
+        using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(20));
+        await using var svc = Open(s, "s", "svc-client");
+        await using var metrics = await svc.SubscribeCoreAsync<byte[]>("latency.stall", cancellationToken: cts.Token);
+        // The service takes requests and never answers.
+        await using var requests = await svc.SubscribeCoreAsync<string>("stall", cancellationToken: cts.Token);
+        await svc.PingAsync(cts.Token);
+
+        // 1. UNSUB of the reply subscription.
+        await using (var app = Open(s, "a", "app-client"))
+        {
+            var reply = await app.SubscribeCoreAsync<string>("stall.reply.1", cancellationToken: cts.Token);
+            await app.PublishAsync("stall", "one", replyTo: "stall.reply.1", cancellationToken: cts.Token);
+            Assert.Equal("one", (await requests.Msgs.ReadAsync(cts.Token)).Data);
+            await reply.DisposeAsync();
+            await app.PingAsync(cts.Token);
+            var m = await NextMetricAsync(metrics, cts.Token);
+            Output.WriteLine(m.GetRawText());
+            Assert.Equal(408, m.GetProperty("status").GetInt32());
+            Assert.Equal("Request Timeout", m.GetProperty("description").GetString());
+            Assert.Equal("APP", m.GetProperty("requestor").GetProperty("acc").GetString());
+            Assert.False(m.TryGetProperty("responder", out _));
+        }
+
+        // 2. The requester's connection closes with the request outstanding.
+        var app2 = Open(s, "a", "app-client-2");
+        await using (await app2.SubscribeCoreAsync<string>("stall.reply.2", cancellationToken: cts.Token))
+        {
+            await app2.PublishAsync("stall", "two", replyTo: "stall.reply.2", cancellationToken: cts.Token);
+            Assert.Equal("two", (await requests.Msgs.ReadAsync(cts.Token)).Data);
+            await app2.DisposeAsync();
+        }
+        var closed = await NextMetricAsync(metrics, cts.Token);
+        Assert.Equal(408, closed.GetProperty("status").GetInt32());
+
+        // 3. While another subscription still wants the reply, nothing is reported: the response arrives as usual.
+        await using var app3 = Open(s, "a", "app-client-3");
+        await using var keeper = await app3.SubscribeCoreAsync<string>("stall.reply.*", cancellationToken: cts.Token);
+        var leaving = await app3.SubscribeCoreAsync<string>("stall.reply.3", cancellationToken: cts.Token);
+        await app3.PublishAsync("stall", "three", replyTo: "stall.reply.3", cancellationToken: cts.Token);
+        var request3 = await requests.Msgs.ReadAsync(cts.Token);
+        await leaving.DisposeAsync();
+        await app3.PingAsync(cts.Token);
+        await request3.ReplyAsync("late", cancellationToken: cts.Token);
+        Assert.Equal("late", (await keeper.Msgs.ReadAsync(cts.Token)).Data);
+        var answered = await NextMetricAsync(metrics, cts.Token);
+        Assert.Equal(200, answered.GetProperty("status").GetInt32());
     }
 
     [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
