@@ -73,6 +73,51 @@ public sealed class NatsJsServerTests(ITestOutputHelper output)
     }
 
     [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    public async Task Nkey_auth(ServerKind kind)
+    {
+        NatsJs.Require(kind, output);
+        using var user = NATS.NKeys.KeyPair.CreatePair(NATS.NKeys.PrefixByte.User);
+        using var stranger = NATS.NKeys.KeyPair.CreatePair(NATS.NKeys.PrefixByte.User);
+        await using var s = await ServerProcess.StartAsync(kind, $"authorization {{ users: [ {{ nkey: {user.GetPublicKey()} }} ] }}\n", output);
+        // nkeyAuthenticator signs INFO's nonce with the seed; a seed the server does not know is refused.
+        await NodeClient.RunAndAssertOkAsync("auth.mjs", [s.Url], TimeSpan.FromSeconds(30), NatsJs.Env(
+            ("GOOD", $$"""{"nkeySeed":"{{user.GetSeed()}}"}"""),
+            ("BAD", $$"""[{"nkeySeed":"{{stranger.GetSeed()}}"},{}]""")), output);
+    }
+
+    /// <summary>Operator mode: a .creds file (credsAuthenticator) and a JWT with its seed (jwtAuthenticator).</summary>
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    public async Task Creds_and_jwt_auth_in_operator_mode(ServerKind kind)
+    {
+        NatsJs.Require(kind, output);
+        using var op = NATS.NKeys.KeyPair.CreatePair(NATS.NKeys.PrefixByte.Operator);
+        using var sys = NATS.NKeys.KeyPair.CreatePair(NATS.NKeys.PrefixByte.Account);
+        using var account = NATS.NKeys.KeyPair.CreatePair(NATS.NKeys.PrefixByte.Account);
+        using var stranger = NATS.NKeys.KeyPair.CreatePair(NATS.NKeys.PrefixByte.Account);
+        using var user = NATS.NKeys.KeyPair.CreatePair(NATS.NKeys.PrefixByte.User);
+        var conf = $$"""
+            operator: {{Accounts.JwtFactory.Operator(op, sys.GetPublicKey())}}
+            system_account: {{sys.GetPublicKey()}}
+            resolver: MEMORY
+            resolver_preload: {
+              {{sys.GetPublicKey()}}: {{Accounts.JwtFactory.Account(op, sys, name: "SYS")}}
+              {{account.GetPublicKey()}}: {{Accounts.JwtFactory.Account(op, account, name: "A")}}
+            }
+            """;
+        string jwt = Accounts.JwtFactory.User(account, user);
+        string creds = Accounts.JwtFactory.Creds(jwt, user);
+        string unknownAccount = Accounts.JwtFactory.User(stranger, user);
+        string Json(string s) => System.Text.Json.JsonSerializer.Serialize(s);
+        await using var s = await ServerProcess.StartAsync(kind, conf, output);
+        await NodeClient.RunAndAssertOkAsync("auth.mjs", [s.Url], TimeSpan.FromSeconds(30), NatsJs.Env(
+            ("GOOD", $$"""{"creds":{{Json(creds)}}}"""),
+            ("BAD", $$"""[{"creds":{{Json(Accounts.JwtFactory.Creds(unknownAccount, user))}}},{}]""")), output);
+        await NodeClient.RunAndAssertOkAsync("auth.mjs", [s.Url], TimeSpan.FromSeconds(30), NatsJs.Env(
+            ("GOOD", $$"""{"userJwt":{{Json(jwt)}},"seed":"{{user.GetSeed()}}"}"""),
+            ("BAD", $$"""[{"userJwt":{{Json(jwt)}},"seed":"{{stranger.GetSeed()}}"}]""")), output);
+    }
+
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Bcrypt_password_auth(ServerKind kind)
     {
         NatsJs.Require(kind, output);
