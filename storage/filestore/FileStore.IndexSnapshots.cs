@@ -230,33 +230,9 @@ internal sealed partial class FileStore
             bool wrote = false;
             foreach (var (b, size, eraseGen) in list)
             {
-                var snap = ReadAndBuildSnapshot(b, size);
-                if (snap is null) continue; // deleted meanwhile, or damaged (always scanned)
-                var path = SnapshotPath(b.Id);
-                var tmp = path + ".tmp";
-                try
-                {
-                    DurableFile.WriteSynced(_fs, tmp, snap);
-                    bool installed = false;
-                    lock (Sync)
-                    {
-                        if (!IsClosed && Failure is null && !b.Removed && b.EraseGen == eraseGen)
-                        {
-                            _fs.Rename(tmp, path);
-                            _snapshotted.Add(b.Id);
-                            installed = true;
-                        }
-                    }
-                    if (installed) wrote = true;
-                    else _fs.DeleteFile(tmp);
-                }
-                catch (Exception e) when (e is IOException or UnauthorizedAccessException)
-                {
-                    LastError = $"cannot write index snapshot for {b.Path}: {e.Message}";
-                    try { if (_fs.FileExists(tmp)) _fs.DeleteFile(tmp); }
-                    catch (Exception e2) when (e2 is IOException or UnauthorizedAccessException) { _ = e2; }
-                    break;
-                }
+                var outcome = WriteSnapshotFile(b, size, eraseGen);
+                if (outcome == SnapshotWrite.Installed) wrote = true;
+                else if (outcome == SnapshotWrite.Failed) break;
             }
             list.Clear();
             if (wrote) SyncIndexDirectory();
@@ -269,18 +245,62 @@ internal sealed partial class FileStore
         }
     }
 
-    /// <summary>Reads a sealed block from its file (outside the store lock) and builds its snapshot; null if that fails.</summary>
-    private byte[]? ReadAndBuildSnapshot(MsgBlock b, int size)
+    private enum SnapshotWrite { Installed, Skipped, Failed }
+
+    /// <summary>
+    /// One block's snapshot, outside the store lock: read and built into a pooled buffer, written to a temp file and
+    /// fsynced, renamed under the lock unless the block was deleted or erased meanwhile.
+    /// </summary>
+    private SnapshotWrite WriteSnapshotFile(MsgBlock b, int size, int eraseGen)
+    {
+        var snap = ArrayPool<byte>.Shared.Rent(SnapshotBound(size));
+        var path = SnapshotPath(b.Id);
+        var tmp = path + ".tmp";
+        try
+        {
+            int length = ReadAndBuildSnapshot(b, size, snap);
+            if (length < 0) return SnapshotWrite.Skipped; // deleted meanwhile, or damaged (always scanned)
+            DurableFile.WriteSynced(_fs, tmp, snap.AsSpan(0, length));
+            lock (Sync)
+            {
+                if (!IsClosed && Failure is null && !b.Removed && b.EraseGen == eraseGen)
+                {
+                    _fs.Rename(tmp, path);
+                    _snapshotted.Add(b.Id);
+                    return SnapshotWrite.Installed;
+                }
+            }
+            _fs.DeleteFile(tmp);
+            return SnapshotWrite.Skipped;
+        }
+        catch (Exception e) when (e is IOException or UnauthorizedAccessException)
+        {
+            LastError = $"cannot write index snapshot for {b.Path}: {e.Message}";
+            try { if (_fs.FileExists(tmp)) _fs.DeleteFile(tmp); }
+            catch (Exception e2) when (e2 is IOException or UnauthorizedAccessException) { _ = e2; }
+            return SnapshotWrite.Failed;
+        }
+        finally
+        {
+            ArrayPool<byte>.Shared.Return(snap);
+        }
+    }
+
+    /// <summary>
+    /// Reads a sealed block from its file (outside the store lock) and builds its snapshot into <paramref name="dest"/>
+    /// (at least <see cref="SnapshotBound"/> long); its length, or -1 if that fails.
+    /// </summary>
+    private int ReadAndBuildSnapshot(MsgBlock b, int size, byte[] dest)
     {
         var buf = ArrayPool<byte>.Shared.Rent(size);
         try
         {
-            if (b.File.Read(buf.AsSpan(0, size), 0) < size) return null;
-            return BuildSnapshot(b, buf.AsSpan(0, size));
+            if (b.File.Read(buf.AsSpan(0, size), 0) < size) return -1;
+            return BuildSnapshot(b, buf.AsSpan(0, size), dest);
         }
         catch (Exception e) when (e is IOException or UnauthorizedAccessException or ObjectDisposedException)
         {
-            return null;
+            return -1;
         }
         finally
         {
@@ -304,14 +324,13 @@ internal sealed partial class FileStore
             bool wrote = false;
             foreach (var (b, size, _) in list)
             {
-                byte[]? snap;
-                if (b.Cache is { } cache) snap = BuildSnapshot(b, cache.AsSpan(0, size));
-                else snap = ReadAndBuildSnapshot(b, size);
-                if (snap is null) continue;
+                var snap = ArrayPool<byte>.Shared.Rent(SnapshotBound(size));
                 try
                 {
+                    int length = b.Cache is { } cache ? BuildSnapshot(b, cache.AsSpan(0, size), snap) : ReadAndBuildSnapshot(b, size, snap);
+                    if (length < 0) continue;
                     if (!wrote) EnsureIndexDirectory();
-                    DurableFile.Replace(_fs, SnapshotPath(b.Id), snap, syncDirectory: false);
+                    DurableFile.Replace(_fs, SnapshotPath(b.Id), snap.AsSpan(0, length), syncDirectory: false);
                     _snapshotted.Add(b.Id);
                     wrote = true;
                 }
@@ -319,6 +338,10 @@ internal sealed partial class FileStore
                 {
                     LastError = $"cannot write index snapshot for {b.Path}: {e.Message}";
                     break;
+                }
+                finally
+                {
+                    ArrayPool<byte>.Shared.Return(snap);
                 }
             }
             list.Clear();
@@ -346,12 +369,22 @@ internal sealed partial class FileStore
         }
     }
 
-    /// <summary>The snapshot of a sealed block from its bytes, or null if the block does not parse cleanly to its end.</summary>
-    private static byte[]? BuildSnapshot(MsgBlock b, ReadOnlySpan<byte> span)
+    /// <summary>
+    /// Room for the snapshot of a block of <paramref name="blockSize"/> bytes: an entry (35 bytes + subject) is never
+    /// longer than its record (a 36-byte header + subject + headers + payload), so the entries fit in the block's
+    /// record bytes, plus the snapshot's own header and CRC.
+    /// </summary>
+    private static int SnapshotBound(int blockSize) => blockSize + SnapshotHeaderSize + 4;
+
+    /// <summary>
+    /// Writes the snapshot of a sealed block from its bytes into <paramref name="dest"/> (at least
+    /// <see cref="SnapshotBound"/> long; built in place, no growing buffer: a checkpoint during a fast ingest spent
+    /// most of its time growing a MemoryStream); its length, or -1 if the block does not parse cleanly to its end.
+    /// </summary>
+    private static int BuildSnapshot(MsgBlock b, ReadOnlySpan<byte> span, Span<byte> dest)
     {
         int size = span.Length;
-        using var ms = new MemoryStream(size / 16 + 64);
-        Span<byte> head = stackalloc byte[SnapshotHeaderSize];
+        var head = dest[..SnapshotHeaderSize];
         SnapshotMagic.CopyTo(head);
         BinaryPrimitives.WriteUInt16LittleEndian(head[4..], SnapshotVersion);
         BinaryPrimitives.WriteUInt16LittleEndian(head[6..], 0);
@@ -360,14 +393,14 @@ internal sealed partial class FileStore
         BinaryPrimitives.WriteInt64LittleEndian(head[16..], size);
         BinaryPrimitives.WriteUInt64LittleEndian(head[24..], b.StartSeq);
         BinaryPrimitives.WriteUInt64LittleEndian(head[32..], b.Floor);
-        ms.Write(head);
+        int w = SnapshotHeaderSize;
         uint count = 0;
         int off = Format.BlockHeaderSize;
-        Span<byte> e = stackalloc byte[SnapshotEntryHeader];
         while (off < size)
         {
-            if (!Format.TryRecord(span[off..], out var rec)) return null; // damaged blocks are always scanned
+            if (!Format.TryRecord(span[off..], out var rec)) return -1; // damaged blocks are always scanned
             int subjLen = rec.Type == Format.TypeMessage ? rec.SubjectLength : 0;
+            var e = dest.Slice(w, SnapshotEntryHeader + subjLen);
             e[0] = rec.Type;
             BinaryPrimitives.WriteUInt16LittleEndian(e[1..], (ushort)subjLen);
             BinaryPrimitives.WriteUInt32LittleEndian(e[3..], (uint)rec.Length);
@@ -375,16 +408,14 @@ internal sealed partial class FileStore
             BinaryPrimitives.WriteUInt64LittleEndian(e[11..], rec.Seq);
             BinaryPrimitives.WriteInt64LittleEndian(e[19..], rec.Timestamp);
             BinaryPrimitives.WriteInt64LittleEndian(e[27..], rec.Ttl);
-            ms.Write(e);
-            ms.Write(span.Slice(off + Format.RecordHeaderSize, subjLen));
+            span.Slice(off + Format.RecordHeaderSize, subjLen).CopyTo(e[SnapshotEntryHeader..]);
+            w += e.Length;
             count++;
             off += rec.Length;
         }
-        var result = new byte[ms.Length + 4];
-        ms.GetBuffer().AsSpan(0, (int)ms.Length).CopyTo(result);
-        BinaryPrimitives.WriteUInt32LittleEndian(result.AsSpan(40), count);
-        BinaryPrimitives.WriteUInt32LittleEndian(result.AsSpan(result.Length - 4), Crc32C.Compute(result.AsSpan(0, result.Length - 4)));
-        return result;
+        BinaryPrimitives.WriteUInt32LittleEndian(dest[40..], count);
+        BinaryPrimitives.WriteUInt32LittleEndian(dest[w..], Crc32C.Compute(dest[..w]));
+        return w + 4;
     }
 
     /// <summary>

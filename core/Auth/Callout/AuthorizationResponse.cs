@@ -13,7 +13,8 @@ namespace NatsBroker.Auth.Callout;
 public sealed record CalloutGrant(UserClaims User, string Account, DateTimeOffset? Expires, Permissions? Permissions);
 
 /// <summary>
-/// Checks a callout service's answer in config mode, in server/auth_callout.go's order (decodeResponse, then
+/// Checks a callout service's answer (config mode here; operator mode's differences in <see cref="VerifyOperator"/>),
+/// in server/auth_callout.go's order (decodeResponse, then
 /// processReply), with its error texts (they go to the server log; the client only sees
 /// <c>Authorization Violation</c>):
 /// <list type="number">
