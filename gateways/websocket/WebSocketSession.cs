@@ -25,7 +25,7 @@ namespace NatsBroker.WebSocketGateway;
 internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, CertificateSet? certificates, GatewayEnvironment link,
     ProxySigner signer, ILogger log, NatsBroker.MqttGateway.MqttOverWebSocketHost? mqtt = null) : IFrameSink
 {
-    private const int BufferSize = 32 * 1024, MaxRequestHead = 16 * 1024, CompressThreshold = 64, BrowserFrameSize = 4096;
+    private const int BufferSize = 32 * 1024, MaxReadSize = 256 * 1024, MaxRequestHead = 16 * 1024, CompressThreshold = 64, BrowserFrameSize = 4096;
 
     private readonly IPEndPoint _remote = (IPEndPoint)socket.RemoteEndPoint!;
     private readonly SemaphoreSlim _writeLock = new(1, 1);
@@ -259,6 +259,7 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
     {
         using var decoder = new FrameDecoder(requireMask: !_upgrade.NoMasking, compressionNegotiated: _upgrade.Compress);
         var buffer = ArrayPool<byte>.Shared.Rent(BufferSize);
+        int size = BufferSize, shortReads = 0;
         try
         {
             while (!_userClosed)
@@ -266,7 +267,7 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
                 int n;
                 try
                 {
-                    n = await _user.ReadAsync(buffer.AsMemory(0, BufferSize), drain).ConfigureAwait(false);
+                    n = await _user.ReadAsync(buffer.AsMemory(0, size), drain).ConfigureAwait(false);
                 }
                 catch (Exception ex) when (ex is IOException or ObjectDisposedException or OperationCanceledException or SocketException)
                 {
@@ -298,6 +299,21 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
                     return;
                 }
                 if (_controlOut.WrittenCount > 0) await FlushControlAsync().ConfigureAwait(false);
+                // The read buffer adapts as nats-server's read loop does (client.go readLoop): a read that filled it
+                // doubles it up to MaxReadSize, a run of short reads halves it again. A busy publisher then makes
+                // fewer, larger reads and writes to the core (ws-pub-128: recv was half of the gateway's CPU at 32
+                // KiB), while a quiet connection holds BufferSize.
+                int next = size;
+                if (n == size) next = Math.Min(size * 2, MaxReadSize);
+                else if (n >= size / 4 || size == BufferSize) shortReads = 0;
+                else if (++shortReads >= 16) next = size / 2;
+                if (next != size)
+                {
+                    shortReads = 0;
+                    ArrayPool<byte>.Shared.Return(buffer);
+                    buffer = ArrayPool<byte>.Shared.Rent(next);
+                    size = next;
+                }
             }
         }
         finally
