@@ -1,5 +1,3 @@
-using System.Buffers;
-
 namespace NatsBroker.Gateways.Link;
 
 /// <summary>
@@ -11,8 +9,6 @@ namespace NatsBroker.Gateways.Link;
 /// </summary>
 public static class Relay
 {
-    private const int BufferSize = 32 * 1024, MaxBufferSize = 256 * 1024;
-
     /// <param name="user">The end user's stream (after TLS, if any).</param>
     /// <param name="core">The link to the core.</param>
     /// <param name="closeUser">Ends the user's connection (TLS close_notify, socket close).</param>
@@ -39,39 +35,21 @@ public static class Relay
 
     private static async Task PumpAsync(Stream from, Stream to, CancellationToken ct)
     {
-        var buffer = ArrayPool<byte>.Shared.Rent(BufferSize);
-        int size = BufferSize, shortReads = 0;
+        using var buffer = new AdaptiveReadBuffer();
         try
         {
             while (true)
             {
-                int n = await from.ReadAsync(buffer.AsMemory(0, size), ct).ConfigureAwait(false);
+                int n = await from.ReadAsync(buffer.Memory, ct).ConfigureAwait(false);
                 if (n == 0) return;
-                await to.WriteAsync(buffer.AsMemory(0, n), CancellationToken.None).ConfigureAwait(false);
-                // As nats-server's read loop (client.go readLoop): a full read doubles the buffer up to
-                // MaxBufferSize, a run of short reads halves it, so a busy direction makes fewer, larger reads and
-                // writes while a quiet one holds BufferSize.
-                int next = size;
-                if (n == size) next = Math.Min(size * 2, MaxBufferSize);
-                else if (n >= size / 4 || size == BufferSize) shortReads = 0;
-                else if (++shortReads >= 16) next = size / 2;
-                if (next != size)
-                {
-                    shortReads = 0;
-                    ArrayPool<byte>.Shared.Return(buffer);
-                    buffer = ArrayPool<byte>.Shared.Rent(next);
-                    size = next;
-                }
+                await to.WriteAsync(buffer.Filled(n), CancellationToken.None).ConfigureAwait(false);
+                buffer.Read(n);
             }
         }
         catch (Exception ex) when (ex is IOException or ObjectDisposedException or OperationCanceledException or System.Net.Sockets.SocketException
             or System.Security.Authentication.AuthenticationException or InvalidOperationException)
         {
             // The other side is gone or we are draining: this direction ends; the caller closes both.
-        }
-        finally
-        {
-            ArrayPool<byte>.Shared.Return(buffer);
         }
     }
 

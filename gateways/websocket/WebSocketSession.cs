@@ -25,7 +25,7 @@ namespace NatsBroker.WebSocketGateway;
 internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, CertificateSet? certificates, GatewayEnvironment link,
     ProxySigner signer, ILogger log, NatsBroker.MqttGateway.MqttOverWebSocketHost? mqtt = null) : IFrameSink
 {
-    private const int BufferSize = 32 * 1024, MaxReadSize = 256 * 1024, MaxRequestHead = 16 * 1024, CompressThreshold = 64, BrowserFrameSize = 4096;
+    private const int BufferSize = 32 * 1024, MaxRequestHead = 16 * 1024, CompressThreshold = 64, BrowserFrameSize = 4096;
 
     private readonly IPEndPoint _remote = (IPEndPoint)socket.RemoteEndPoint!;
     private readonly SemaphoreSlim _writeLock = new(1, 1);
@@ -258,67 +258,45 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
     private async Task UserToCoreAsync(CoreLink core, CancellationToken drain)
     {
         using var decoder = new FrameDecoder(requireMask: !_upgrade.NoMasking, compressionNegotiated: _upgrade.Compress);
-        var buffer = ArrayPool<byte>.Shared.Rent(BufferSize);
-        int size = BufferSize, shortReads = 0;
-        try
+        using var buffer = new AdaptiveReadBuffer();
+        while (!_userClosed)
         {
-            while (!_userClosed)
+            int n;
+            try
             {
-                int n;
+                n = await _user.ReadAsync(buffer.Memory, drain).ConfigureAwait(false);
+            }
+            catch (Exception ex) when (ex is IOException or ObjectDisposedException or OperationCanceledException or SocketException)
+            {
+                return;
+            }
+            if (n == 0) return;
+            bool ok = decoder.Decode(buffer.Filled(n).Span, this);
+            if (!_connectForwarded)
+            {
+                ForwardConnectWhenComplete(core);
+                if (_connectForwarded) _network!.ResumeOnThreadPool = false; // now a byte pump
+            }
+            if (_toCore.WrittenCount > 0 && (_connectForwarded || !ok || _userClosed))
+            {
                 try
                 {
-                    n = await _user.ReadAsync(buffer.AsMemory(0, size), drain).ConfigureAwait(false);
+                    await core.Stream.WriteAsync(_toCore.WrittenMemory, CancellationToken.None).ConfigureAwait(false);
                 }
-                catch (Exception ex) when (ex is IOException or ObjectDisposedException or OperationCanceledException or SocketException)
+                catch (IOException)
                 {
-                    return;
+                    return; // the core closed; its last words still reach the user
                 }
-                if (n == 0) return;
-                bool ok = decoder.Decode(buffer.AsSpan(0, n), this);
-                if (!_connectForwarded)
-                {
-                    ForwardConnectWhenComplete(core);
-                    if (_connectForwarded) _network!.ResumeOnThreadPool = false; // now a byte pump
-                }
-                if (_toCore.WrittenCount > 0 && (_connectForwarded || !ok || _userClosed))
-                {
-                    try
-                    {
-                        await core.Stream.WriteAsync(_toCore.WrittenMemory, CancellationToken.None).ConfigureAwait(false);
-                    }
-                    catch (IOException)
-                    {
-                        return; // the core closed; its last words still reach the user
-                    }
-                    _toCore.ResetWrittenCount();
-                }
-                if (!ok)
-                {
-                    log.LogError("{Ip}:{Port} - websocket protocol error: {Error}", RemoteIp, _remote.Port, decoder.Error);
-                    await SendCloseAsync(decoder.ErrorStatus, decoder.Error!).ConfigureAwait(false);
-                    return;
-                }
-                if (_controlOut.WrittenCount > 0) await FlushControlAsync().ConfigureAwait(false);
-                // The read buffer adapts as nats-server's read loop does (client.go readLoop): a read that filled it
-                // doubles it up to MaxReadSize, a run of short reads halves it again. A busy publisher then makes
-                // fewer, larger reads and writes to the core (ws-pub-128: recv was half of the gateway's CPU at 32
-                // KiB), while a quiet connection holds BufferSize.
-                int next = size;
-                if (n == size) next = Math.Min(size * 2, MaxReadSize);
-                else if (n >= size / 4 || size == BufferSize) shortReads = 0;
-                else if (++shortReads >= 16) next = size / 2;
-                if (next != size)
-                {
-                    shortReads = 0;
-                    ArrayPool<byte>.Shared.Return(buffer);
-                    buffer = ArrayPool<byte>.Shared.Rent(next);
-                    size = next;
-                }
+                _toCore.ResetWrittenCount();
             }
-        }
-        finally
-        {
-            ArrayPool<byte>.Shared.Return(buffer);
+            if (!ok)
+            {
+                log.LogError("{Ip}:{Port} - websocket protocol error: {Error}", RemoteIp, _remote.Port, decoder.Error);
+                await SendCloseAsync(decoder.ErrorStatus, decoder.Error!).ConfigureAwait(false);
+                return;
+            }
+            if (_controlOut.WrittenCount > 0) await FlushControlAsync().ConfigureAwait(false);
+            buffer.Read(n);
         }
     }
 
