@@ -18,8 +18,21 @@ internal sealed partial class JsStream
     private readonly Lock _barrierLock = new();
     private List<(long Target, TaskCompletionSource Done)>? _barriers;
 
-    /// <summary>Counts a message put on the inbound queue (after the write succeeded).</summary>
-    private void CountQueued() => Interlocked.Increment(ref _ingestQueued);
+    /// <summary>
+    /// Puts a message on the inbound queue, counted BEFORE the write: a message in the queue is then always counted, so
+    /// equal counts mean an empty queue. Counted after the write, a publisher preempted between its write and its count
+    /// let the worker's handled count include a message the queued count did not, and equal counts while another
+    /// publisher's message still waited in the queue let that publisher's next message be stored inline before it
+    /// (InlinePathTests' per-connection order failed once under CI load). A barrier that reads a count whose write then
+    /// fails (queue full) waits for the next handled message or its time bound.
+    /// </summary>
+    private bool TryQueue(in Inbound m)
+    {
+        Interlocked.Increment(ref _ingestQueued);
+        if (_inbound.Writer.TryWrite(m)) return true;
+        Interlocked.Decrement(ref _ingestQueued);
+        return false;
+    }
 
     /// <summary>Ingest worker: <paramref name="n"/> more messages handled; releases the requests they were waiting for.</summary>
     private void CountHandled(int n)

@@ -46,11 +46,7 @@ internal sealed partial class JsStream
             inbound.Return();
             return;
         }
-        if (_inbound.Writer.TryWrite(inbound))
-        {
-            CountQueued();
-            return;
-        }
+        if (TryQueue(inbound)) return;
         long n = Interlocked.Increment(ref _droppedInbound);
         if (!msg.Reply.IsEmpty) Js.Publish(msg.Reply, default, default, PubAckError(JsErrors.StreamTooManyRequests));
         inbound.Return();

@@ -130,11 +130,10 @@ internal sealed partial class JsStream
     {
         try
         {
-            while (!_inbound.Writer.TryWrite(inbound))
+            while (!TryQueue(inbound))
             {
                 if (!await _inbound.Writer.WaitToWriteAsync(token).ConfigureAwait(false)) throw new OperationCanceledException();
             }
-            CountQueued();
         }
         catch
         {

@@ -193,11 +193,7 @@ internal sealed partial class JsStream
     private void QueueScheduleTick()
     {
         if (IsDeleted || Interlocked.Exchange(ref _scheduleTickQueued, 1) != 0) return;
-        if (_inbound.Writer.TryWrite(Inbound.ScheduleTick))
-        {
-            CountQueued();
-            return;
-        }
+        if (TryQueue(Inbound.ScheduleTick)) return;
         Volatile.Write(ref _scheduleTickQueued, 0);
         try { _scheduleTimer?.Change(TimeSpan.FromTicks(MinScheduleDelayNanos / 100), Timeout.InfiniteTimeSpan); }
         catch (ObjectDisposedException) { /* the stream stopped meanwhile: nothing left to schedule */ }
