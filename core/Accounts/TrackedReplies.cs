@@ -44,7 +44,7 @@ internal sealed class TrackedReplies(Router router)
     /// <summary>A client of this account removed <paramref name="sub"/> (UNSUB or close), after it left the SubList.</summary>
     public void SubscriptionRemoved(Subscription sub)
     {
-        if (Volatile.Read(ref _count) == 0 || IsReservedReply(sub.Subject)) return;
+        if (Volatile.Read(ref _count) == 0 || ReservedReplies.IsReserved(sub.Subject)) return;
         string pattern = Encoding.UTF8.GetString(sub.Subject);
         List<(ServiceResponses Responses, ulong Id)>? lost = null;
         lock (_lock)
@@ -63,8 +63,4 @@ internal sealed class TrackedReplies(Router router)
         }
         foreach (var (responses, id) in lost) responses.InterestLost(id);
     }
-
-    /// <summary>client.go isReservedReply: replies the server made itself are not a requester's.</summary>
-    private static bool IsReservedReply(ReadOnlySpan<byte> subject) =>
-        subject.StartsWith("_R_."u8) || subject.StartsWith("$JS.ACK."u8) || subject.StartsWith("_GR_."u8);
 }

@@ -31,7 +31,7 @@ public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IStall
             SendError(AuthErrors.PublishViolation(subject));
             return;
         }
-        if (!reply.IsEmpty && IsReservedReply(reply))
+        if (!reply.IsEmpty && ReservedReplies.IsReserved(reply))
         {
             SendError(AuthErrors.PublishReplyViolation(reply));
             return;
@@ -45,11 +45,6 @@ public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IStall
             SendNoResponders(reply);
         }
     }
-
-    /// <summary>Reply prefixes reserved for the server (client.go isReservedReply): service imports, JetStream acks, gateways.</summary>
-    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
-    private static bool IsReservedReply(ReadOnlySpan<byte> reply) =>
-        reply.StartsWith("_R_."u8) || reply.StartsWith("$JS.ACK."u8) || reply.StartsWith("_GR_."u8);
 
     /// <summary>
     /// The router hands this connection a message for one of its subscriptions (on the publisher's thread).
