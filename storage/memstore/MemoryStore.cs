@@ -32,9 +32,9 @@ public sealed class MemoryStoreFactory : IStreamStoreFactory
 /// </summary>
 internal sealed class MemoryStore : IndexedStore
 {
-    private sealed class Slab(byte[] data, long no)
+    private sealed class Slab(SlabMemory memory, long no)
     {
-        public readonly byte[] Data = data;
+        public readonly SlabMemory Memory = memory;
         public readonly long No = no;
         public int Used;
         public int Live;
@@ -45,7 +45,17 @@ internal sealed class MemoryStore : IndexedStore
     private int _head;
     private int _count;
     private long _baseNo;
-    private readonly Stack<byte[]> _free = new();
+    private readonly Stack<SlabMemory> _free = new();
+
+    // Slabs made over the store's life: the first ones are managed (ordinary pages), later ones huge (SlabMemory).
+    private int _slabsMade;
+    private const int ManagedSlabsFirst = 2;
+
+    // A growing store keeps one huge slab prepared (allocated and page-faulted) on the thread pool, so the append
+    // that fills the tail takes a ready slab instead of faulting 2 MiB in on the ingest thread (the file engine's
+    // spare block, for memory). _spare is handed over with Interlocked.Exchange; _preparing admits one preparer.
+    private SlabMemory? _spare;
+    private int _preparing;
 
     public MemoryStore(StreamStoreConfig config, int slabSize) : base(config)
     {
@@ -54,6 +64,20 @@ internal sealed class MemoryStore : IndexedStore
     }
 
     public override string EngineName => MemoryStoreFactory.EngineName;
+
+    /// <summary>Slabs in use that are huge-page memory (tests read it by name).</summary>
+    internal int HugeSlabsInUse
+    {
+        get
+        {
+            lock (Sync)
+            {
+                int n = 0;
+                for (int i = 0; i < _count; i++) n += _slabs[(_head + i) & (_slabs.Length - 1)]?.Memory.IsHuge == true ? 1 : 0;
+                return n;
+            }
+        }
+    }
 
     private Slab? Tail => _count == 0 ? null : _slabs[(_head + _count - 1) & (_slabs.Length - 1)];
 
@@ -68,9 +92,9 @@ internal sealed class MemoryStore : IndexedStore
         int extra = ttl > 0 ? 8 : 0;
         int need = extra + headers.Length + payload.Length;
         var tail = Tail;
-        if (tail is null || tail.Data.Length - tail.Used < need) tail = NewSlab(need);
+        if (tail is null || tail.Memory.Length - tail.Used < need) tail = NewSlab(need);
         int off = tail.Used;
-        var dst = tail.Data.AsSpan(off, need);
+        var dst = tail.Memory.Span.Slice(off, need);
         if (extra > 0) BinaryPrimitives.WriteInt64LittleEndian(dst, ttl);
         headers.CopyTo(dst[extra..]);
         payload.CopyTo(dst[(extra + headers.Length)..]);
@@ -83,9 +107,9 @@ internal sealed class MemoryStore : IndexedStore
 
     private Slab NewSlab(int need)
     {
-        byte[] data = need <= _slabSize
-            ? (_free.Count > 0 ? _free.Pop() : GC.AllocateUninitializedArray<byte>(_slabSize))
-            : GC.AllocateUninitializedArray<byte>(need);
+        SlabMemory data = need <= _slabSize
+            ? (_free.Count > 0 ? _free.Pop() : MakeSlabMemory())
+            : SlabMemory.Managed(need);
         if (_count == _slabs.Length)
         {
             var n = new Slab?[_slabs.Length * 2];
@@ -103,6 +127,37 @@ internal sealed class MemoryStore : IndexedStore
 
     private long _nextNo;
 
+    private SlabMemory MakeSlabMemory()
+    {
+        if (++_slabsMade <= ManagedSlabsFirst || _slabSize > SlabMemory.HugeSize) return SlabMemory.Managed(_slabSize);
+        var ready = Interlocked.Exchange(ref _spare, null);
+        PrepareSpare();
+        return ready ?? SlabMemory.TryHuge() ?? SlabMemory.Managed(_slabSize);
+    }
+
+    private void PrepareSpare()
+    {
+        if (Interlocked.CompareExchange(ref _preparing, 1, 0) != 0) return;
+        ThreadPool.UnsafeQueueUserWorkItem(static store => store.MakeSpare(), this, preferLocal: false);
+    }
+
+    private void MakeSpare()
+    {
+        try
+        {
+            if (Volatile.Read(ref IsClosed) || SlabMemory.TryHuge() is not { } slab) return;
+            slab.Prefault();
+            Interlocked.Exchange(ref _spare, slab)?.Free();
+            // Close frees the spare after setting IsClosed; a spare published after that is freed here. Both sides
+            // use full fences (Interlocked), so at least one of them sees the other.
+            if (Volatile.Read(ref IsClosed)) Interlocked.Exchange(ref _spare, null)?.Free();
+        }
+        finally
+        {
+            Volatile.Write(ref _preparing, 0);
+        }
+    }
+
     [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     protected override StoreStatus ReadMessage(ulong seq, in IndexEntry entry, SubjectInfo subject, StoredMessage into, ref DeferredRead deferred)
     {
@@ -111,14 +166,14 @@ internal sealed class MemoryStore : IndexedStore
         long ttl = 0;
         if ((entry.Flags & IndexEntry.FlagTtl) != 0)
         {
-            ttl = BinaryPrimitives.ReadInt64LittleEndian(slab.Data.AsSpan(off));
+            ttl = BinaryPrimitives.ReadInt64LittleEndian(slab.Memory.Span[off..]);
             off += 8;
         }
         int hl = entry.Aux;
         int pl = entry.Size - subject.Key.Length - hl;
         var dst = into.Prepare(seq, entry.Timestamp, ttl, subject.Key.Length, hl, pl);
         subject.Key.CopyTo(dst);
-        slab.Data.AsSpan(off, hl + pl).CopyTo(dst[subject.Key.Length..]);
+        slab.Memory.Span.Slice(off, hl + pl).CopyTo(dst[subject.Key.Length..]);
         return StoreStatus.Ok;
     }
 
@@ -130,7 +185,7 @@ internal sealed class MemoryStore : IndexedStore
         {
             int off = (int)(entry.Location & 0xFFFFFFFF);
             int len = entry.Size - Subjects.ById(entry.SubjectId).Key.Length + ((entry.Flags & IndexEntry.FlagTtl) != 0 ? 8 : 0);
-            slab.Data.AsSpan(off, len).Clear();
+            slab.Memory.Span.Slice(off, len).Clear();
         }
         if (--slab.Live == 0 && slab != Tail) ReleaseEmptySlabs();
     }
@@ -152,7 +207,9 @@ internal sealed class MemoryStore : IndexedStore
 
     private void Recycle(Slab s)
     {
-        if (s.Data.Length == _slabSize && _free.Count < 4) _free.Push(s.Data);
+        var m = s.Memory;
+        if ((m.Length == _slabSize || m.IsHuge) && _free.Count < 4) _free.Push(m);
+        else m.Free();
     }
 
     protected override StoreStatus OnPurgedAll(ulong nextSeq)
@@ -170,11 +227,18 @@ internal sealed class MemoryStore : IndexedStore
 
     protected override StoreStatus OnOperationDone(bool floorChanged) => StoreStatus.Ok;
     protected override IConsumerStore CreateConsumerStore(string name) => new MemoryConsumerStore(name, ForgetConsumer);
-    protected override void CloseEngine() => OnPurgedAll(0);
+    protected override void CloseEngine() => FreeAll();
     protected override StoreStatus DeleteEngine()
     {
-        OnPurgedAll(0);
+        FreeAll();
         return StoreStatus.Ok;
+    }
+
+    private void FreeAll()
+    {
+        OnPurgedAll(0);
+        while (_free.Count > 0) _free.Pop().Free();
+        Interlocked.Exchange(ref _spare, null)?.Free();
     }
 
     public override ValueTask<StoreStatus> FlushAsync(CancellationToken cancellationToken = default) => ValueTask.FromResult(StoreStatus.Ok);
