@@ -158,24 +158,29 @@ internal sealed partial class JsStream
                     return false;
                 }
             }
-            var expStream = NatsHeaders.Get(hdr, NatsHeaders.ExpectedStream);
-            if (!expStream.IsEmpty && !expStream.SequenceEqual(NameBytes)) return Fail(reply, JsErrors.StreamNotMatch);
-            if (NatsHeaders.TryGetUInt64(hdr, NatsHeaders.ExpectedLastSeq, out ulong expLast, out bool hasLast) || hasLast)
+            // One scan decides whether any of the four Nats-Expected-* lookups can find something.
+            bool expects = NatsHeaders.MentionsExpected(hdr);
+            if (expects)
             {
-                ulong last = Store.GetState().LastSequence;
-                if (!hasLast || expLast != last) return Fail(reply, JsErrors.StreamWrongLastSequence(last));
-            }
-            if (NatsHeaders.TryGetUInt64(hdr, NatsHeaders.ExpectedLastSubjSeq, out ulong expSubj, out bool hasSubj) || hasSubj)
-            {
-                ulong lastForSubject = LastSequenceOf(subject);
-                if (expSubj != lastForSubject) return Fail(reply, JsErrors.StreamWrongLastSequence(lastForSubject));
+                var expStream = NatsHeaders.Get(hdr, NatsHeaders.ExpectedStream);
+                if (!expStream.IsEmpty && !expStream.SequenceEqual(NameBytes)) return Fail(reply, JsErrors.StreamNotMatch);
+                if (NatsHeaders.TryGetUInt64(hdr, NatsHeaders.ExpectedLastSeq, out ulong expLast, out bool hasLast) || hasLast)
+                {
+                    ulong last = Store.GetState().LastSequence;
+                    if (!hasLast || expLast != last) return Fail(reply, JsErrors.StreamWrongLastSequence(last));
+                }
+                if (NatsHeaders.TryGetUInt64(hdr, NatsHeaders.ExpectedLastSubjSeq, out ulong expSubj, out bool hasSubj) || hasSubj)
+                {
+                    ulong lastForSubject = LastSequenceOf(subject);
+                    if (expSubj != lastForSubject) return Fail(reply, JsErrors.StreamWrongLastSequence(lastForSubject));
+                }
             }
             // Message schedules (ADR-51): only messages that mention a Nats-Schedule* header pay for the checks.
             scheduleHeaders = MentionsSchedule(hdr);
             if (scheduleHeaders && m.Kind != Inbound.KindScheduled && !NatsHeaders.Has(hdr, JsSourcing.SourceHeader)
                 && CheckScheduleHeaders(subject, ref hdr, cfg) is { } scheduleError)
                 return Fail(reply, scheduleError);
-            var expId = NatsHeaders.GetString(hdr, NatsHeaders.ExpectedLastMsgId);
+            var expId = expects ? NatsHeaders.GetString(hdr, NatsHeaders.ExpectedLastMsgId) : "";
             if (expId.Length > 0 && expId != _lastMsgId) return Fail(reply, JsErrors.StreamWrongLastMsgId(_lastMsgId));
             var rollup = NatsHeaders.Get(hdr, NatsHeaders.Rollup);
             if (!rollup.IsEmpty)

@@ -20,21 +20,46 @@ internal static class NatsHeaders
     /// <summary>The value of <paramref name="key"/> (trimmed), or an empty span when absent.</summary>
     public static ReadOnlySpan<byte> Get(ReadOnlySpan<byte> block, string key)
     {
-        if (block.IsEmpty) return default;
-        Span<byte> k = stackalloc byte[key.Length + 3];
-        k[0] = (byte)'\r';
-        k[1] = (byte)'\n';
-        Encoding.ASCII.GetBytes(key, k[2..]);
-        k[^1] = (byte)':';
-        int at = block.IndexOf(k);
+        int at = ValueStart(block, key);
         if (at < 0) return default;
-        var rest = block[(at + k.Length)..];
+        var rest = block[at..];
         int end = rest.IndexOf("\r\n"u8);
         if (end >= 0) rest = rest[..end];
         return rest.Trim((byte)' ');
     }
 
-    public static bool Has(ReadOnlySpan<byte> block, string key) => !block.IsEmpty && block.IndexOf(Encoding.ASCII.GetBytes("\r\n" + key + ":")) >= 0;
+    public static bool Has(ReadOnlySpan<byte> block, string key) => ValueStart(block, key) >= 0;
+
+    /// <summary>True when some line may be a Nats-Expected-* header (a cheap filter before those lookups).</summary>
+    public static bool MentionsExpected(ReadOnlySpan<byte> block) => block.IndexOf("\r\nNats-Expected-"u8) >= 0;
+
+    /// <summary>
+    /// Where the value of the first line "<paramref name="key"/>:" starts (after the colon), or -1. Walks the block's
+    /// lines and compares the key's chars with the line's bytes, so a lookup neither allocates nor encodes the key:
+    /// every publish with headers runs several of these (Nats-Msg-Id, the Nats-Expected-* checks, batches).
+    /// </summary>
+    private static int ValueStart(ReadOnlySpan<byte> block, string key)
+    {
+        int line = block.IndexOf("\r\n"u8);
+        while (line >= 0)
+        {
+            int start = line + 2;
+            var rest = block[start..];
+            if (rest.Length > key.Length && rest[key.Length] == (byte)':' && KeyEquals(rest, key)) return start + key.Length + 1;
+            int next = rest.IndexOf("\r\n"u8);
+            line = next < 0 ? -1 : start + next;
+        }
+        return -1;
+    }
+
+    private static bool KeyEquals(ReadOnlySpan<byte> line, string key)
+    {
+        for (int i = 0; i < key.Length; i++)
+        {
+            if (line[i] != key[i]) return false;
+        }
+        return true;
+    }
 
     public static string GetString(ReadOnlySpan<byte> block, string key)
     {
@@ -89,14 +114,12 @@ internal static class NatsHeaders
     /// </summary>
     public static void Set(ReadOnlySpan<byte> block, string key, string value, ArrayBufferWriter<byte> into)
     {
-        var keyLine = Encoding.ASCII.GetBytes("\r\n" + key + ":");
-        int at = block.IsEmpty ? -1 : block.IndexOf(keyLine);
-        if (at < 0)
+        int valStart = ValueStart(block, key);
+        if (valStart < 0)
         {
             AppendHeaders(block, [(key, value)], into);
             return;
         }
-        int valStart = at + keyLine.Length;
         if (valStart < block.Length && block[valStart] == (byte)' ') valStart++;
         int valEnd = block[valStart..].IndexOf((byte)'\r');
         if (valEnd < 0)

@@ -216,9 +216,10 @@ internal sealed partial class JsStream
             bool hasRollup = false;
             if (!hdr.IsEmpty)
             {
-                if (!NatsHeaders.Get(hdr, NatsHeaders.ExpectedLastMsgId).IsEmpty) return BatchErrors.AtomicPublishUnsupportedHeaderBatch(NatsHeaders.ExpectedLastMsgId);
+                bool expects = NatsHeaders.MentionsExpected(hdr);
+                if (expects && !NatsHeaders.Get(hdr, NatsHeaders.ExpectedLastMsgId).IsEmpty) return BatchErrors.AtomicPublishUnsupportedHeaderBatch(NatsHeaders.ExpectedLastMsgId);
                 if (hdr.Length > ushort.MaxValue) return JsErrors.StreamHeaderExceedsMaximum;
-                var expStream = NatsHeaders.Get(hdr, NatsHeaders.ExpectedStream);
+                var expStream = expects ? NatsHeaders.Get(hdr, NatsHeaders.ExpectedStream) : default;
                 if (!expStream.IsEmpty && !expStream.SequenceEqual(NameBytes)) return JsErrors.StreamNotMatch;
                 var msgId = NatsHeaders.GetString(hdr, NatsHeaders.MsgId);
                 if (msgId.Length > 0)
@@ -226,13 +227,13 @@ internal sealed partial class JsStream
                     if (_batchMsgIds.Contains(msgId) || _dedupe.ContainsKey(msgId)) return BatchErrors.AtomicPublishContainsDuplicateMessage;
                     _batchMsgIds.Add(msgId);
                 }
-                if (NatsHeaders.TryGetUInt64(hdr, NatsHeaders.ExpectedLastSeq, out ulong expLast, out _))
+                if (expects && NatsHeaders.TryGetUInt64(hdr, NatsHeaders.ExpectedLastSeq, out ulong expLast, out _))
                 {
                     if (expLast != clseq) return JsErrors.StreamWrongLastSequence(clseq);
                     if (_batchInflight.Count > 0) return BatchErrors.StreamWrongLastSequenceConstant;
                 }
-                var forSubject = NatsHeaders.Get(hdr, ExpectedLastSubjSeqSubjectHeader);
-                if (NatsHeaders.TryGetUInt64(hdr, NatsHeaders.ExpectedLastSubjSeq, out ulong expSubj, out _))
+                var forSubject = expects ? NatsHeaders.Get(hdr, ExpectedLastSubjSeqSubjectHeader) : default;
+                if (expects && NatsHeaders.TryGetUInt64(hdr, NatsHeaders.ExpectedLastSubjSeq, out ulong expSubj, out _))
                 {
                     var seqSubject = forSubject.IsEmpty ? subject : forSubject;
                     string key = Encoding.UTF8.GetString(seqSubject);
