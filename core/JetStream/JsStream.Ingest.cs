@@ -36,7 +36,7 @@ internal sealed partial class JsStream
     {
         int hdr = msg.HeaderSize > 0 ? msg.HeaderSize : 0;
         int total = msg.Subject.Length + msg.Reply.Length + (int)msg.Payload.Length;
-        var buf = ArrayPool<byte>.Shared.Rent(Math.Max(1, total));
+        var buf = InboundBuffers.Rent(Math.Max(1, total));
         msg.Subject.CopyTo(buf);
         msg.Reply.CopyTo(buf.AsSpan(msg.Subject.Length));
         msg.Payload.CopyTo(buf.AsSpan(msg.Subject.Length + msg.Reply.Length));

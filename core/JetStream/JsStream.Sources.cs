@@ -118,7 +118,7 @@ internal sealed partial class JsStream
     internal ValueTask QueueCopyAsync(byte[] subject, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload, ulong originSeq, long timestamp, CancellationToken token)
     {
         int total = subject.Length + headers.Length + payload.Length;
-        var buf = ArrayPool<byte>.Shared.Rent(Math.Max(1, total));
+        var buf = InboundBuffers.Rent(Math.Max(1, total));
         subject.CopyTo(buf, 0);
         headers.CopyTo(buf.AsSpan(subject.Length));
         payload.CopyTo(buf.AsSpan(subject.Length + headers.Length));

@@ -345,7 +345,7 @@ internal sealed partial class JsStream : IAsyncDisposable
         public ReadOnlySpan<byte> Payload => Buffer.AsSpan(subject + reply + headers, payload);
         public void Return()
         {
-            if (Kind != KindTick) ArrayPool<byte>.Shared.Return(Buffer);
+            if (Kind != KindTick) InboundBuffers.Return(Buffer);
         }
     }
 }

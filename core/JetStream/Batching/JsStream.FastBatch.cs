@@ -66,7 +66,7 @@ internal sealed partial class JsStream
         var w = new ArrayBufferWriter<byte>(m.Headers.Length);
         ApiLevel.Strip(m.Headers, w);
         int total = m.Subject.Length + m.Reply.Length + w.WrittenCount + m.Payload.Length;
-        var buf = ArrayPool<byte>.Shared.Rent(Math.Max(1, total));
+        var buf = InboundBuffers.Rent(Math.Max(1, total));
         m.Subject.CopyTo(buf);
         m.Reply.CopyTo(buf.AsSpan(m.Subject.Length));
         w.WrittenSpan.CopyTo(buf.AsSpan(m.Subject.Length + m.Reply.Length));

@@ -249,7 +249,7 @@ internal sealed partial class JsStream
             if (rollup.Length > 0) extra.Add((NatsHeaders.Rollup, rollup));
             var headers = ScheduledHeaders(body.Headers, extra);
             var targetBytes = Encoding.UTF8.GetBytes(target);
-            var buf = ArrayPool<byte>.Shared.Rent(Math.Max(1, targetBytes.Length + headers.Length + body.PayloadLength));
+            var buf = InboundBuffers.Rent(Math.Max(1, targetBytes.Length + headers.Length + body.PayloadLength));
             targetBytes.CopyTo(buf, 0);
             headers.CopyTo(buf, targetBytes.Length);
             body.Payload.CopyTo(buf.AsSpan(targetBytes.Length + headers.Length));
