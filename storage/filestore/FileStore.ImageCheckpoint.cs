@@ -67,6 +67,7 @@ internal sealed partial class FileStore
     protected override void BeforeClose()
     {
         _closing = true;
+        WaitForDeleter(); // FileStore.BlockDeletion.cs: it stops at its next step now
         var spin = new SpinWait();
         while (Volatile.Read(ref _checkpointing) != 0) spin.SpinOnce();
     }

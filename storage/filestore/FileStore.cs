@@ -270,6 +270,8 @@ internal sealed partial class FileStore : IndexedStore
             // The index image (FileStore.FastOpen.cs) lets the next open skip rebuilding the index altogether.
             if (FlushTailLocked() == StoreStatus.Ok && SyncAllLocked() == StoreStatus.Ok)
             {
+                // Emptied blocks the background deleter did not get to (it stopped before the close took the lock).
+                DeleteDoomedLocked();
                 WriteSnapshotsLocked();
                 WriteImageAtClose();
             }
