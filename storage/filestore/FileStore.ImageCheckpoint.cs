@@ -118,7 +118,8 @@ internal sealed partial class FileStore
                 || current.AppendAt - IndexImage.DataStart > 2 * current.LiveBytes + (64L << 20);
             try
             {
-                _fs.CreateDirectory(IndexDir); // its entry is made durable below, without the lock
+                // Its entry is made durable below, without the lock; once it is (this open), it exists: no syscall under the lock.
+                if (!_indexDirDurable) _fs.CreateDirectory(IndexDir);
             }
             catch (Exception e) when (e is IOException or UnauthorizedAccessException)
             {

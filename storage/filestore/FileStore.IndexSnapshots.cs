@@ -217,7 +217,7 @@ internal sealed partial class FileStore
                 {
                     CollectSnapshotCandidatesLocked(list);
                     // Under the lock: a store deleted meanwhile must not get its directory back.
-                    if (list.Count > 0) _fs.CreateDirectory(IndexDir);
+                    if (list.Count > 0 && !_indexDirDurable) _fs.CreateDirectory(IndexDir); // made durable once per open: it exists then
                 }
                 if (list.Count > 0) MakeIndexDirectoryDurable(); // before any snapshot goes in it, without the lock
             }
