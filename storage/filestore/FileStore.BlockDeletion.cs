@@ -12,9 +12,9 @@ namespace NatsBroker.Storage.File;
 /// the last sync and of the block directory, then close and unlink of the file and of its index snapshot. A stream at
 /// its limit empties a block at about every roll, so every publisher waited on that I/O.
 /// <para>
-/// Now the append only dooms the block (<see cref="MsgBlock.Doomed"/>, memory only); the deleter runs on the thread
-/// that doomed it right after that thread released the store lock (<see cref="RunDeferredWork"/>, called by the
-/// append, the expiry timer and the flush tick), so other appenders go on while it waits on the disk. It is not a
+/// Now the append only dooms the block (<see cref="MsgBlock.Doomed"/>, memory only); the deleter runs without the lock
+/// on the first thread that looks after the write released it (<see cref="RunDeferredWork"/>, called by every append,
+/// the expiry timer and the flush tick, which a removal arms), so other appenders go on while it waits on the disk. It is not a
 /// thread-pool item: the store lock is not fair, and a queued deleter measured starved behind a busy appender while
 /// emptied blocks piled up on disk. For each doomed block, one at a time, in order:
 /// 1. under the lock: claims it (<see cref="MsgBlock.Claimed"/>) and takes its snapshot out of the installed set;
