@@ -151,4 +151,33 @@ public sealed class BlockDeletionTests(ITestOutputHelper output)
         Assert.Equal(7UL, s2.GetState().Messages);
         s2.Dispose();
     }
+    [Fact]
+    public async Task Emptied_blocks_waiting_for_the_deleter_never_make_a_disk_limit_refuse_an_append()
+    {
+        // The deleter is stalled on its first unlink; the emptied blocks after it still count against
+        // disk_limit_bytes until deleted, so the roll that would be refused deletes them itself (under the lock,
+        // as before the deleter): appends at a message limit never see a full disk.
+        var fs = FaultFileSystem.WithDirectory(Root);
+        var cfg = new StreamStoreConfig { StreamName = "X", Sync = SyncPolicy.Periodic, SyncInterval = TimeSpan.FromHours(1), Limits = new StreamLimits { MaxMessages = 30 } };
+        var opt = new FileStoreOptions { BlockSize = 4096, CacheBlocks = 1, FileSystem = fs.Session(), ImageIntervalBytes = 1L << 40, DiskLimitBytes = 4 * 4096 };
+        var r = FileStore.Open(cfg, Dir, opt);
+        Assert.True(r.IsOk, r.Error);
+        var s = r.Store!;
+        using var entered = new ManualResetEventSlim();
+        using var release = new ManualResetEventSlim();
+        int stalled = 0;
+        fs.BeforeDelete = path =>
+        {
+            if (!path.EndsWith(".blk", StringComparison.Ordinal) || Interlocked.Exchange(ref stalled, 1) == 1) return;
+            entered.Set();
+            release.Wait(TimeSpan.FromSeconds(60));
+        };
+        ulong last = await AppendsGoOnWhileStalled(s, q => "s." + (q % 3), entered, release);
+        fs.BeforeDelete = null;
+        var state = s.GetState();
+        Assert.Equal(30UL, state.Messages);
+        Assert.Equal(last, state.LastSequence);
+        Assert.Null(s.Failure);
+        s.Dispose();
+    }
 }
