@@ -42,7 +42,7 @@ namespace NatsBroker.Storage.File;
 /// </summary>
 internal sealed partial class FileStore
 {
-    /// <summary>1 while the deleter runs (one at a time; under the store lock).</summary>
+    /// <summary>1 while the deleter runs (one at a time; written under the store lock, read as a hint without it).</summary>
     private int _deleterActive;
     /// <summary>A block was doomed since the deleter last found none (read without the lock: one volatile read per append).</summary>
     private volatile bool _doomedPending;
@@ -66,11 +66,12 @@ internal sealed partial class FileStore
     /// </summary>
     protected override void RunDeferredWork()
     {
-        if (!_doomedPending) return;
+        // Without the lock: nothing doomed, or a deleter is running (it finds what was doomed since it started).
+        if (!_doomedPending || Volatile.Read(ref _deleterActive) != 0) return;
         lock (Sync)
         {
             if (_deleterActive != 0 || IsClosed || _closing || Failure is not null) return;
-            _deleterActive = 1;
+            Volatile.Write(ref _deleterActive, 1);
             _doomedPending = false;
             _deleterIdle.Reset();
         }
@@ -139,7 +140,7 @@ internal sealed partial class FileStore
 
     private void EndRunLocked()
     {
-        _deleterActive = 0;
+        Volatile.Write(ref _deleterActive, 0);
         _deleterIdle.Set();
     }
 
