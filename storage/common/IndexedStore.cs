@@ -187,6 +187,7 @@ internal abstract class IndexedStore : IStreamStore
             if (IsClosed) return;
             ExpireLocked(NowNanos());
         }
+        RunDeferredWork();
     }
 
     protected long NowNanos() => (Config.Clock.GetUtcNow().UtcTicks - DateTime.UnixEpoch.Ticks) * 100;
@@ -208,6 +209,7 @@ internal abstract class IndexedStore : IStreamStore
         }
         // Durability waits happen outside the lock, so concurrent appenders share one fsync (group commit).
         if (ticket != 0 && st == StoreStatus.Ok) st = WaitDurable(ticket);
+        RunDeferredWork();
         return new AppendResult(st, st == StoreStatus.Ok ? seq : 0, timestamp);
     }
 
@@ -216,6 +218,15 @@ internal abstract class IndexedStore : IStreamStore
 
     /// <summary>Blocks, outside the lock, until the write with <paramref name="ticket"/> is durable.</summary>
     protected virtual StoreStatus WaitDurable(long ticket) => StoreStatus.Ok;
+
+    /// <summary>
+    /// Called without the lock after an append (and the expiry timer) released it: engine work the write made necessary
+    /// that may wait on the disk, done here so that other writers are not held up by it (the file engine deletes
+    /// emptied blocks here). Must be cheap when there is nothing to do.
+    /// </summary>
+    protected virtual void RunDeferredWork()
+    {
+    }
 
     public StoreStatus AppendAt(ulong sequence, long timestamp, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload, long ttl = 0)
     {
@@ -236,7 +247,9 @@ internal abstract class IndexedStore : IStreamStore
             st = AppendLocked(sequence, timestamp, now, subject, headers, payload, ttl);
             ticket = TakeDurabilityTicket();
         }
-        return ticket != 0 && st == StoreStatus.Ok ? WaitDurable(ticket) : st;
+        if (ticket != 0 && st == StoreStatus.Ok) st = WaitDurable(ticket);
+        RunDeferredWork();
+        return st;
     }
 
     public AppendResult AppendBatch(IAppendBatch batch, long timestamp = 0)
@@ -256,6 +269,7 @@ internal abstract class IndexedStore : IStreamStore
             ticket = TakeDurabilityTicket();
         }
         if (ticket != 0 && st == StoreStatus.Ok) st = WaitDurable(ticket);
+        RunDeferredWork();
         return new AppendResult(st, st == StoreStatus.Ok ? last : 0, timestamp);
     }
 

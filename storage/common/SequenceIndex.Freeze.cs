@@ -64,6 +64,8 @@ internal sealed partial class SequenceIndex
         // are the index's, reused by its next capture).
         internal ulong BaseChunk;
         internal ulong AppendChunk;
+        /// <summary>The index's End at the capture: entries of the chunk being appended to from there on are not written yet (undefined).</summary>
+        internal ulong End;
         internal bool All;
         /// <summary>Chunks captured: entries [0, Count) of <see cref="Live"/> and <see cref="Paged"/>.</summary>
         internal int Count;
@@ -144,6 +146,7 @@ internal sealed partial class SequenceIndex
         {
             BaseChunk = _baseChunk,
             AppendChunk = End == 0 ? 0 : (End - 1) >> Shift,
+            End = End,
             All = all,
             Count = _count,
             Live = _captureLive,
@@ -224,8 +227,14 @@ internal sealed partial class SequenceIndex
         Array.Copy(ring, 0, into, first, _count - first);
     }
 
-    /// <summary>Under the lock: the captured content of kept chunk <paramref name="k"/> (a position in <see cref="IndexFreeze.Chunks"/>), which must be frozen, into <paramref name="into"/>.</summary>
-    public void CopyFrozen(IndexFreeze f, int k, Span<byte> into)
+    /// <summary>
+    /// Under the lock: the captured content of kept chunk <paramref name="k"/> (a position in <see cref="IndexFreeze.Chunks"/>),
+    /// which must be frozen, into <paramref name="into"/> (at least <see cref="EntriesPerChunk"/> x <see cref="EntrySize"/>
+    /// bytes) as an image page; returns the page's length. A chunk with at most <see cref="CompactIndexPage.MaxEntries"/>
+    /// live entries is written as a compact page (50 bytes per live entry, <see cref="CompactIndexPage"/>), any other as
+    /// the dense 48 KiB page.
+    /// </summary>
+    public int CopyFrozen(IndexFreeze f, int k, Span<byte> into)
     {
         int at = f.FrozenAt[k];
         ulong no = f.Chunks[k].Chunk;
@@ -239,8 +248,24 @@ internal sealed partial class SequenceIndex
             _frozen[slot] = 0;
         }
         f.Preserved[at] = null;
-        if (src is IndexEntry[] dense) MemoryMarshal.AsBytes(dense.AsSpan()).CopyTo(into);
-        else ((SparseChunk)src).ExpandInto(MemoryMarshal.Cast<byte, IndexEntry>(into)[..ChunkSize]); // the image's pages are dense
+        if (src is IndexEntry[] dense)
+        {
+            // In the chunk being appended to, the entries from End on are not written yet: a pooled array may hold
+            // anything there, which a compact page must not list (a dense page carries it along, unread).
+            var held = dense.AsSpan();
+            if (no == f.AppendChunk && f.End > no << Shift) held = held[..(int)Math.Min((ulong)ChunkSize, f.End - (no << Shift))];
+            int live = 0;
+            foreach (ref readonly var e in held) if (e.IsLive) live++;
+            if (live <= CompactIndexPage.MaxEntries) return CompactIndexPage.Encode(held, live, into);
+            MemoryMarshal.AsBytes(dense.AsSpan()).CopyTo(into);
+            return ChunkSize * EntrySize;
+        }
+        var sp = (SparseChunk)src;
+        int spLive = 0;
+        for (int i = 0; i < sp.Count; i++) if (sp.Entries[i].IsLive) spLive++;
+        if (spLive <= CompactIndexPage.MaxEntries) return CompactIndexPage.Encode(sp, spLive, into);
+        sp.ExpandInto(MemoryMarshal.Cast<byte, IndexEntry>(into)[..ChunkSize]); // a sparse chunk that grew past the bound cannot happen; dense then
+        return ChunkSize * EntrySize;
     }
 
     /// <summary>Under the lock: ends a capture (done or abandoned); chunks still frozen are released from it (O(chunks frozen)).</summary>

@@ -14,8 +14,9 @@ namespace NatsBroker.Storage.Internal;
 /// timestamp, the subject's linked list) that every read, per-subject limit and purge walks without touching the
 /// block; replacing it with per-block delete sets would move all of that to block reads. Keeping the entry and
 /// making only its container follow the live count is the smallest change: lookups stay O(1) in dense chunks and
-/// become a binary search over at most 256 offsets in sparse ones, and the on-disk index image is unchanged (a
-/// sparse chunk's page is written expanded, and a page loaded with few live entries is compacted as it comes in).
+/// become a binary search over at most 256 offsets in sparse ones. In the file engine's index image a chunk with at
+/// most 256 live entries is written as a compact page (<see cref="CompactIndexPage"/>, image version 3), and a page
+/// loaded with few live entries is compacted as it comes in.
 /// </para>
 /// <para>
 /// Never sparse: the chunk being appended to (entries become live only by appending, so a sparse chunk only loses

@@ -20,7 +20,8 @@ internal sealed partial class FileStore
         if (kind != RemoveKind.Lazy) AppendControl(Format.TypeTombstone, seq);
         if (b.Live == 0)
         {
-            if (b != _tail) RemoveBlock(b);
+            // Deleted by the background deleter, or at the end of an explicit operation (FileStore.BlockDeletion.cs).
+            if (b != _tail) Doom(b);
             else _emptyBlocks = true;
         }
     }
@@ -48,8 +49,9 @@ internal sealed partial class FileStore
     }
 
     /// <summary>
-    /// Deletes every older block without a live message, e.g. blocks that only ever held tombstones, once
-    /// the tombstones that still matter are carried forward. Runs at block roll and after explicit operations.
+    /// Dooms every older block without a live message, e.g. blocks that only ever held tombstones (deleted by the
+    /// background deleter, or by the explicit operation that runs this, FileStore.BlockDeletion.cs). Runs at block
+    /// roll and after explicit operations.
     /// </summary>
     private void CompactEmptyBlocks()
     {
@@ -58,14 +60,9 @@ internal sealed partial class FileStore
         _emptyBlocks = false;
         try
         {
-            for (int i = 0; i < _blocks.Count; i++)
+            foreach (var b in _blocks)
             {
-                var b = _blocks[i];
-                if (b.Live == 0 && b != _tail)
-                {
-                    RemoveBlock(b);
-                    if (!_byId.ContainsKey(b.Id)) i--;
-                }
+                if (b.Live == 0 && b != _tail) Doom(b);
             }
         }
         finally
@@ -75,13 +72,15 @@ internal sealed partial class FileStore
     }
 
     /// <summary>
-    /// Deletes a block with no live message. Its tombstones that still matter are appended to the newest block
-    /// and made durable (checked fsync of every touched block and the block directory) before the file goes,
-    /// in every sync mode: a delete must never be undone by compaction, even by a power cut.
+    /// Deletes a block with no live message, under the store lock (explicit operations, purge, open and close; the
+    /// append path leaves it to the background deleter). Its tombstones that still matter are appended to the newest
+    /// block and made durable (checked fsync of every touched block and the block directory) before the file goes,
+    /// in every sync mode: a delete must never be undone by compaction, even by a power cut. A block the deleter
+    /// is working on is left to it.
     /// </summary>
     private void RemoveBlock(MsgBlock b)
     {
-        if (b == _tail || Failure is not null) return;
+        if (b == _tail || Failure is not null || b.Claimed) return;
         if (b.Tombstones > 0)
         {
             var data = b.Cache;
@@ -91,65 +90,115 @@ internal sealed partial class FileStore
                 data = new byte[size];
                 try
                 {
-                    if (b.File.Read(data, 0) < size) return;
+                    if (b.File.Read(data, 0) < size)
+                    {
+                        b.Doomed = false;
+                        return;
+                    }
                 }
                 catch (Exception e) when (e is IOException or UnauthorizedAccessException or ObjectDisposedException)
                 {
-                    return; // keep the block: its tombstones cannot be carried
+                    b.Doomed = false; // keep the block: its tombstones cannot be carried
+                    return;
                 }
             }
-            // Carrying more than half a block of tombstones could roll the newest block, whose tombstone-only
-            // predecessor would be carried again, and so on forever (a large purge by subject with small blocks
-            // did loop). Such a block is kept instead, until enough of the blocks its tombstones refer to are gone.
-            int carry = 0;
-            for (int pass = 0; pass < 2; pass++)
+            if (!CarryTombstonesLocked(b, data.AsSpan(0, size)))
             {
-                int off = Format.BlockHeaderSize;
-                while (off < size)
-                {
-                    if (!Format.TryRecord(data.AsSpan(off, size - off), out var rec))
-                    {
-                        // Damaged bytes with good records after them (recovery resynchronised past them and the
-                        // block was appended to afterwards: a power cut that wrote back a later page but not an
-                        // earlier one, or a bad sector). The tombstones after the damage are as real as the others:
-                        // skip it as recovery does, or deleting the block would bring their messages back.
-                        off = Resync(data.AsSpan(0, size), off + 1, 0);
-                        if (off < 0) break;
-                        continue;
-                    }
-                    // The removed message's block is found by sequence range (the index keeps no location for
-                    // deleted entries); a tombstone below the persisted floor is covered by the floor record.
-                    if (rec.Type == Format.TypeTombstone && rec.Seq >= _persistedFloor && rec.Seq <= Last && BlockFor(rec.Seq) is { } target && target != b)
-                    {
-                        if (pass == 0) carry++;
-                        else AppendControl(Format.TypeTombstone, rec.Seq);
-                    }
-                    off += rec.Length;
-                }
-                if (pass == 0 && (long)carry * Format.RecordOverhead > _opt.BlockSize / 2) return;
+                b.Doomed = false;
+                return;
             }
             // Keep the block unless its tombstones (and the floor record) are durable elsewhere.
             if (FlushTailLocked() != StoreStatus.Ok || SyncAllLocked() != StoreStatus.Ok) return;
         }
+        DetachBlockLocked(b);
+        b.Removed = true;
+        b.File.Dispose();
+        bool hadSnapshot = _snapshotted.Remove(b.Id);
+        bool unlinked = DeleteBlockFiles(b, hadSnapshot, out var error);
+        if (unlinked) _blockDirState.Touch();
+        if (error is not null) LastError = error;
+    }
+
+    /// <summary>
+    /// Appends to the newest block the tombstones of <paramref name="b"/> (its bytes: <paramref name="data"/>) that still
+    /// matter: those of messages in other blocks that still exist (doomed ones included: their files are still there)
+    /// and above the persisted floor. False (nothing appended) when that would be more than half a block: carrying it
+    /// could roll the newest block, whose tombstone-only predecessor would be carried again, and so on forever (a large
+    /// purge by subject with small blocks did loop). Such a block is kept instead, until enough of the blocks its
+    /// tombstones refer to are gone.
+    /// </summary>
+    private bool CarryTombstonesLocked(MsgBlock b, ReadOnlySpan<byte> data)
+    {
+        int size = data.Length;
+        int carry = 0;
+        for (int pass = 0; pass < 2; pass++)
+        {
+            int off = Format.BlockHeaderSize;
+            while (off < size)
+            {
+                if (!Format.TryRecord(data[off..], out var rec))
+                {
+                    // Damaged bytes with good records after them (recovery resynchronised past them and the
+                    // block was appended to afterwards: a power cut that wrote back a later page but not an
+                    // earlier one, or a bad sector). The tombstones after the damage are as real as the others:
+                    // skip it as recovery does, or deleting the block would bring their messages back.
+                    off = Resync(data, off + 1, 0);
+                    if (off < 0) break;
+                    continue;
+                }
+                // The removed message's block is found by sequence range (the index keeps no location for
+                // deleted entries); a tombstone below the persisted floor is covered by the floor record.
+                if (rec.Type == Format.TypeTombstone && rec.Seq >= _persistedFloor && rec.Seq <= Last && BlockFor(rec.Seq) is { } target && target != b)
+                {
+                    if (pass == 0) carry++;
+                    else AppendControl(Format.TypeTombstone, rec.Seq);
+                }
+                off += rec.Length;
+            }
+            if (pass == 0 && (long)carry * Format.RecordOverhead > _opt.BlockSize / 2) return false;
+        }
+        return true;
+    }
+
+    /// <summary>Under the store lock: the block leaves the store's lists and its space and cache are released (its file may still be there).</summary>
+    private void DetachBlockLocked(MsgBlock b)
+    {
         _blocks.Remove(b);
         _byId.Remove(b.Id);
         _cached.Remove(b);
         if (b.Cache is not null) ReturnBuffer(b.Cache);
         b.Cache = null;
         _diskBytes -= Math.Max(b.Reserved, b.Flushed);
-        b.Removed = true;
-        b.File.Dispose();
+    }
+
+    /// <summary>
+    /// Unlinks a deleted block's file and its index snapshot (with or without the store lock); true if the block's file
+    /// was unlinked (the block directory then needs an fsync). A block that cannot be unlinked is not fatal: its messages
+    /// are all covered by durable floors and tombstones, and it is retried at the next open. A snapshot left behind is
+    /// an orphan, removed at open. <paramref name="error"/>: what failed, for LastError.
+    /// </summary>
+    private bool DeleteBlockFiles(MsgBlock b, bool hadSnapshot, out string? error)
+    {
+        error = null;
         try
         {
             _fs.DeleteFile(b.Path);
-            _blockDirState.Touch();
-            DropSnapshot(b);
         }
         catch (Exception e) when (e is IOException or UnauthorizedAccessException)
         {
-            // Not fatal: the block's messages are all covered by durable floors/tombstones; it is retried at the next open.
-            LastError = $"cannot delete {b.Path}: {e.Message}";
+            error = $"cannot delete {b.Path}: {e.Message}";
+            return false;
         }
+        if (!hadSnapshot) return true;
+        try
+        {
+            _fs.DeleteFile(SnapshotPath(b.Id));
+        }
+        catch (Exception e) when (e is IOException or UnauthorizedAccessException)
+        {
+            error = $"cannot delete index snapshot of {b.Path}: {e.Message}";
+        }
+        return true;
     }
 
     /// <summary>
@@ -192,7 +241,8 @@ internal sealed partial class FileStore
         {
             b.Live = 0;
             b.Tombstones = 0;
-            RemoveBlock(b);
+            b.Doomed = true;
+            RemoveBlock(b); // a block the deleter is working on goes with it
         }
         _persistedFloor = nextSeq;
         return StoreStatus.Ok;
@@ -215,7 +265,12 @@ internal sealed partial class FileStore
         if (_persistedFloor < First) WriteFloorRecord();
         // Explicit operations reach the OS at once (a process crash keeps them); fsync per policy.
         var st = FlushTailLocked();
-        if (st == StoreStatus.Ok) CompactEmptyBlocks();
+        if (st == StoreStatus.Ok)
+        {
+            CompactEmptyBlocks();
+            // An explicit operation returns with its emptied blocks gone (it may wait on the disk: it is no append).
+            DeleteDoomedLocked();
+        }
         if (st == StoreStatus.Ok && _sync == SyncPolicy.Always) st = SyncAllLocked();
         if (st == StoreStatus.Ok && Failure is not null) st = StoreStatus.IoError;
         return st;

@@ -221,7 +221,9 @@ internal sealed partial class FileStore
         }
         // After releasing _flushing: a checkpoint (an index image can take seconds to write) must not hold back
         // the next flush ticks, which write the buffered tail and, with async persist, fsync it.
-        if (!IsClosed && Failure is null) Checkpoint(wait: false); // sealed blocks made durable since the last tick get their snapshots, and the index image its checkpoint
+        if (!IsClosed && Failure is null) Checkpoint(wait: false);
+        // Emptied blocks no write has deleted yet (FileStore.BlockDeletion.cs): a removal arms this tick.
+        RunDeferredWork(); // sealed blocks made durable since the last tick get their snapshots, and the index image its checkpoint
     }
 
     /// <summary>Periodic fsync: SyncInterval after the first unsynced write.</summary>

@@ -34,8 +34,8 @@ internal sealed partial class FileStore
     /// <summary>Bytes handed to the OS since the last checkpoint's capture (under the store lock; read without it).</summary>
     private long _bytesSinceImage;
 
-    /// <summary>A reused page: the callback of <see cref="IndexImage.WriteCheckpoint"/> wrote none.</summary>
-    private static readonly IndexImage.PageRef PageWritten = new(-1, 0);
+    /// <summary>What the callback of <see cref="IndexImage.WriteCheckpoint"/> returns for a page it wrote (of <paramref name="length"/> bytes).</summary>
+    private static IndexImage.PageRef PageWritten(int length) => new(-1, 0, length);
 
     /// <summary>Tests: called right after a checkpoint's capture, without the store lock (a test stalls the checkpoint there).</summary>
     internal Action? AfterImageCapture { get; set; }
@@ -67,6 +67,7 @@ internal sealed partial class FileStore
     protected override void BeforeClose()
     {
         _closing = true;
+        WaitForDeleter(); // FileStore.BlockDeletion.cs: it stops at its next step now
         var spin = new SpinWait();
         while (Volatile.Read(ref _checkpointing) != 0) spin.SpinOnce();
     }
@@ -117,7 +118,8 @@ internal sealed partial class FileStore
                 || current.AppendAt - IndexImage.DataStart > 2 * current.LiveBytes + (64L << 20);
             try
             {
-                _fs.CreateDirectory(IndexDir); // its entry is made durable below, without the lock
+                // Its entry is made durable below, without the lock; once it is (this open), it exists: no syscall under the lock.
+                if (!_indexDirDurable) _fs.CreateDirectory(IndexDir);
             }
             catch (Exception e) when (e is IOException or UnauthorizedAccessException)
             {
@@ -243,18 +245,19 @@ internal sealed partial class FileStore
         switch (source)
         {
             case SequenceIndex.ChunkSource.Frozen:
+                int length;
                 lock (Sync)
                 {
                     if ((IsClosed && !atClose) || Failure is not null) return null;
-                    Index.CopyFrozen(freeze, k, page);
+                    length = Index.CopyFrozen(freeze, k, page);
                 }
-                return PageWritten;
+                return PageWritten(length);
             case SequenceIndex.ChunkSource.Clean:
                 return current is not null && current.TryGetPage(chunk, out var r) ? r : null;
             default:
                 if (current is null) return null;
                 if (!full) return current.TryGetPage(chunk, out var d) ? d : null;
-                return current.ReadPage(chunk, page, out _) ? PageWritten : null;
+                return current.ReadPage(chunk, page, out int copied, out _) ? PageWritten(copied) : null;
         }
     }
 

@@ -145,7 +145,7 @@ internal sealed partial class FileStore
         if (_recovering || (IsClosed && !atClose) || Failure is not null || _blocks.Count - 1 <= _snapshotted.Count) return;
         foreach (var b in _blocks)
         {
-            if (b == _tail || b.Removed || _snapshotted.Contains(b.Id) || b.NeedsSync || b.Size != b.Flushed) continue;
+            if (b == _tail || b.Removed || b.Doomed || _snapshotted.Contains(b.Id) || b.NeedsSync || b.Size != b.Flushed) continue;
             into.Add((b, (int)b.Size, b.EraseGen));
         }
     }
@@ -217,7 +217,7 @@ internal sealed partial class FileStore
                 {
                     CollectSnapshotCandidatesLocked(list);
                     // Under the lock: a store deleted meanwhile must not get its directory back.
-                    if (list.Count > 0) _fs.CreateDirectory(IndexDir);
+                    if (list.Count > 0 && !_indexDirDurable) _fs.CreateDirectory(IndexDir); // made durable once per open: it exists then
                 }
                 if (list.Count > 0) MakeIndexDirectoryDurable(); // before any snapshot goes in it, without the lock
             }
@@ -263,7 +263,7 @@ internal sealed partial class FileStore
             DurableFile.WriteSynced(_fs, tmp, snap.AsSpan(0, length));
             lock (Sync)
             {
-                if (!IsClosed && Failure is null && !b.Removed && b.EraseGen == eraseGen)
+                if (!IsClosed && Failure is null && !b.Removed && !b.Doomed && b.EraseGen == eraseGen)
                 {
                     _fs.Rename(tmp, path);
                     _snapshotted.Add(b.Id);
@@ -436,13 +436,5 @@ internal sealed partial class FileStore
             Fail($"removal of the index snapshot of {b.Path}", e);
             return false;
         }
-    }
-
-    /// <summary>A deleted block's snapshot goes too (a leftover is removed at the next open).</summary>
-    private void DropSnapshot(MsgBlock b)
-    {
-        if (!_snapshotted.Remove(b.Id)) return;
-        try { _fs.DeleteFile(SnapshotPath(b.Id)); }
-        catch (Exception e) when (e is IOException or UnauthorizedAccessException) { LastError = $"cannot delete index snapshot of {b.Path}: {e.Message}"; }
     }
 }

@@ -78,6 +78,7 @@ internal sealed partial class FileStore
                 if (b.Live == 0 && b != _tail) RemoveBlock(b);
             }
             EnforceAllLimitsLocked();
+            DeleteDoomedLocked(); // blocks the limits emptied: the open returns with them gone
             var fst = FlushTailLocked();
             // Whatever recovery changed (truncated tail, new block, carried tombstones) is made durable before use.
             if (fst == StoreStatus.Ok) fst = SyncAllLocked();

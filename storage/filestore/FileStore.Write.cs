@@ -27,6 +27,19 @@ internal sealed partial class FileStore
     /// </summary>
     private StoreStatus NewTailBlock(ulong startSeq)
     {
+        if (_opt.DiskLimitBytes > 0 && _diskBytes + _opt.BlockSize > _opt.DiskLimitBytes && !_recovering)
+        {
+            // Emptied blocks still count until the deleter (FileStore.BlockDeletion.cs) got to them: rather than
+            // refuse the write, those without tombstones are deleted now, under the lock, as before the deleter
+            // existed (those with tombstones would carry them into the block being rolled: not from here).
+            for (int i = 0; i < _blocks.Count; i++)
+            {
+                var empty = _blocks[i];
+                if (!empty.Doomed || empty.Claimed || empty.Tombstones > 0 || empty == _tail) continue;
+                RemoveBlock(empty);
+                if (!_byId.ContainsKey(empty.Id)) i--;
+            }
+        }
         if (_opt.DiskLimitBytes > 0 && _diskBytes + _opt.BlockSize > _opt.DiskLimitBytes)
         {
             LastError = $"cannot create a new block: No space left on device (disk_limit_bytes {_opt.DiskLimitBytes} reached)";

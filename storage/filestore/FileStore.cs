@@ -20,10 +20,20 @@ namespace NatsBroker.Storage.File;
 /// FileStore.Write.cs (newest block, records), FileStore.Durability.cs (fsync bookkeeping, group commit, timers),
 /// FileStore.Read.cs (reads, block cache), FileStore.Compaction.cs (removal, block deletion, purge),
 /// FileStore.IndexSnapshots.cs (per-block index snapshots), FileStore.FastOpen.cs (open from the index image, lazy
-/// index pages), FileStore.ImageCheckpoint.cs (writing index image checkpoints).
+/// index pages), FileStore.ImageCheckpoint.cs (writing index image checkpoints), FileStore.BlockDeletion.cs
+/// (deleting emptied blocks outside the lock), FileStore.SpareBlock.cs (the next block prepared in the background).
 /// Lock order: the store lock (<see cref="IndexedStore.Sync"/>), then a consumer's gate; the group-commit
-/// gate is never held while taking the store lock. fsyncs of the timers and of the group-commit leader run
-/// outside the store lock.
+/// gate is never held while taking the store lock. fsyncs of the timers, of the group-commit leader, of checkpoints
+/// and of the deletion of emptied blocks run outside the store lock.
+/// <para>
+/// Disk I/O an append still does under the store lock (bench/results/session-2026-11-27-night-fslock.md): the
+/// write(2) of the newest block's buffered bytes (every <see cref="FileStoreOptions.CoalesceBytes"/> and at a roll;
+/// a copy into the page cache, the data path itself), the rename of the prepared spare at a roll (or the inline
+/// create + fallocate when none is ready), and the first read of an index page still on disk after a fast open that
+/// the append touches (once per page; 50 bytes per live entry for a compact page). The flush and sync ticks write the
+/// buffered bytes under the lock too, and a checkpoint renames its snapshot or image file under it (the rename must be
+/// atomic with the Erase checks).
+/// </para>
 /// </summary>
 internal sealed partial class FileStore : IndexedStore
 {
@@ -270,6 +280,8 @@ internal sealed partial class FileStore : IndexedStore
             // The index image (FileStore.FastOpen.cs) lets the next open skip rebuilding the index altogether.
             if (FlushTailLocked() == StoreStatus.Ok && SyncAllLocked() == StoreStatus.Ok)
             {
+                // Emptied blocks the background deleter did not get to (it stopped before the close took the lock).
+                DeleteDoomedLocked();
                 WriteSnapshotsLocked();
                 WriteImageAtClose();
             }

@@ -1,3 +1,4 @@
+using System.Buffers;
 using System.Buffers.Binary;
 using System.Runtime.CompilerServices;
 using System.Runtime.InteropServices;
@@ -7,8 +8,11 @@ using NatsBroker.Storage.Internal;
 namespace NatsBroker.Storage.File;
 
 /// <summary>
-/// The index image (<c>idx/index.img</c>, FORMAT.md "Index image", version 2): the in-memory state of a store at a
-/// checkpoint (counters, per-block summaries, subjects, TTLs) and the sequence index as raw 48 KiB pages.
+/// The index image (<c>idx/index.img</c>, FORMAT.md "Index image", version 3): the in-memory state of a store at a
+/// checkpoint (counters, per-block summaries, subjects, TTLs) and the sequence index as pages: raw 48 KiB pages, and
+/// compact pages (<see cref="CompactIndexPage"/>, 50 bytes per live entry) for chunks with few live entries. Version
+/// 2 images (every page dense) are still read; a checkpoint appended to one writes version 3 (each superblock and
+/// head carries its own version).
 /// <para>
 /// The file is append-only after its two superblocks: a checkpoint appends the pages that changed since the
 /// previous one and a new "head" (everything but the pages, with a page table that points at the newest copy
@@ -23,10 +27,14 @@ namespace NatsBroker.Storage.File;
 internal sealed class IndexImage : IIndexPager, IDisposable
 {
     public const string FileName = "index.img";
-    public const ushort Version = 2;
+    public const ushort Version = 3;
+    /// <summary>The oldest version still read: version 2 has only dense pages and a 24-byte page table entry.</summary>
+    public const ushort OldestReadable = 2;
     public const int HeaderSize = 104;
     public const int BlockEntrySize = 48;
-    public const int PageEntrySize = 24;
+    /// <summary>Page table entry: version 3 adds the page's length (version 2: 24 bytes, every page dense).</summary>
+    public const int PageEntrySize = 32;
+    private const int PageEntrySizeV2 = 24;
     public const int SuperblockSize = 48;
     public const int PageAlign = 4096;
     /// <summary>Superblock slots are at 0 and 4096; pages and heads are appended from 8192 on.</summary>
@@ -44,8 +52,8 @@ internal sealed class IndexImage : IIndexPager, IDisposable
 
     public readonly record struct SubjectRecord(int Id, byte[] Key, ulong Count, ulong First, ulong Last);
 
-    /// <summary>Where a page is in the file and its checksum.</summary>
-    public readonly record struct PageRef(long Offset, uint Crc);
+    /// <summary>Where a page is in the file, its checksum and its length (<see cref="PageSize"/>: dense; less: compact).</summary>
+    public readonly record struct PageRef(long Offset, uint Crc, int Length);
 
     /// <summary>A decoded head: the state of one checkpoint.</summary>
     public sealed class Head
@@ -100,7 +108,14 @@ internal sealed class IndexImage : IIndexPager, IDisposable
         _map = PageTable.From(head);
         Generation = head.Generation;
         AppendAt = appendAt;
-        LiveBytes = (long)head.Pages.Length * PageSize;
+        LiveBytes = PageBytes(head.Pages);
+    }
+
+    private static long PageBytes(PageRef[] pages)
+    {
+        long n = 0;
+        foreach (var p in pages) n += p.Length;
+        return n;
     }
 
     /// <summary>An image whose file was just written (by <see cref="WriteCheckpoint"/> into a new file) and committed.</summary>
@@ -121,7 +136,7 @@ internal sealed class IndexImage : IIndexPager, IDisposable
         Volatile.Write(ref _map, table);
         Generation = head.Generation;
         AppendAt = appendAt;
-        LiveBytes = (long)head.Pages.Length * PageSize;
+        LiveBytes = PageBytes(head.Pages);
     }
 
     /// <summary>
@@ -139,27 +154,28 @@ internal sealed class IndexImage : IIndexPager, IDisposable
         {
             file = fs.OpenFile(path, create: false);
             long length = file.Length;
-            var candidates = new List<(long Gen, long Off, long Len, uint Crc)>(2);
+            var candidates = new List<(long Gen, long Off, long Len, uint Crc, ushort Version)>(2);
             Span<byte> sb = stackalloc byte[SuperblockSize];
             for (int slot = 0; slot < 2; slot++)
             {
                 if (file.Read(sb, slot * PageAlign) < SuperblockSize || !sb[..4].SequenceEqual(SuperMagic)) continue;
-                if (BinaryPrimitives.ReadUInt16LittleEndian(sb[4..]) != Version || BinaryPrimitives.ReadUInt16LittleEndian(sb[6..]) != EntrySize)
+                ushort version = BinaryPrimitives.ReadUInt16LittleEndian(sb[4..]);
+                if (version is < OldestReadable or > Version || BinaryPrimitives.ReadUInt16LittleEndian(sb[6..]) != EntrySize)
                 {
                     problem = $"index image {path} is of another version or layout; ignored";
                     continue;
                 }
                 if (Crc32C.Compute(sb[..44]) != BinaryPrimitives.ReadUInt32LittleEndian(sb[44..])) continue; // torn: the other slot holds the previous checkpoint
                 candidates.Add((BinaryPrimitives.ReadInt64LittleEndian(sb[8..]), BinaryPrimitives.ReadInt64LittleEndian(sb[16..]),
-                    BinaryPrimitives.ReadInt64LittleEndian(sb[24..]), BinaryPrimitives.ReadUInt32LittleEndian(sb[32..])));
+                    BinaryPrimitives.ReadInt64LittleEndian(sb[24..]), BinaryPrimitives.ReadUInt32LittleEndian(sb[32..]), version));
             }
             candidates.Sort((a, b) => b.Gen.CompareTo(a.Gen));
-            foreach (var (gen, off, len, crc) in candidates)
+            foreach (var (gen, off, len, crc, version) in candidates)
             {
                 if (off < DataStart || len < HeaderSize || off + len > length || len > int.MaxValue) continue;
                 var bytes = new byte[len];
                 if (file.Read(bytes, off) < len || Crc32C.Compute(bytes) != crc) continue;
-                var h = Decode(bytes, length);
+                var h = Decode(bytes, length, version);
                 if (h is null || h.Generation != gen) continue;
                 head = h;
                 problem = null;
@@ -178,10 +194,12 @@ internal sealed class IndexImage : IIndexPager, IDisposable
         }
     }
 
-    private static Head? Decode(byte[] bytes, long fileLength)
+    /// <summary>Decodes a head of <paramref name="version"/> (its superblock's; the head must say the same).</summary>
+    private static Head? Decode(byte[] bytes, long fileLength, ushort version)
     {
         var s = bytes.AsSpan();
-        if (!s[..4].SequenceEqual(Magic) || BinaryPrimitives.ReadUInt16LittleEndian(s[4..]) != Version || BinaryPrimitives.ReadUInt16LittleEndian(s[6..]) != EntrySize) return null;
+        if (!s[..4].SequenceEqual(Magic) || BinaryPrimitives.ReadUInt16LittleEndian(s[4..]) != version || BinaryPrimitives.ReadUInt16LittleEndian(s[6..]) != EntrySize) return null;
+        int pageEntry = version >= 3 ? PageEntrySize : PageEntrySizeV2;
         uint tailId = BinaryPrimitives.ReadUInt32LittleEndian(s[8..]);
         int blockCount = BinaryPrimitives.ReadInt32LittleEndian(s[12..]);
         long tailLen = BinaryPrimitives.ReadInt64LittleEndian(s[16..]);
@@ -197,7 +215,7 @@ internal sealed class IndexImage : IIndexPager, IDisposable
         long gen = BinaryPrimitives.ReadInt64LittleEndian(s[96..]);
         if (blockCount < 1 || subjectCount < 0 || pageCount < 0 || ttlCount < 0) return null;
         int p = HeaderSize;
-        if ((long)blockCount * BlockEntrySize + (long)ttlCount * 16 + (long)pageCount * PageEntrySize + p > s.Length) return null;
+        if ((long)blockCount * BlockEntrySize + (long)ttlCount * 16 + (long)pageCount * pageEntry + p > s.Length) return null;
         var blocks = new BlockSummary[blockCount];
         for (int i = 0; i < blockCount; i++, p += BlockEntrySize)
         {
@@ -219,18 +237,21 @@ internal sealed class IndexImage : IIndexPager, IDisposable
                 BinaryPrimitives.ReadUInt64LittleEndian(b[4..]), BinaryPrimitives.ReadUInt64LittleEndian(b[12..]), BinaryPrimitives.ReadUInt64LittleEndian(b[20..]));
             p += 30 + keyLen;
         }
-        if (p + (long)ttlCount * 16 + (long)pageCount * PageEntrySize != s.Length) return null;
+        if (p + (long)ttlCount * 16 + (long)pageCount * pageEntry != s.Length) return null;
         var ttls = new (ulong, long)[ttlCount];
         for (int i = 0; i < ttlCount; i++, p += 16)
             ttls[i] = (BinaryPrimitives.ReadUInt64LittleEndian(s[p..]), BinaryPrimitives.ReadInt64LittleEndian(s[(p + 8)..]));
         var chunks = new (ulong, int)[pageCount];
         var pages = new PageRef[pageCount];
-        for (int i = 0; i < pageCount; i++, p += PageEntrySize)
+        for (int i = 0; i < pageCount; i++, p += pageEntry)
         {
             chunks[i] = (BinaryPrimitives.ReadUInt64LittleEndian(s[p..]), BinaryPrimitives.ReadInt32LittleEndian(s[(p + 8)..]));
-            pages[i] = new PageRef(BinaryPrimitives.ReadInt64LittleEndian(s[(p + 16)..]), BinaryPrimitives.ReadUInt32LittleEndian(s[(p + 12)..]));
+            int length = version >= 3 ? BinaryPrimitives.ReadInt32LittleEndian(s[(p + 24)..]) : PageSize;
+            pages[i] = new PageRef(BinaryPrimitives.ReadInt64LittleEndian(s[(p + 16)..]), BinaryPrimitives.ReadUInt32LittleEndian(s[(p + 12)..]), length);
             if (i > 0 && chunks[i].Item1 <= chunks[i - 1].Item1) return null;
-            if (pages[i].Offset < DataStart || pages[i].Offset + PageSize > fileLength) return null;
+            // A page is dense (PageSize) or compact (a whole number of entries, fewer than a dense page holds).
+            if (length != PageSize && (length < 0 || length % CompactIndexPage.BytesPerEntry != 0 || length / CompactIndexPage.BytesPerEntry > SequenceIndex.EntriesPerChunk)) return null;
+            if (pages[i].Offset < DataStart || pages[i].Offset + length > fileLength) return null;
         }
         return new Head { Generation = gen, State = state, TailCrc = tailCrc, Blocks = blocks, Subjects = subjects, Ttls = ttls, Chunks = chunks, Pages = pages };
     }
@@ -238,8 +259,7 @@ internal sealed class IndexImage : IIndexPager, IDisposable
     /// <summary>Loads one page (a chunk of the sequence index) and checks its checksum; a failure is reported to the store.</summary>
     public bool Load(ulong chunkNo, IndexEntry[] into)
     {
-        var bytes = MemoryMarshal.AsBytes(into.AsSpan());
-        if (!ReadPage(chunkNo, bytes, out string? error))
+        if (!LoadEntries(chunkNo, into, out string? error))
         {
             _onFailure(error!);
             return false;
@@ -248,20 +268,60 @@ internal sealed class IndexImage : IIndexPager, IDisposable
     }
 
     /// <summary>A reader's page-in without the store lock: nothing reported (the store retries under the lock with <see cref="Load"/>).</summary>
-    public bool TryLoadDetached(ulong chunkNo, IndexEntry[] into) => ReadPage(chunkNo, MemoryMarshal.AsBytes(into.AsSpan()), out _);
+    public bool TryLoadDetached(ulong chunkNo, IndexEntry[] into) => LoadEntries(chunkNo, into, out _);
 
-    /// <summary>Copies the raw bytes of a page (for a rewrite of the image); false if unreadable or damaged.</summary>
-    public bool ReadPage(ulong chunkNo, Span<byte> into, out string? error)
+    /// <summary>A page as the chunk's dense entries: a dense page is read straight into them, a compact one read and expanded.</summary>
+    private bool LoadEntries(ulong chunkNo, IndexEntry[] into, out string? error)
     {
-        error = null;
+        var bytes = MemoryMarshal.AsBytes(into.AsSpan());
         if (!TryGetPage(chunkNo, out var page))
         {
             error = $"index image has no page for index chunk {chunkNo}";
             return false;
         }
+        if (page.Length == PageSize) return ReadPage(page, chunkNo, bytes, out error);
+        // A cold path (once per chunk paged in); at most 12.5 KiB for the compact pages this engine writes.
+        var raw = ArrayPool<byte>.Shared.Rent(Math.Max(page.Length, 1));
         try
         {
-            if (_file.Read(into[..PageSize], page.Offset) < PageSize || Crc32C.Compute(into[..PageSize]) != page.Crc)
+            if (!ReadPage(page, chunkNo, raw, out error)) return false;
+            if (CompactIndexPage.Decode(raw.AsSpan(0, page.Length), into, out var why)) return true;
+            error = $"index image page at offset {page.Offset} (chunk {chunkNo}) is damaged: {why}";
+            return false;
+        }
+        finally
+        {
+            ArrayPool<byte>.Shared.Return(raw);
+        }
+    }
+
+    /// <summary>
+    /// Copies the raw bytes of a page (dense or compact, <paramref name="length"/>) into <paramref name="into"/> (at
+    /// least <see cref="PageSize"/> bytes) and checks its checksum; false if unreadable or damaged.
+    /// </summary>
+    public bool ReadPage(ulong chunkNo, Span<byte> into, out int length, out string? error)
+    {
+        length = 0;
+        if (!TryGetPage(chunkNo, out var page))
+        {
+            error = $"index image has no page for index chunk {chunkNo}";
+            return false;
+        }
+        length = page.Length;
+        return ReadPage(page, chunkNo, into, out error);
+    }
+
+    /// <summary>
+    /// Reads the page <paramref name="page"/> refers to (looked up once by the caller: a checkpoint committing meanwhile
+    /// may point the chunk at a page of another length) and checks its checksum.
+    /// </summary>
+    private bool ReadPage(PageRef page, ulong chunkNo, Span<byte> into, out string? error)
+    {
+        error = null;
+        int length = page.Length;
+        try
+        {
+            if (length > into.Length || _file.Read(into[..length], page.Offset) < length || Crc32C.Compute(into[..length]) != page.Crc)
             {
                 error = $"index image page at offset {page.Offset} (chunk {chunkNo}) is damaged";
                 return false;
@@ -292,8 +352,9 @@ internal sealed class IndexImage : IIndexPager, IDisposable
 
     /// <summary>
     /// Appends a checkpoint to <paramref name="file"/> from <paramref name="appendAt"/> (page-aligned): the pages
-    /// <paramref name="page"/> produces (a null offset = "write these bytes"; otherwise the page is reused where the
-    /// previous checkpoint has it) and then the head. Does not fsync nor write a superblock (see
+    /// <paramref name="page"/> produces into the span it is given (a negative offset = "write the first Length bytes of
+    /// the span": a dense or a compact page; otherwise the page is reused where the previous checkpoint has it), packed
+    /// one after the other, and then the head. Does not fsync nor write a superblock (see
     /// <see cref="WriteSuperblock"/>). Returns the head and the new append position; throws IOException on
     /// write errors; null if a page could not be produced (nothing is committed then).
     /// </summary>
@@ -304,29 +365,30 @@ internal sealed class IndexImage : IIndexPager, IDisposable
         var refs = new PageRef[chunks.Count];
         var buf = GC.AllocateUninitializedArray<byte>(PageSize * 16);
         long pos = appendAt;
-        int pending = 0;
+        int pending = 0; // bytes in buf, to be written at pendingAt
         long pendingAt = pos;
         for (int k = 0; k < chunks.Count; k++)
         {
-            var slot = buf.AsSpan(pending * PageSize, PageSize);
+            // Batched writes of up to 768 KiB (16 dense pages, or thousands of compact ones): few syscalls, bounded memory.
+            if (pending + PageSize > buf.Length)
+            {
+                file.Write(buf.AsSpan(0, pending), pendingAt);
+                pendingAt += pending;
+                pending = 0;
+            }
+            var slot = buf.AsSpan(pending, PageSize);
             var reused = page(k, slot);
             if (reused is { } r && r.Offset >= 0)
             {
                 refs[k] = r;
                 continue;
             }
-            if (reused is null) return null;
-            refs[k] = new PageRef(pos, Crc32C.Compute(slot));
-            pos += PageSize;
-            // Batched writes of up to 16 pages (768 KiB): few syscalls, bounded memory.
-            if (++pending == 16)
-            {
-                file.Write(buf.AsSpan(0, pending * PageSize), pendingAt);
-                pending = 0;
-                pendingAt = pos;
-            }
+            if (reused is not { } w || w.Length < 0 || w.Length > PageSize) return null;
+            refs[k] = new PageRef(pos, Crc32C.Compute(slot[..w.Length]), w.Length);
+            pos += w.Length;
+            pending += w.Length;
         }
-        if (pending > 0) file.Write(buf.AsSpan(0, pending * PageSize), pendingAt);
+        if (pending > 0) file.Write(buf.AsSpan(0, pending), pendingAt);
         var head = new Head
         {
             Generation = generation,
@@ -407,6 +469,8 @@ internal sealed class IndexImage : IIndexPager, IDisposable
             BinaryPrimitives.WriteInt32LittleEndian(t[8..], head.Chunks[k].Live);
             BinaryPrimitives.WriteUInt32LittleEndian(t[12..], head.Pages[k].Crc);
             BinaryPrimitives.WriteInt64LittleEndian(t[16..], head.Pages[k].Offset);
+            BinaryPrimitives.WriteInt32LittleEndian(t[24..], head.Pages[k].Length);
+            BinaryPrimitives.WriteUInt32LittleEndian(t[28..], 0);
             ms.Write(t);
         }
         return ms.ToArray();

@@ -28,6 +28,13 @@ internal sealed class MsgBlock
     public int EraseGen;
     public int Live;
     public int Tombstones;
+    /// <summary>
+    /// Under the store lock: the block holds no live message and is to be deleted (FileStore.BlockDeletion.cs). It stays
+    /// in the store's block list, so tombstones elsewhere that refer to it are still carried, until its file is gone.
+    /// </summary>
+    public bool Doomed;
+    /// <summary>Under the store lock: the background deleter is deleting this doomed block (nobody else may).</summary>
+    public bool Claimed;
 
     public bool NeedsSync => Interlocked.Read(ref SyncedGen) < WriteGen;
 

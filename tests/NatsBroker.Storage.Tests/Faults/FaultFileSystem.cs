@@ -45,6 +45,9 @@ internal sealed class FaultFileSystem
     /// <summary>Called with the path before a file fsync, outside the file system's lock (tests stall a checkpoint here).</summary>
     public Action<string>? BeforeSync { get; set; }
 
+    /// <summary>Called with the path before a file is deleted, outside the file system's lock (tests stall a block deletion here).</summary>
+    public Action<string>? BeforeDelete { get; set; }
+
     /// <summary>Bytes read from block files (*.blk) and from all files, through every session (open-cost tests).</summary>
     public long BlockBytesRead => Interlocked.Read(ref _blockBytesRead);
     public long BytesRead => Interlocked.Read(ref _bytesRead);
@@ -400,6 +403,7 @@ internal sealed class FaultFileSystem
 
         public void DeleteFile(string path)
         {
+            fs.BeforeDelete?.Invoke(path);
             lock (fs._gate)
             {
                 fs.Check(epoch, "delete", path);

@@ -8,8 +8,9 @@ namespace NatsBroker.Storage.Tests.Faults;
 
 /// <summary>
 /// Sparse index chunks and the index image (storage/common/SequenceIndex.Sparse.cs, FORMAT.md "Index image"): a
-/// sparse chunk's page is written expanded, so an image written from sparse chunks reopens to the same content, also
-/// after a power cut; a chunk frozen by a capture that goes sparse meanwhile still yields its page as captured.
+/// chunk with few live entries is written as a compact page (image version 3), so an image written from sparse chunks
+/// is small and reopens to the same content, also after a power cut; a chunk frozen by a capture that goes sparse
+/// meanwhile still yields its page as captured.
 /// </summary>
 public sealed class SparseIndexImageTests
 {
@@ -131,17 +132,20 @@ public sealed class SparseIndexImageTests
         f.Classify(_ => true);
         Assert.True(ix.FreezeLate(f));
         var page = new byte[Chunk * SequenceIndex.EntrySize];
-        ix.CopyFrozen(f, f.Chunks.FindIndex(c => c.Chunk == 2), page);
+        Assert.Equal(page.Length, ix.CopyFrozen(f, f.Chunks.FindIndex(c => c.Chunk == 2), page)); // 1024 live at the capture: dense
         Assert.True(page.AsSpan().SequenceEqual(captured), "the frozen chunk changed after the capture");
         ix.EndFreeze(f);
 
-        // The next capture freezes the sparse chunk and writes it expanded: survivors as they are, the rest dead.
+        // The next capture freezes the sparse chunk and writes it compact (10 survivors: 50 bytes each); expanded, the
+        // survivors are as they are and the rest dead.
         var g = ix.Freeze(all: false);
         Assert.Equal(new[] { 2UL }, g.Frozen);
         g.Classify(_ => true);
-        ix.CopyFrozen(g, g.Chunks.FindIndex(c => c.Chunk == 2), page);
+        int length = ix.CopyFrozen(g, g.Chunks.FindIndex(c => c.Chunk == 2), page);
         ix.EndFreeze(g);
-        var entries = MemoryMarshal.Cast<byte, IndexEntry>(page);
+        Assert.Equal(10 * CompactIndexPage.BytesPerEntry, length);
+        var entries = new IndexEntry[Chunk];
+        Assert.True(CompactIndexPage.Decode(page.AsSpan(0, length), entries, out var error), error);
         for (int i = 0; i < Chunk; i++)
         {
             ulong q = 2UL * Chunk + (ulong)i;

@@ -104,7 +104,7 @@ public sealed class SparseIndexModelTests
         SequenceIndex.IndexFreeze? freeze = null;
         Dictionary<ulong, long>? atCapture = null;
         ulong firstAtCapture = 0, endAtCapture = 0;
-        int sparseSeen = 0, pagesChecked = 0;
+        int sparseSeen = 0, pagesChecked = 0, compactSeen = 0;
         for (int round = 0; round < 60; round++)
         {
             int burst = rng.Next(1, 4 * Chunk);
@@ -136,8 +136,10 @@ public sealed class SparseIndexModelTests
                     {
                         var (no, live, source) = freeze.Chunks[k];
                         Assert.Equal(SequenceIndex.ChunkSource.Frozen, source);
-                        ix.CopyFrozen(freeze, k, page);
-                        var entries = MemoryMarshal.Cast<byte, IndexEntry>(page);
+                        int length = ix.CopyFrozen(freeze, k, page);
+                        // Dense (48 KiB) or, with few live entries, compact (image version 3): read both the way the image does.
+                        var entries = length == page.Length ? MemoryMarshal.Cast<byte, IndexEntry>(page) : Compact(page.AsSpan(0, length));
+                        if (length != page.Length) compactSeen++;
                         int liveInPage = 0;
                         for (int i = 0; i < Chunk; i++)
                         {
@@ -172,7 +174,16 @@ public sealed class SparseIndexModelTests
         }
         Assert.True(sparseSeen > 0, "no chunk ever went sparse: the test does not exercise the sparse form");
         Assert.True(pagesChecked > 0, "no captured page was checked");
+        Assert.True(compactSeen > 0, "no captured page was compact: the test does not exercise compact pages");
         // Memory follows the live entries: at most 512 B each plus a fixed 1 MiB (two dense chunks, pools, ring).
         Assert.True(ix.MemoryBytes <= 512L * m.Count + (1 << 20), $"index {ix.MemoryBytes} B for {m.Count} live");
+    }
+
+    /// <summary>A compact page expanded to the chunk's dense entries, as the index image loads it.</summary>
+    private static Span<IndexEntry> Compact(ReadOnlySpan<byte> page)
+    {
+        var dense = new IndexEntry[Chunk];
+        Assert.True(CompactIndexPage.Decode(page, dense, out var error), error);
+        return dense;
     }
 }
