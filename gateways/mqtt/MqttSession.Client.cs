@@ -70,6 +70,7 @@ internal sealed partial class MqttSession
             switch (type)
             {
                 case MqttControlPacketType.Publish:
+                    if (await TryRepeatedTopicPublishAsync(packet, stop.Token).ConfigureAwait(false)) break;
                     if (!await OnPublishAsync((MqttPublishPacket)_codec.Decode(packet), packet.Body, stop.Token).ConfigureAwait(false)) return false;
                     break;
                 case MqttControlPacketType.PubAck:
