@@ -163,7 +163,7 @@ internal sealed class NatsLink : IAsyncDisposable
             if (!_pendingOut) _out.ResetWrittenCount();
             long total = headers.Length + payload.Length;
             WriteAscii(headers.IsEmpty ? "PUB " : "HPUB ");
-            WriteUtf8(subject);
+            WriteSubject(subject);
             _out.Write(" "u8);
             if (reply is not null)
             {
@@ -273,6 +273,32 @@ internal sealed class NatsLink : IAsyncDisposable
         {
             _writeLock.Exit();
         }
+    }
+
+    private string? _encodedSubject, _previousSubject;
+    private byte[] _encodedSubjectBytes = [];
+
+    /// <summary>
+    /// The subject as UTF-8. A publisher's repeated topic comes as the same subject string each time
+    /// (MqttSession.SubjectFor): once a string is seen twice in a row its bytes are kept and copied from then on
+    /// instead of encoded per publish; a subject made per message (a JetStream store's) is encoded in place, never
+    /// kept. Under _writeLock.
+    /// </summary>
+    private void WriteSubject(string subject)
+    {
+        if (ReferenceEquals(subject, _encodedSubject))
+        {
+            _out.Write(_encodedSubjectBytes);
+            return;
+        }
+        int before = _out.WrittenCount;
+        WriteUtf8(subject);
+        if (ReferenceEquals(subject, _previousSubject))
+        {
+            _encodedSubjectBytes = _out.WrittenSpan[before..].ToArray();
+            _encodedSubject = subject;
+        }
+        _previousSubject = subject;
     }
 
     private void WriteAscii(string s)
