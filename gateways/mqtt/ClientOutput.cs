@@ -11,11 +11,18 @@ namespace NatsBroker.MqttGateway;
 /// reused buffer. Those delivered from one read of the core's link are written together, with one WriteAsync when
 /// the link has handled everything it read (<see cref="FlushAsync"/>), as nats-server flushes a client's outbound
 /// once per read of the producer; anything else sent writes what is pending first, so the order is kept.
+/// The batch buffer is rented from the shared pool when a packet is batched and returned once it is written: an idle
+/// client holds none, and the 1,000 clients of a fan-out, served one after the other by the link poller's thread,
+/// reuse the same few arrays instead of each growing its own (4 -> 8 -> ... -> 64 KiB, garbage the collector copied).
 /// </summary>
 internal sealed class ClientOutput(Stream client, MqttPacketFormatterAdapter codec, bool v5) : IDisposable
 {
-    private readonly SemaphoreSlim _lock = new(1, 1);
-    private ArrayBufferWriter<byte> _buffer = new(4096);
+    private readonly AsyncMutex _lock = new();
+    /// <summary>Pending packets (under _lock): rented while <see cref="_pending"/> and returned when written.</summary>
+    private byte[]? _buffer;
+    private int _written;
+    /// <summary>What a batch rents first: a whole batch fits (<see cref="MaxPendingBytes"/> plus one ordinary packet).</summary>
+    private const int BatchBuffer = 128 * 1024;
     /// <summary>_buffer holds PUBLISH / PUBACK packets not written yet (under _lock; read without it only as a hint).</summary>
     private bool _pending;
     /// <summary>Pending bytes past which a batched PUBLISH is written at once (bounds the buffer).</summary>
@@ -31,7 +38,7 @@ internal sealed class ClientOutput(Stream client, MqttPacketFormatterAdapter cod
 
     public async Task SendAsync(MqttPacket packet, CancellationToken ct)
     {
-        await _lock.WaitAsync(ct).ConfigureAwait(false);
+        await _lock.EnterAsync(ct).ConfigureAwait(false);
         try
         {
             // Under the lock: an alias is only used after the packet that set it was written.
@@ -44,14 +51,14 @@ internal sealed class ClientOutput(Stream client, MqttPacketFormatterAdapter cod
         }
         finally
         {
-            _lock.Release();
+            _lock.Exit();
         }
     }
 
     /// <summary>Raw bytes of a packet already encoded (CONNACK for a version MQTTnet was not set up for, PINGRESP).</summary>
     public async Task SendRawAsync(ReadOnlyMemory<byte> bytes, CancellationToken ct)
     {
-        await _lock.WaitAsync(ct).ConfigureAwait(false);
+        await _lock.EnterAsync(ct).ConfigureAwait(false);
         try
         {
             await WritePendingAsync(ct).ConfigureAwait(false);
@@ -59,7 +66,7 @@ internal sealed class ClientOutput(Stream client, MqttPacketFormatterAdapter cod
         }
         finally
         {
-            _lock.Release();
+            _lock.Exit();
         }
     }
 
@@ -69,37 +76,31 @@ internal sealed class ClientOutput(Stream client, MqttPacketFormatterAdapter cod
     /// </summary>
     public async Task SendPublishAsync(ReadOnlyMemory<byte> topic, ReadOnlyMemory<byte> payload, byte qos, ushort packetId, bool retain, bool dup, CancellationToken ct, bool batch = false)
     {
-        await _lock.WaitAsync(ct).ConfigureAwait(false);
+        await _lock.EnterAsync(ct).ConfigureAwait(false);
         try
         {
-            if (!_pending) _buffer.ResetWrittenCount();
             int remaining = 2 + topic.Length + (qos > 0 ? 2 : 0) + (v5 ? 1 : 0) + payload.Length;
-            var head = _buffer.GetSpan(5 + 2);
-            head[0] = (byte)(0x30 | (dup ? 0x08 : 0) | (qos << 1) | (retain ? 1 : 0));
-            int n = 1 + WriteVarInt(head[1..], remaining);
-            head[n++] = (byte)(topic.Length >> 8);
-            head[n++] = (byte)topic.Length;
-            _buffer.Advance(n);
-            _buffer.Write(topic.Span);
+            var packet = Reserve(5 + remaining);
+            packet[0] = (byte)(0x30 | (dup ? 0x08 : 0) | (qos << 1) | (retain ? 1 : 0));
+            int n = 1 + WriteVarInt(packet[1..], remaining);
+            packet[n++] = (byte)(topic.Length >> 8);
+            packet[n++] = (byte)topic.Length;
+            topic.Span.CopyTo(packet[n..]);
+            n += topic.Length;
             if (qos > 0)
             {
-                var pi = _buffer.GetSpan(2);
-                pi[0] = (byte)(packetId >> 8);
-                pi[1] = (byte)packetId;
-                _buffer.Advance(2);
+                packet[n++] = (byte)(packetId >> 8);
+                packet[n++] = (byte)packetId;
             }
-            if (v5)
-            {
-                _buffer.GetSpan(1)[0] = 0;
-                _buffer.Advance(1);
-            }
-            _buffer.Write(payload.Span);
+            if (v5) packet[n++] = 0;
+            payload.Span.CopyTo(packet[n..]);
+            _written += n + payload.Length;
             _pending = true;
-            if (!batch || _buffer.WrittenCount >= MaxPendingBytes) await WritePendingAsync(ct).ConfigureAwait(false);
+            if (!batch || _written >= MaxPendingBytes) await WritePendingAsync(ct).ConfigureAwait(false);
         }
         finally
         {
-            _lock.Release();
+            _lock.Exit();
         }
     }
 
@@ -110,22 +111,21 @@ internal sealed class ClientOutput(Stream client, MqttPacketFormatterAdapter cod
     /// </summary>
     public async Task SendPubAckAsync(ushort packetId, CancellationToken ct, bool batch = false)
     {
-        await _lock.WaitAsync(ct).ConfigureAwait(false);
+        await _lock.EnterAsync(ct).ConfigureAwait(false);
         try
         {
-            if (!_pending) _buffer.ResetWrittenCount();
-            var ack = _buffer.GetSpan(4);
+            var ack = Reserve(4);
             ack[0] = 0x40;
             ack[1] = 2;
             ack[2] = (byte)(packetId >> 8);
             ack[3] = (byte)packetId;
-            _buffer.Advance(4);
+            _written += 4;
             _pending = true;
-            if (!batch || _buffer.WrittenCount >= MaxPendingBytes) await WritePendingAsync(ct).ConfigureAwait(false);
+            if (!batch || _written >= MaxPendingBytes) await WritePendingAsync(ct).ConfigureAwait(false);
         }
         finally
         {
-            _lock.Release();
+            _lock.Exit();
         }
     }
 
@@ -133,26 +133,54 @@ internal sealed class ClientOutput(Stream client, MqttPacketFormatterAdapter cod
     public async Task FlushAsync(CancellationToken ct)
     {
         if (!Volatile.Read(ref _pending)) return;
-        await _lock.WaitAsync(ct).ConfigureAwait(false);
+        await _lock.EnterAsync(ct).ConfigureAwait(false);
         try
         {
             await WritePendingAsync(ct).ConfigureAwait(false);
         }
         finally
         {
-            _lock.Release();
+            _lock.Exit();
         }
     }
 
-    /// <summary>Caller holds _lock.</summary>
+    /// <summary>Caller holds _lock. Room for <paramref name="size"/> more bytes after the pending ones (renting or
+    /// growing the batch buffer); the caller writes there and adds what it wrote to _written.</summary>
+    private Span<byte> Reserve(int size)
+    {
+        if (_buffer is null)
+        {
+            _buffer = ArrayPool<byte>.Shared.Rent(Math.Max(BatchBuffer, size));
+            _written = 0;
+        }
+        else if (_buffer.Length - _written < size)
+        {
+            var bigger = ArrayPool<byte>.Shared.Rent(Math.Max(_buffer.Length * 2, _written + size));
+            _buffer.AsSpan(0, _written).CopyTo(bigger);
+            ArrayPool<byte>.Shared.Return(_buffer);
+            _buffer = bigger;
+        }
+        return _buffer.AsSpan(_written, size);
+    }
+
+    /// <summary>Caller holds _lock. Writes the pending packets and returns the buffer to the pool (also when the
+    /// write fails: the connection is over then, and the bytes are not kept).</summary>
     private async ValueTask WritePendingAsync(CancellationToken ct)
     {
         if (!_pending) return;
         _pending = false;
-        await client.WriteAsync(_buffer.WrittenMemory, ct).ConfigureAwait(false);
-        _buffer.ResetWrittenCount();
-        // A large message must not pin a large buffer for the life of the connection.
-        if (_buffer.Capacity > 256 * 1024) _buffer = new ArrayBufferWriter<byte>(4096);
+        var buffer = _buffer!;
+        int written = _written;
+        _buffer = null;
+        _written = 0;
+        try
+        {
+            await client.WriteAsync(buffer.AsMemory(0, written), ct).ConfigureAwait(false);
+        }
+        finally
+        {
+            ArrayPool<byte>.Shared.Return(buffer);
+        }
     }
 
     public static int WriteVarInt(Span<byte> to, int value)
@@ -169,5 +197,7 @@ internal sealed class ClientOutput(Stream client, MqttPacketFormatterAdapter cod
         return i;
     }
 
+    /// <summary>A batch left unwritten (the connection ended) is not returned to the pool: the link's loop may still
+    /// be writing into it (the session waits for that loop a bounded time), and a pooled array goes to other clients.</summary>
     public void Dispose() => _lock.Dispose();
 }

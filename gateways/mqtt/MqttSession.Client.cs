@@ -33,17 +33,33 @@ internal sealed partial class MqttSession
 
     private async Task<bool> ReadPacketsAsync(CancellationTokenSource stop, CancellationTokenSource read, TimeSpan deadline)
     {
+        // The keep-alive timer is pushed back before every read that may wait (as before: the deadline runs from
+        // there), but not for each packet already buffered: moving a timer takes the runtime's timer-queue lock, ~2.5%
+        // of the gateway's CPU in mqtt-pubsub-qos0-128 (perf). While buffered packets are handled it is still pushed
+        // back once half the deadline has gone by, so it cannot fire in the middle of a run of them.
+        bool timed = deadline != Timeout.InfiniteTimeSpan;
+        long halfDeadline = timed ? (long)deadline.TotalMilliseconds / 2 : 0;
+        long armedAt = 0;
         while (true)
         {
             ReceivedMqttPacket? read_;
+            bool mayWait = !_reader.HasBufferedPacket;
             // Before the read may wait for the client: the publishes and stores batched so far go to the core, and the
             // PUBACKs of the stored ones to the client.
-            if (!_reader.HasBufferedPacket && _nats is { } link)
+            if (mayWait && _nats is { } link)
             {
                 await link.FlushPublishesAsync(stop.Token).ConfigureAwait(false);
                 await DrainPubAcksAsync(stop.Token).ConfigureAwait(false);
             }
-            read.CancelAfter(deadline);
+            if (timed)
+            {
+                long now = Environment.TickCount64;
+                if (mayWait || now - armedAt >= halfDeadline)
+                {
+                    read.CancelAfter(deadline);
+                    armedAt = now;
+                }
+            }
             try
             {
                 read_ = await _reader.ReadAsync(read.Token).ConfigureAwait(false);
@@ -70,6 +86,7 @@ internal sealed partial class MqttSession
             switch (type)
             {
                 case MqttControlPacketType.Publish:
+                    if (await TryRepeatedTopicPublishAsync(packet, stop.Token).ConfigureAwait(false)) break;
                     if (!await OnPublishAsync((MqttPublishPacket)_codec.Decode(packet), packet.Body, stop.Token).ConfigureAwait(false)) return false;
                     break;
                 case MqttControlPacketType.PubAck:

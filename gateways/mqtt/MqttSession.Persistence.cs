@@ -236,15 +236,17 @@ internal sealed partial class MqttSession
     }
 
     /// <summary>Messages on a collector's inbox (retained-message fetches) are copied out for the waiting SUBSCRIBE.</summary>
-    private async ValueTask<bool> DeliverFromStreamAsync(NatsMessage m)
+    /// <summary>Not async: a live message (the common case) costs two lookups, no state machine.</summary>
+    private bool TryDeliverFromStream(NatsMessage m, out ValueTask delivered)
     {
+        delivered = default;
         if (_collectors.TryGetValue(m.Sid, out var c))
         {
             c.Writer.TryWrite(new StoredMessage(Encoding.UTF8.GetString(m.Subject.Span), m.Headers.ToArray(), m.Payload.ToArray()));
             return true;
         }
         if (!_durableSids.TryGetValue(m.Sid, out var sub)) return false;
-        await DeliverDurableAsync(sub, m).ConfigureAwait(false);
+        delivered = new ValueTask(DeliverDurableAsync(sub, m));
         return true;
     }
 

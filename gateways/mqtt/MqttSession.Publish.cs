@@ -99,6 +99,8 @@ internal sealed partial class MqttSession
 
     private string? _lastTopic;
     private string? _lastSubject;
+    /// <summary>_lastTopic as UTF-8 (what a PUBLISH carries), for <see cref="TryRepeatedTopicPublish"/>; set with _lastSubject.</summary>
+    private byte[]? _lastTopicUtf8;
 
     /// <summary>TopicMapping.TopicToSubject, remembering the last topic: a publisher usually repeats its topic.</summary>
     private string? SubjectFor(string topic)
@@ -106,6 +108,7 @@ internal sealed partial class MqttSession
         if (_lastSubject is not null && string.Equals(topic, _lastTopic, StringComparison.Ordinal)) return _lastSubject;
         var subject = TopicMapping.TopicToSubject(topic);
         (_lastTopic, _lastSubject) = (topic, subject);
+        _lastTopicUtf8 = subject is null ? null : System.Text.Encoding.UTF8.GetBytes(topic);
         return subject;
     }
 

@@ -156,9 +156,11 @@ internal sealed partial class MqttSession
     }
 
     /// <summary>A message from the core (on the link's read loop): becomes a PUBLISH to this client.</summary>
-    public async ValueTask DeliverAsync(NatsMessage m)
+    public ValueTask DeliverAsync(NatsMessage m) =>
+        TryDeliverFromStream(m, out var delivered) ? delivered : DeliverLiveAsync(m);
+
+    private async ValueTask DeliverLiveAsync(NatsMessage m)
     {
-        if (await DeliverFromStreamAsync(m).ConfigureAwait(false)) return;
         if (!_bySid.TryGetValue(m.Sid, out var sub)) return;
         if (sub.Group is null && _plainSubscriptions.Length > 1)
         {

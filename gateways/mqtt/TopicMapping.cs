@@ -71,6 +71,12 @@ public static class TopicMapping
     /// <summary>A NATS subject → MQTT topic (natsSubjectToMQTTTopic), written into <paramref name="topic"/>; returns its length.</summary>
     public static int SubjectToTopic(ReadOnlySpan<byte> subject, Span<byte> topic)
     {
+        // Without '/' (the common subject) only '.' changes, one for one: a vectorized copy and replace.
+        if (!subject.Contains((byte)'/'))
+        {
+            subject.Replace(topic, (byte)'.', (byte)'/');
+            return subject.Length;
+        }
         int end = subject.Length - 1;
         int j = 0;
         for (int i = 0; i < subject.Length; i++)

@@ -82,6 +82,14 @@ internal sealed class RawMqtt : IDisposable
         await _stream.WriteAsync(burst.ToArray());
     }
 
+    /// <summary>QoS 0 PUBLISHes (each its fixed header byte, topic and payload), all in one write.</summary>
+    public async Task PublishBurstAsync(IEnumerable<(byte Header, string Topic, string Payload)> packets)
+    {
+        var burst = new List<byte>();
+        foreach (var (header, topic, payload) in packets) burst.AddRange(Packet(header, [.. Str(topic), .. Encoding.UTF8.GetBytes(payload)]));
+        await _stream.WriteAsync(burst.ToArray());
+    }
+
     /// <summary>The packet identifiers of the next <paramref name="count"/> PUBACKs, in the order they came.</summary>
     public async Task<List<int>> ReadPubAcksAsync(int count)
     {
