@@ -146,8 +146,7 @@ public sealed partial class PasswordHashingQueue : IDisposable
                 if (_disposed) return;
                 continue;
             }
-            if (request.Run()) Interlocked.Increment(ref _hashed);
-            else Interlocked.Increment(ref _skipped);
+            if (!request.Run(ref _hashed)) Interlocked.Increment(ref _skipped);
         }
     }
 
@@ -231,18 +230,28 @@ public sealed class PasswordHashingRequest
     public void Abandon() => _done.TrySetResult(null);
 
     /// <summary>Runs on a worker. False when the request had been abandoned and nothing was computed.</summary>
-    internal bool Run()
+    /// <summary>
+    /// Runs the check and completes the request; false when it was abandoned first. <paramref name="ran"/> is counted
+    /// before the verdict is handed over, so whoever sees the verdict sees the count (a test read 0 once: the worker
+    /// runs at a lowered priority and was preempted between the two).
+    /// </summary>
+    internal bool Run(ref long ran)
     {
         if (_done.Task.IsCompleted) return false;
+        AuthResult result;
         try
         {
-            _done.TrySetResult(Authenticator.Authenticate(_connect, _context));
+            result = Authenticator.Authenticate(_connect, _context);
         }
         catch (Exception ex)
         {
+            Interlocked.Increment(ref ran);
             // Handed to the awaiting connection, which logs it and closes (never swallowed here).
             _done.TrySetException(ex);
+            return true;
         }
+        Interlocked.Increment(ref ran);
+        _done.TrySetResult(result);
         return true;
     }
 }
