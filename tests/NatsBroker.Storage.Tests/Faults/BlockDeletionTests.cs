@@ -78,13 +78,7 @@ public sealed class BlockDeletionTests(ITestOutputHelper output)
         var s = Open(fs, SyncPolicy.Always, new StreamLimits { MaxMessages = 100 });
         using var entered = new ManualResetEventSlim();
         using var release = new ManualResetEventSlim();
-        int stalled = 0;
-        fs.BeforeDelete = path =>
-        {
-            if (!path.EndsWith(".blk", StringComparison.Ordinal) || Interlocked.Exchange(ref stalled, 1) == 1) return;
-            entered.Set();
-            release.Wait(TimeSpan.FromSeconds(60));
-        };
+        fs.BeforeDelete = StallFirstBlockUnlink(entered, release);
         ulong last = await AppendsGoOnWhileStalled(s, q => "s." + (q % 3), entered, release);
         fs.BeforeDelete = null;
         var state = s.GetState();
@@ -165,13 +159,7 @@ public sealed class BlockDeletionTests(ITestOutputHelper output)
         var s = r.Store!;
         using var entered = new ManualResetEventSlim();
         using var release = new ManualResetEventSlim();
-        int stalled = 0;
-        fs.BeforeDelete = path =>
-        {
-            if (!path.EndsWith(".blk", StringComparison.Ordinal) || Interlocked.Exchange(ref stalled, 1) == 1) return;
-            entered.Set();
-            release.Wait(TimeSpan.FromSeconds(60));
-        };
+        fs.BeforeDelete = StallFirstBlockUnlink(entered, release);
         ulong last = await AppendsGoOnWhileStalled(s, q => "s." + (q % 3), entered, release);
         fs.BeforeDelete = null;
         var state = s.GetState();
@@ -179,5 +167,17 @@ public sealed class BlockDeletionTests(ITestOutputHelper output)
         Assert.Equal(last, state.LastSequence);
         Assert.Null(s.Failure);
         s.Dispose();
+    }
+
+    /// <summary>A BeforeDelete hook that holds the first unlink of a block file until <paramref name="release"/> is set.</summary>
+    private static Action<string> StallFirstBlockUnlink(ManualResetEventSlim entered, ManualResetEventSlim release)
+    {
+        int stalled = 0;
+        return path =>
+        {
+            if (!path.EndsWith(".blk", StringComparison.Ordinal) || Interlocked.Exchange(ref stalled, 1) == 1) return;
+            entered.Set();
+            release.Wait(TimeSpan.FromSeconds(60));
+        };
     }
 }
