@@ -32,6 +32,7 @@ internal sealed unsafe partial class SlabMemory
     {
         _array = array;
         Length = array.Length;
+        GC.SuppressFinalize(this); // nothing native to free
     }
 
     private SlabMemory(byte* native, int length)
