@@ -229,11 +229,10 @@ public sealed class PasswordHashingRequest
     /// <summary>The submitter no longer wants the decision (its connection closed): skip it, complete with null.</summary>
     public void Abandon() => _done.TrySetResult(null);
 
-    /// <summary>Runs on a worker. False when the request had been abandoned and nothing was computed.</summary>
     /// <summary>
-    /// Runs the check and completes the request; false when it was abandoned first. <paramref name="ran"/> is counted
-    /// before the verdict is handed over, so whoever sees the verdict sees the count (a test read 0 once: the worker
-    /// runs at a lowered priority and was preempted between the two).
+    /// Runs on a worker: the check, then the request's completion; false when it had been abandoned and nothing was
+    /// computed. <paramref name="ran"/> is counted before the verdict is handed over, so whoever sees the verdict sees
+    /// the count (a test read 0 once: the worker runs at a lowered priority and was preempted between the two).
     /// </summary>
     internal bool Run(ref long ran)
     {
