@@ -480,26 +480,13 @@ internal sealed partial class SequenceIndex
     {
         AllocatedChunks++;
         if (_free.Count > 0) return _free.Pop();
-        // A growing index takes the chunk prepared on the thread pool and asks for the next one: a new 48 KiB
-        // chunk is fresh memory, and its page faults and zeroing were a quarter of the appending thread's time in a
-        // fast-ingest batch into a memory stream (first touch costs ~17 µs per 4 KiB page on paravirtualised VMs).
-        // Only an index past its first chunks prepares one, so a small stream does not hold a spare chunk.
-        var ready = Interlocked.Exchange(ref _spare, null);
-        if (AllocatedChunks > 2 && Interlocked.CompareExchange(ref _preparingSpare, 1, 0) == 0)
-            ThreadPool.UnsafeQueueUserWorkItem(static index => index.PrepareSpare(), this, preferLocal: false);
-        return ready ?? new IndexEntry[ChunkSize];
+        // A growing index takes a chunk made ahead: a new 48 KiB chunk is fresh memory, and its page faults and
+        // zeroing were a quarter of the appending thread's time in a fast-ingest batch into a memory stream. Only an
+        // index past its first chunks asks for the next one, so a small stream does not hold a spare chunk.
+        return _spare.Take(makeNext: AllocatedChunks > 2) ?? new IndexEntry[ChunkSize];
     }
 
-    // The next chunk for a growing index, allocated (zeroed, so page-faulted) off the appending thread. Handed over
-    // with Interlocked.Exchange; _preparingSpare admits one preparer at a time.
-    private IndexEntry[]? _spare;
-    private int _preparingSpare;
-
-    private void PrepareSpare()
-    {
-        Volatile.Write(ref _spare, new IndexEntry[ChunkSize]);
-        Volatile.Write(ref _preparingSpare, 0);
-    }
+    private readonly PreparedAhead<IndexEntry[]> _spare = new(static () => new IndexEntry[ChunkSize]);
 
     private void Release(IndexEntry[]? c)
     {

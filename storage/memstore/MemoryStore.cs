@@ -51,11 +51,10 @@ internal sealed class MemoryStore : IndexedStore
     private int _slabsMade;
     private const int ManagedSlabsFirst = 2;
 
-    // A growing store keeps one huge slab prepared (allocated and page-faulted) on the thread pool, so the append
+    // A growing store keeps one huge slab made ahead (allocated and page-faulted) on the thread pool, so the append
     // that fills the tail takes a ready slab instead of faulting 2 MiB in on the ingest thread (the file engine's
-    // spare block, for memory). _spare is handed over with Interlocked.Exchange; _preparing admits one preparer.
-    private SlabMemory? _spare;
-    private int _preparing;
+    // spare block, for memory).
+    private readonly PreparedAhead<SlabMemory> _spare = new(MakeSpare, static slab => slab.Free());
 
     public MemoryStore(StreamStoreConfig config, int slabSize) : base(config)
     {
@@ -130,32 +129,14 @@ internal sealed class MemoryStore : IndexedStore
     private SlabMemory MakeSlabMemory()
     {
         if (++_slabsMade <= ManagedSlabsFirst || _slabSize > SlabMemory.HugeSize) return SlabMemory.Managed(_slabSize);
-        var ready = Interlocked.Exchange(ref _spare, null);
-        PrepareSpare();
-        return ready ?? SlabMemory.TryHuge() ?? SlabMemory.Managed(_slabSize);
+        return _spare.Take(makeNext: true) ?? SlabMemory.TryHuge() ?? SlabMemory.Managed(_slabSize);
     }
 
-    private void PrepareSpare()
+    private static SlabMemory? MakeSpare()
     {
-        if (Interlocked.CompareExchange(ref _preparing, 1, 0) != 0) return;
-        ThreadPool.UnsafeQueueUserWorkItem(static store => store.MakeSpare(), this, preferLocal: false);
-    }
-
-    private void MakeSpare()
-    {
-        try
-        {
-            if (Volatile.Read(ref IsClosed) || SlabMemory.TryHuge() is not { } slab) return;
-            slab.Prefault();
-            Interlocked.Exchange(ref _spare, slab)?.Free();
-            // Close frees the spare after setting IsClosed; a spare published after that is freed here. Both sides
-            // use full fences (Interlocked), so at least one of them sees the other.
-            if (Volatile.Read(ref IsClosed)) Interlocked.Exchange(ref _spare, null)?.Free();
-        }
-        finally
-        {
-            Volatile.Write(ref _preparing, 0);
-        }
+        var slab = SlabMemory.TryHuge();
+        slab?.Prefault();
+        return slab;
     }
 
     [MethodImpl(MethodImplOptions.AggressiveOptimization)]
@@ -238,7 +219,7 @@ internal sealed class MemoryStore : IndexedStore
     {
         OnPurgedAll(0);
         while (_free.Count > 0) _free.Pop().Free();
-        Interlocked.Exchange(ref _spare, null)?.Free();
+        _spare.Close();
     }
 
     public override ValueTask<StoreStatus> FlushAsync(CancellationToken cancellationToken = default) => ValueTask.FromResult(StoreStatus.Ok);
