@@ -21,8 +21,11 @@ public enum SyncPolicy
     /// <summary>Every append is written and fsynced before it returns (nats: sync_interval: always).</summary>
     Always = 1,
     /// <summary>
-    /// Appends return at once; the background flush writes AND fsyncs every <see cref="StreamStoreConfig.FlushInterval"/>,
-    /// so durability lags acknowledgements by at most about one flush interval (an async persist mode).
+    /// nats-server 2.12's <c>persist_mode: async</c>: appends are acknowledged before they reach the OS, a background
+    /// flush writes them, and fsync runs every <see cref="StreamStoreConfig.SyncInterval"/> (filestore.go AsyncFlush:
+    /// the flush loop writes, the sync timer fsyncs; async persist turns sync always off). An engine whose
+    /// <see cref="Periodic"/> mode writes each append inline (as nats-server's default does) defers the write here;
+    /// the filestore's periodic mode already writes in the background, so for it the two modes are the same.
     /// </summary>
     AsyncPersist = 2,
 }

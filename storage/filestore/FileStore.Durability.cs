@@ -176,7 +176,7 @@ internal sealed partial class FileStore
 
     private void ArmSync()
     {
-        if (_sync == SyncPolicy.Periodic && Volatile.Read(ref _syncArmed) == 0 && Interlocked.Exchange(ref _syncArmed, 1) == 0)
+        if (_sync != SyncPolicy.Always && Volatile.Read(ref _syncArmed) == 0 && Interlocked.Exchange(ref _syncArmed, 1) == 0)
             _syncTimer?.Change(Config.SyncInterval, Timeout.InfiniteTimeSpan);
     }
 
@@ -190,17 +190,15 @@ internal sealed partial class FileStore
         }
         try
         {
-            List<PendingSync>? toSync = null;
             List<FileConsumerStore>? consumers = null;
             lock (Sync)
             {
                 if (IsClosed || Failure is not null) return;
                 if (_persistedFloor < First) WriteFloorRecord();
                 if (FlushTailLocked() == StoreStatus.DiskFull) ArmFlush(); // retry (a full disk may clear)
-                if (_sync == SyncPolicy.AsyncPersist) toSync = CollectUnsyncedLocked(includeConsumerDir: true);
-                // Consumer files cost an fsync each; in periodic mode they are rewritten at most every ConsumerWriteInterval.
+                // Consumer files cost an fsync each; unless every write is synced they are rewritten at most every ConsumerWriteInterval.
                 long now = Environment.TickCount64;
-                bool consumersDue = _sync != SyncPolicy.Periodic || now - _lastConsumerWrite >= (long)_opt.ConsumerWriteInterval.TotalMilliseconds;
+                bool consumersDue = _sync == SyncPolicy.Always || now - _lastConsumerWrite >= (long)_opt.ConsumerWriteInterval.TotalMilliseconds;
                 if (consumersDue)
                 {
                     _lastConsumerWrite = now;
@@ -211,8 +209,7 @@ internal sealed partial class FileStore
                     ArmFlush();
                 }
             }
-            // fsync and consumer writes outside the lock: appends go on meanwhile.
-            if (toSync is not null) SyncCollected(toSync);
+            // Consumer writes outside the lock: appends go on meanwhile.
             if (consumers is not null) foreach (var c in consumers) c.FlushIfDirty();
         }
         finally
@@ -220,7 +217,7 @@ internal sealed partial class FileStore
             Volatile.Write(ref _flushing, 0);
         }
         // After releasing _flushing: a checkpoint (an index image can take seconds to write) must not hold back
-        // the next flush ticks, which write the buffered tail and, with async persist, fsync it.
+        // the next flush ticks, which write the buffered tail.
         if (!IsClosed && Failure is null) Checkpoint(wait: false);
         // Emptied blocks no write has deleted yet (FileStore.BlockDeletion.cs): a removal arms this tick.
         RunDeferredWork(); // sealed blocks made durable since the last tick get their snapshots, and the index image its checkpoint

@@ -224,14 +224,13 @@ internal sealed partial class FileStore : IndexedStore
     /// scheduled here. A consumer acking a backlog writes nothing to the blocks, so nothing else would arm the
     /// sync tick: its renames would stay in the page cache until the next publish, and a power cut would take
     /// the consumer back to an older state, or lose a new consumer, however long ago it was acknowledged.
-    /// Periodic: the sync tick (SyncInterval); async persist: the next flush tick; sync always: the caller
+    /// Periodic and async persist: the sync tick (SyncInterval); sync always: the caller
     /// fsyncs the directory itself before it returns.
     /// </summary>
     internal void ConsumerDirectoryChanged()
     {
         _consumerDirState.Touch();
-        if (_sync == SyncPolicy.Periodic) ArmSync();
-        else if (_sync == SyncPolicy.AsyncPersist) ArmFlush();
+        if (_sync != SyncPolicy.Always) ArmSync();
     }
 
     /// <summary>Sync-always consumer writes make their directory entry durable before they return.</summary>
