@@ -248,16 +248,23 @@ internal sealed partial class SequenceIndex
             _frozen[slot] = 0;
         }
         f.Preserved[at] = null;
-        if (src is IndexEntry[] dense)
+        // A dense chunk: the index's own (frozen, or handed over when dropped) or a copy taken before a write (Thaw).
+        ReadOnlySpan<IndexEntry> dense = src switch
         {
-            // In the chunk being appended to, the entries from End on are not written yet: a pooled array may hold
+            IndexChunk c => c.Span,
+            IndexEntry[] copy => copy,
+            _ => default,
+        };
+        if (src is not SparseChunk)
+        {
+            // In the chunk being appended to, the entries from End on are not written yet: a pooled chunk may hold
             // anything there, which a compact page must not list (a dense page carries it along, unread).
-            var held = dense.AsSpan();
+            var held = dense;
             if (no == f.AppendChunk && f.End > no << Shift) held = held[..(int)Math.Min((ulong)ChunkSize, f.End - (no << Shift))];
             int live = 0;
             foreach (ref readonly var e in held) if (e.IsLive) live++;
             if (live <= CompactIndexPage.MaxEntries) return CompactIndexPage.Encode(held, live, into);
-            MemoryMarshal.AsBytes(dense.AsSpan()).CopyTo(into);
+            MemoryMarshal.AsBytes(dense).CopyTo(into);
             return ChunkSize * EntrySize;
         }
         var sp = (SparseChunk)src;
@@ -289,6 +296,6 @@ internal sealed partial class SequenceIndex
         int f = _frozen[slot];
         _frozen[slot] = 0;
         var c = _chunks[slot];
-        _freeze!.Preserved[f - 1] = c is not null ? (IndexEntry[])c.Clone() : _sparse[slot]!.Clone();
+        _freeze!.Preserved[f - 1] = c is not null ? c.ToArray() : _sparse[slot]!.Clone();
     }
 }

@@ -76,10 +76,10 @@ internal sealed partial class SequenceIndex
         var c = _chunks[slot];
         if (c is null || _live[slot] > SparseMax || _live[slot] <= 0 || !MayBeSparse(slot, chunkNo)) return;
         int live = 0;
-        foreach (ref readonly var e in c.AsSpan()) if (e.IsLive) live++;
+        foreach (ref readonly var e in c.Span) if (e.IsLive) live++;
         if (live > SparseMax) return; // counts disagree (cannot happen): stay dense rather than lose an entry
         var sp = RentSparse(live);
-        sp.FillFrom(c);
+        sp.FillFrom(c.Span);
         Install(slot, sp);
     }
 

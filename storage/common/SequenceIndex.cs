@@ -31,14 +31,14 @@ internal struct IndexEntry
 internal interface IIndexPager
 {
     /// <summary>Fills <paramref name="into"/> (<see cref="SequenceIndex.EntriesPerChunk"/> entries) with chunk <paramref name="chunkNo"/>; false = unreadable (the engine reports it).</summary>
-    bool Load(ulong chunkNo, IndexEntry[] into);
+    bool Load(ulong chunkNo, Span<IndexEntry> into);
 
     /// <summary>
     /// Like <see cref="Load"/>, but called WITHOUT the store lock (a reader's deferred page-in) and reports
     /// nothing: false (unreadable, damaged, or the pager closed meanwhile) makes the caller retry under the
     /// lock with <see cref="Load"/>, which reports the failure exactly.
     /// </summary>
-    bool TryLoadDetached(ulong chunkNo, IndexEntry[] into);
+    bool TryLoadDetached(ulong chunkNo, Span<IndexEntry> into);
 }
 
 /// <summary>
@@ -65,13 +65,13 @@ internal interface IIndexPager
 /// </summary>
 internal sealed partial class SequenceIndex
 {
-    // 1024 entries x 48 B = 48 KiB: below the large-object threshold, so growth never allocates on the LOH.
+    // 1024 entries x 48 B = 48 KiB (IndexChunk.cs: managed for a small index, huge-page memory for a growing one).
     private const int Shift = 10;
     private const int ChunkSize = 1 << Shift;
     private const int Mask = ChunkSize - 1;
     private const int MaxFree = 8;
 
-    private IndexEntry[]?[] _chunks = new IndexEntry[16][];
+    private IndexChunk?[] _chunks = new IndexChunk?[16];
     private int[] _live = new int[16];
     /// <summary>Chunk not in memory but on the engine's disk (<see cref="IIndexPager"/>); its <see cref="_live"/> count is known.</summary>
     private bool[] _paged = new bool[16];
@@ -94,7 +94,7 @@ internal sealed partial class SequenceIndex
     private int _head;
     private int _count;
     private ulong _baseChunk;
-    private readonly Stack<IndexEntry[]> _free = new();
+    private readonly Stack<IndexChunk> _free = new();
     private IndexEntry _dead;
 
     /// <summary>One past the highest sequence held.</summary>
@@ -131,20 +131,20 @@ internal sealed partial class SequenceIndex
 
     /// <summary>
     /// Reads chunk <paramref name="chunkNo"/> from the pager WITHOUT the lock (the pager is fixed once restored;
-    /// its reads are positional). A fresh array: a cold path, once per chunk. Null if it cannot be read now.
+    /// its reads are positional). A fresh chunk: a cold path, once per chunk. Null if it cannot be read now.
     /// </summary>
-    public IndexEntry[]? ReadDetached(ulong chunkNo)
+    public IndexChunk? ReadDetached(ulong chunkNo)
     {
         var pager = Volatile.Read(ref _pager);
         if (pager is null) return null;
-        var c = new IndexEntry[ChunkSize];
-        return pager.TryLoadDetached(chunkNo, c) ? c : null;
+        var c = IndexChunk.Take();
+        return pager.TryLoadDetached(chunkNo, c.Span) ? c : null;
     }
 
     /// <summary>Under the lock: installs a page read by <see cref="ReadDetached"/> if its chunk is still paged (false: dropped).</summary>
-    public bool InstallDetached(ulong chunkNo, IndexEntry[] page)
+    public bool InstallDetached(ulong chunkNo, IndexChunk page)
     {
-        if (page.Length != ChunkSize || chunkNo < _baseChunk || chunkNo - _baseChunk >= (ulong)_count) return false;
+        if (chunkNo < _baseChunk || chunkNo - _baseChunk >= (ulong)_count) return false;
         int slot = Slot((int)(chunkNo - _baseChunk));
         if (!_paged[slot] || _chunks[slot] is not null) return false;
         _paged[slot] = false;
@@ -219,7 +219,7 @@ internal sealed partial class SequenceIndex
         _paged[slot] = false;
         PagedChunks--;
         var c = Rent();
-        if (_pager!.Load(chunkNo, c))
+        if (_pager!.Load(chunkNo, c.Span))
         {
             _chunks[slot] = c;
             CompactIfSparse(slot, chunkNo);
@@ -243,7 +243,7 @@ internal sealed partial class SequenceIndex
         ulong span = end == 0 ? 0 : ((end - 1) >> Shift) - baseChunk + 1;
         int cap = 16;
         while ((ulong)cap < span + 1) cap <<= 1;
-        _chunks = new IndexEntry[cap][];
+        _chunks = new IndexChunk?[cap];
         _sparse = new SparseChunk?[cap];
         _live = new int[cap];
         _paged = new bool[cap];
@@ -271,7 +271,7 @@ internal sealed partial class SequenceIndex
     public int ChunkSlots => _count;
 
     /// <summary>The chunk number of slot <paramref name="k"/> (0 = the lowest) and its state.</summary>
-    public ulong ChunkAt(int k, out IndexEntry[]? data, out int live, out bool paged)
+    public ulong ChunkAt(int k, out IndexChunk? data, out int live, out bool paged)
     {
         int slot = Slot(k);
         data = _chunks[slot];
@@ -308,7 +308,7 @@ internal sealed partial class SequenceIndex
                 // Cannot happen (MayBeSparse keeps End's chunk and End - 1's dense); if it did, appending into a fresh
                 // dense chunk would turn the sparse chunk's dead sequences live: expand it instead.
                 c = Rent();
-                sp.ExpandInto(c);
+                sp.ExpandInto(c.Span);
                 ReleaseSlot(slot);
                 _chunks[slot] = c;
             }
@@ -452,7 +452,7 @@ internal sealed partial class SequenceIndex
 
     private void Grow()
     {
-        var n = new IndexEntry[]?[_chunks.Length * 2];
+        var n = new IndexChunk?[_chunks.Length * 2];
         var sp = new SparseChunk?[_chunks.Length * 2];
         var l = new int[_chunks.Length * 2];
         var p = new bool[_chunks.Length * 2];
@@ -476,19 +476,28 @@ internal sealed partial class SequenceIndex
         _head = 0;
     }
 
-    private IndexEntry[] Rent()
+    private IndexChunk Rent()
     {
         AllocatedChunks++;
         if (_free.Count > 0) return _free.Pop();
-        // A growing index takes a chunk made ahead: a new 48 KiB chunk is fresh memory, and its page faults and
-        // zeroing were a quarter of the appending thread's time in a fast-ingest batch into a memory stream. Only an
+        // A small index's first chunks are managed (a huge page is resident in full once touched: a stream holding a
+        // few messages must not pay 2 MiB for them). A growing index takes a huge-page chunk made ahead: fresh memory's
+        // first touch was a quarter of the appending thread's time in a fast-ingest batch into a memory stream. Only an
         // index past its first chunks asks for the next one, so a small stream does not hold a spare chunk.
-        return _spare.Take(makeNext: AllocatedChunks > 2) ?? new IndexEntry[ChunkSize];
+        if (AllocatedChunks <= ManagedChunksFirst) return IndexChunk.Managed();
+        return _spare.Take(makeNext: true) ?? IndexChunk.Take();
     }
 
-    private readonly PreparedAhead<IndexEntry[]> _spare = new(static () => new IndexEntry[ChunkSize]);
+    private const int ManagedChunksFirst = 2;
 
-    private void Release(IndexEntry[]? c)
+    private readonly PreparedAhead<IndexChunk> _spare = new(static () =>
+    {
+        var c = IndexChunk.Take();
+        c.Prefault();
+        return c;
+    });
+
+    private void Release(IndexChunk? c)
     {
         if (c is null) return;
         AllocatedChunks--;

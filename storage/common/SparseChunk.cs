@@ -56,7 +56,7 @@ internal sealed class SparseChunk
     }
 
     /// <summary>Copies the live entries of a dense chunk into this empty chunk (its capacity must hold them).</summary>
-    public void FillFrom(IndexEntry[] dense)
+    public void FillFrom(ReadOnlySpan<IndexEntry> dense)
     {
         int n = 0;
         for (int i = 0; i < dense.Length; i++)

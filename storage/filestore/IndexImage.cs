@@ -257,7 +257,7 @@ internal sealed class IndexImage : IIndexPager, IDisposable
     }
 
     /// <summary>Loads one page (a chunk of the sequence index) and checks its checksum; a failure is reported to the store.</summary>
-    public bool Load(ulong chunkNo, IndexEntry[] into)
+    public bool Load(ulong chunkNo, Span<IndexEntry> into)
     {
         if (!LoadEntries(chunkNo, into, out string? error))
         {
@@ -268,12 +268,12 @@ internal sealed class IndexImage : IIndexPager, IDisposable
     }
 
     /// <summary>A reader's page-in without the store lock: nothing reported (the store retries under the lock with <see cref="Load"/>).</summary>
-    public bool TryLoadDetached(ulong chunkNo, IndexEntry[] into) => LoadEntries(chunkNo, into, out _);
+    public bool TryLoadDetached(ulong chunkNo, Span<IndexEntry> into) => LoadEntries(chunkNo, into, out _);
 
     /// <summary>A page as the chunk's dense entries: a dense page is read straight into them, a compact one read and expanded.</summary>
-    private bool LoadEntries(ulong chunkNo, IndexEntry[] into, out string? error)
+    private bool LoadEntries(ulong chunkNo, Span<IndexEntry> into, out string? error)
     {
-        var bytes = MemoryMarshal.AsBytes(into.AsSpan());
+        var bytes = MemoryMarshal.AsBytes(into);
         if (!TryGetPage(chunkNo, out var page))
         {
             error = $"index image has no page for index chunk {chunkNo}";

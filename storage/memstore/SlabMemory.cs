@@ -1,4 +1,4 @@
-using System.Runtime.InteropServices;
+using NatsBroker.Storage.Internal;
 
 namespace NatsBroker.Storage.Memory;
 
@@ -15,15 +15,10 @@ namespace NatsBroker.Storage.Memory;
 /// Native memory is freed by <see cref="Free"/> (the store's close, purge and recycling), or by the finalizer if a
 /// store is dropped without being closed.
 /// </remarks>
-internal sealed unsafe partial class SlabMemory
+internal sealed unsafe class SlabMemory
 {
     /// <summary>The size of a huge slab: one transparent huge page on x86-64 and arm64 (4 KiB base pages).</summary>
-    public const int HugeSize = 2 << 20;
-
-    // madvise(2) advice value; the same number on every Linux architecture (include/uapi/asm-generic/mman-common.h).
-    private const int MadvHugePage = 14;
-
-    private static readonly bool HugeSupported = DetectHugePages();
+    public const int HugeSize = HugePages.Size;
 
     private readonly byte[]? _array;
     private byte* _native;
@@ -58,19 +53,8 @@ internal sealed unsafe partial class SlabMemory
     /// <summary>A 2 MiB slab advised for huge pages, or null where that is not available (not Linux, THP off, allocation refused).</summary>
     public static SlabMemory? TryHuge()
     {
-        if (!HugeSupported) return null;
-        void* p;
-        try
-        {
-            p = NativeMemory.AlignedAlloc(HugeSize, HugeSize);
-        }
-        catch (OutOfMemoryException)
-        {
-            return null;
-        }
-
-        // The advice is only a hint: if it fails the memory still works with 4 KiB pages.
-        _ = Madvise(p, HugeSize, MadvHugePage);
+        void* p = HugePages.TryAllocate();
+        if (p is null) return null;
         return new SlabMemory((byte*)p, HugeSize);
     }
 
@@ -94,29 +78,7 @@ internal sealed unsafe partial class SlabMemory
     private void FreeNative()
     {
         if (_native is null) return;
-        NativeMemory.AlignedFree(_native);
+        HugePages.Free(_native);
         _native = null;
     }
-
-    private static bool DetectHugePages()
-    {
-        if (!OperatingSystem.IsLinux()) return false;
-        try
-        {
-            // "always [madvise] never": advice is honoured in "always" and "madvise" modes.
-            string mode = File.ReadAllText("/sys/kernel/mm/transparent_hugepage/enabled");
-            return !mode.Contains("[never]", StringComparison.Ordinal);
-        }
-        catch (IOException)
-        {
-            return false;
-        }
-        catch (UnauthorizedAccessException)
-        {
-            return false;
-        }
-    }
-
-    [LibraryImport("libc", EntryPoint = "madvise")]
-    private static partial int Madvise(void* addr, nuint length, int advice);
 }

@@ -452,7 +452,7 @@ public sealed class ImageCheckpointTests(ITestOutputHelper output)
         for (int k = 0; k < ix.ChunkSlots; k++)
         {
             ix.ChunkAt(k, out var data, out _, out _);
-            expected.Add(System.Runtime.InteropServices.MemoryMarshal.AsBytes(data!.AsSpan()).ToArray());
+            expected.Add(System.Runtime.InteropServices.MemoryMarshal.AsBytes(data!.Span).ToArray());
         }
         var freeze = ix.Freeze(all: true);
         freeze.Classify(_ => false);

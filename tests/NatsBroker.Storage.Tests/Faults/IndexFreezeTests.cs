@@ -30,7 +30,7 @@ public sealed class IndexFreezeTests
     {
         for (int k = 0; k < ix.ChunkSlots; k++)
         {
-            if (ix.ChunkAt(k, out var data, out _, out _) == chunk) return MemoryMarshal.AsBytes(data!.AsSpan()).ToArray();
+            if (ix.ChunkAt(k, out var data, out _, out _) == chunk) return MemoryMarshal.AsBytes(data!.Span).ToArray();
         }
         throw new InvalidOperationException($"chunk {chunk} not in memory");
     }

@@ -168,7 +168,7 @@ public sealed class SparseIndexImageTests
     {
         for (int k = 0; k < ix.ChunkSlots; k++)
         {
-            if (ix.ChunkAt(k, out var data, out _, out _) == chunk) return MemoryMarshal.AsBytes(data!.AsSpan()).ToArray();
+            if (ix.ChunkAt(k, out var data, out _, out _) == chunk) return MemoryMarshal.AsBytes(data!.Span).ToArray();
         }
         throw new InvalidOperationException($"chunk {chunk} not dense in memory");
     }
