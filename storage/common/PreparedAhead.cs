@@ -1,12 +1,12 @@
 namespace NatsBroker.Storage.Internal;
 
 /// <summary>
-/// One item made ahead on the thread pool for a growing store: the memory engine's next huge-page slab and a sequence
+/// One item made ahead (on the <see cref="MakeAheadThread"/>) for a growing store: the memory engine's next huge-page slab and a sequence
 /// index's next chunk. Fresh memory's first touch is a page fault per 4 KiB (~17 µs each on the paravirtualised VMs
 /// we measure on); making the item ahead moves those faults off the appending thread. <see cref="Take"/> is called
 /// by the owner (under its lock); the item is handed over with Interlocked.Exchange, and one maker runs at a time.
 /// </summary>
-internal sealed class PreparedAhead<T>(Func<T?> make, Action<T>? discard = null) where T : class
+internal sealed class PreparedAhead<T>(Func<T?> make, Action<T>? discard = null) : IMakeAhead where T : class
 {
     private T? _ready;
     private int _making;
@@ -17,7 +17,7 @@ internal sealed class PreparedAhead<T>(Func<T?> make, Action<T>? discard = null)
     {
         var ready = Interlocked.Exchange(ref _ready, null);
         if (makeNext && !_closed && Interlocked.CompareExchange(ref _making, 1, 0) == 0)
-            ThreadPool.UnsafeQueueUserWorkItem(static self => self.Make(), this, preferLocal: false);
+            MakeAheadThread.Queue(this);
         return ready;
     }
 
@@ -28,7 +28,7 @@ internal sealed class PreparedAhead<T>(Func<T?> make, Action<T>? discard = null)
         Discard(Interlocked.Exchange(ref _ready, null));
     }
 
-    private void Make()
+    void IMakeAhead.MakeAhead()
     {
         try
         {

@@ -7,7 +7,7 @@ public sealed class IndexChunkMemoryCollection;
 
 /// <summary>
 /// The sequence index's chunk allocator (storage/common/IndexChunkMemory.cs): chunks carved from 2 MiB huge-page
-/// blocks never overlap, and a block whose chunks were all dropped is given back (one kept as a spare). Runs alone:
+/// blocks never overlap, and a block whose chunks were all dropped is given back (one kept as a spare, one mapped ahead). Runs alone:
 /// other tests' stores take chunks from the same process-wide allocator.
 /// </summary>
 [Collection(nameof(IndexChunkMemoryTests))]
@@ -32,10 +32,12 @@ public sealed class IndexChunkMemoryTests
             Assert.Equal(0, IndexChunkMemory.BlockCount);
             return;
         }
-        Assert.True(IndexChunkMemory.BlockCount >= before + N / 42, $"{IndexChunkMemory.BlockCount} blocks for {N} chunks (before: {before})");
+        // 42 chunks per 2 MiB block: the live chunks alone need this many blocks (blocks mapped before may hold some).
+        Assert.True(IndexChunkMemory.BlockCount >= (N + 41) / 42, $"{IndexChunkMemory.BlockCount} blocks for {N} chunks (before: {before})");
         chunks = null;
         Collect();
-        Assert.True(IndexChunkMemory.BlockCount <= before + 1, $"{IndexChunkMemory.BlockCount} blocks still mapped after every chunk was dropped (before: {before})");
+        // At most two blocks more than before: the empty one kept as a spare and one mapped ahead.
+        Assert.True(IndexChunkMemory.BlockCount <= before + 2, $"{IndexChunkMemory.BlockCount} blocks still mapped after every chunk was dropped (before: {before})");
 
         // The blocks given back are mapped again on demand, and the chunks are usable.
         var again = TakeAndFill(N);
