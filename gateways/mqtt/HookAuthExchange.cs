@@ -1,0 +1,91 @@
+using System.Text.Json;
+using System.Text.Json.Nodes;
+using MQTTnet.Protocol;
+
+namespace NatsBroker.MqttGateway;
+
+/// <summary>
+/// A method the operator's service decides (<c>enhanced_authentication { methods, subject, timeout }</c>): each step
+/// is a NATS request whose JSON body is
+/// <c>{"client_id","method","step","data","remote","reauth","username"}</c> (<c>data</c> base64, absent when the
+/// packet had none; <c>step</c> from 1; <c>username</c> only when the CONNECT had one) and whose reply is
+/// <c>{"result":"continue","data":...}</c>, <c>{"result":"success","data":...,"user":...}</c> (<c>user</c>: the
+/// configured core user the client acts as; absent: the CONNECT's own credentials go to the core as without
+/// enhanced authentication) or <c>{"result":"fail","reason_code":135}</c> (default 0x87 Not authorized).
+/// No reply within the timeout, no responders, or a reply that is none of these: 0x87 Not authorized (logged).
+/// </summary>
+internal sealed class HookAuthExchange(EnhancedAuthHook hook, string method, EnhancedAuthContext context) : IEnhancedAuthExchange
+{
+    private int _step;
+
+    public string Method => method;
+
+    /// <summary>Why the last step failed (for the gateway's log).</summary>
+    public string? Error { get; private set; }
+
+    public async ValueTask<EnhancedAuthStep> StepAsync(byte[]? clientData, CancellationToken ct)
+    {
+        _step++;
+        var request = new JsonObject
+        {
+            ["client_id"] = context.ClientId,
+            ["method"] = method,
+            ["step"] = _step,
+            ["remote"] = context.Remote,
+            ["reauth"] = context.Reauthentication,
+        };
+        if (clientData is not null) request["data"] = Convert.ToBase64String(clientData);
+        if (context.Username is { } username) request["username"] = username;
+        NatsReply reply;
+        try
+        {
+            reply = await hook.RequestAsync(JsonSerializer.SerializeToUtf8Bytes(request), ct).ConfigureAwait(false);
+        }
+        catch (TimeoutException)
+        {
+            return Refuse("the authentication service did not reply in time");
+        }
+        catch (Exception ex) when (ex is IOException or System.Net.Sockets.SocketException)
+        {
+            return Refuse("the authentication service is not reachable: " + ex.Message);
+        }
+        if (reply.NoResponders) return Refuse("no authentication service listens on the subject");
+        try
+        {
+            return Decide(JsonNode.Parse(reply.Payload) as JsonObject);
+        }
+        catch (Exception ex) when (ex is JsonException or FormatException or InvalidOperationException)
+        {
+            return Refuse("the authentication service's reply is not valid: " + ex.Message);
+        }
+    }
+
+    private EnhancedAuthStep Decide(JsonObject? reply)
+    {
+        if (reply is null) return Refuse("the authentication service's reply is not a JSON object");
+        byte[]? data = reply["data"] is JsonValue d ? Convert.FromBase64String(d.GetValue<string>()) : null;
+        switch (reply["result"]?.GetValue<string>())
+        {
+            case "continue":
+                return EnhancedAuthStep.Continue(data ?? []);
+            case "success":
+                string? user = reply["user"]?.GetValue<string>();
+                return EnhancedAuthStep.Success(data, user is { Length: > 0 } ? new EnhancedAuthIdentity(null, null, user) : EnhancedAuthIdentity.FromConnect);
+            case "fail":
+                int code = reply["reason_code"] is JsonValue c ? c.GetValue<int>() : EnhancedAuthStep.NotAuthorized;
+                // A failure must be a failure code (0x80 and above) that CONNACK has (Table 3-6); DISCONNECT's own
+                // table is smaller, and the session maps the rest to 0x87 there.
+                if (code is < 0x80 or > 0xFF || !Enum.IsDefined((MqttConnectReasonCode)code)) code = EnhancedAuthStep.NotAuthorized;
+                Error = "refused by the authentication service";
+                return EnhancedAuthStep.Fail((byte)code);
+            default:
+                return Refuse("the authentication service's reply has no result continue, success or fail");
+        }
+    }
+
+    private EnhancedAuthStep Refuse(string why)
+    {
+        Error = why;
+        return EnhancedAuthStep.Fail(EnhancedAuthStep.NotAuthorized);
+    }
+}
