@@ -26,7 +26,7 @@ internal sealed partial class MqttSession
     private int _reauthRounds;
 
     /// <summary>
-    /// CONNECT named an authentication method: runs its exchange (server AUTH 0x18 / client AUTH 0x18 rounds). True
+    /// CONNECT named an authentication method (or carried Authentication Data without one: 0x82): runs its exchange (server AUTH 0x18 / client AUTH 0x18 rounds). True
     /// once authenticated: <paramref name="connect"/> then carries the credentials the link logs in with. False when
     /// refused (CONNACK with the reason sent) or the client left. Per [MQTT-3.14.0-1] no DISCONNECT is sent before a
     /// success CONNACK, so a packet other than AUTH during the exchange gets CONNACK 0x82 Protocol Error
@@ -36,6 +36,12 @@ internal sealed partial class MqttSession
     private async Task<bool> AuthenticateAsync(MqttConnectPacket connect, string clientId, CancellationToken drain)
     {
         string method = connect.AuthenticationMethod;
+        if (string.IsNullOrEmpty(method))
+        {
+            // Section 3.1.2.11.10: Authentication Data without an Authentication Method is a protocol error.
+            await RefuseAsync(MqttConnectReasonCode.ProtocolError, drain).ConfigureAwait(false);
+            return false;
+        }
         var exchange = _enhancedAuth?.Begin(method, new EnhancedAuthContext(clientId, Describe(), connect.Username, Reauthentication: false));
         if (exchange is null)
         {

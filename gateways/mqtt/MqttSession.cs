@@ -250,7 +250,7 @@ internal sealed partial class MqttSession : INatsDelivery
         if (connect.Username is "" && connect.Password is { Length: > 0 }) return false;
         // MQTT 5 section 4.12: a CONNECT naming an authentication method is authenticated by it (MqttSession.EnhancedAuth.cs),
         // which then stands for the block's own user/token check.
-        bool enhanced = _v5 && !string.IsNullOrEmpty(connect.AuthenticationMethod);
+        bool enhanced = _v5 && (!string.IsNullOrEmpty(connect.AuthenticationMethod) || connect.AuthenticationData is not null);
         if (enhanced && !await AuthenticateAsync(connect, clientId, drain).ConfigureAwait(false)) return false;
         if (!enhanced && !GatewayAuthorized(connect))
         {

@@ -294,16 +294,58 @@ public sealed class MqttEnhancedAuthTests(MqttEnhancedAuthFixture fixture, ITest
         }
     }
 
-    /// <summary>Answers the gateway's AUTH 0x18 "challenge" with <paramref name="answer"/>.</summary>
+    /// <summary>Answers the gateway's AUTH 0x18 "challenge" with <paramref name="answer"/>; AUTH 0x00 (re-authentication's end) completes <see cref="Succeeded"/>.</summary>
     private sealed class TokenHandler(string answer) : IMqttEnhancedAuthenticationHandler
     {
-        public List<string> Challenges { get; } = [];
+        private readonly TaskCompletionSource<string> _succeeded = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        public ConcurrentQueue<string> Challenges { get; } = new();
+
+        /// <summary>The data of the server's AUTH 0x00.</summary>
+        public Task<string> Succeeded => _succeeded.Task;
 
         public async Task HandleEnhancedAuthenticationAsync(MqttEnhancedAuthenticationEventArgs eventArgs)
         {
-            Challenges.Add(Encoding.UTF8.GetString(eventArgs.AuthenticationData ?? []));
+            string data = Encoding.UTF8.GetString(eventArgs.AuthenticationData ?? []);
+            if (eventArgs.ReasonCode == MqttAuthenticateReasonCode.Success)
+            {
+                _succeeded.TrySetResult(data);
+                return;
+            }
+            Challenges.Enqueue(data);
             await eventArgs.SendAsync(new SendMqttEnhancedAuthenticationDataOptions { Data = Encoding.UTF8.GetBytes(answer) }, eventArgs.CancellationToken);
         }
+    }
+
+    [SkippableFact]
+    public async Task Reauthentication_with_a_hook_method_asks_the_service_again()
+    {
+        var s = S;
+        await using var service = await AuthService.StartAsync(s);
+        using var client = new MqttClientFactory().CreateMqttClient();
+        var handler = new TokenHandler("answer-bob");
+        var result = await s.ConnectAsync(client, Id("hookre"), MqttProtocolVersion.V500,
+            b => b.WithEnhancedAuthentication("X-TOKEN", "hello"u8.ToArray()).WithEnhancedAuthenticationHandler(handler));
+        Assert.Equal(MqttClientConnectResultCode.Success, result.ResultCode);
+        await client.SendEnhancedAuthenticationExchangeDataAsync(new MqttEnhancedAuthenticationExchangeData
+        {
+            ReasonCode = MqttAuthenticateReasonCode.ReAuthenticate,
+            AuthenticationData = "hello"u8.ToArray(),
+        });
+        Assert.Equal("welcome", await handler.Succeeded.WaitAsync(TimeSpan.FromSeconds(15)));
+        Assert.Equal(["challenge", "challenge"], handler.Challenges);
+        var requests = service.Requests.ToArray();
+        Assert.Equal([false, false, true, true], requests.Select(r => (bool)r["reauth"]!));
+        Assert.Equal([1, 2, 1, 2], requests.Select(r => (int)r["step"]!));
+        Assert.True(client.IsConnected);
+    }
+
+    [SkippableFact]
+    public async Task Authentication_data_without_a_method_is_a_protocol_error()
+    {
+        using var client = new MqttClientFactory().CreateMqttClient();
+        var result = await S.ConnectAsync(client, Id("nomethod"), MqttProtocolVersion.V500, b => b.WithEnhancedAuthentication(null, [1, 2]));
+        Assert.Equal(MqttClientConnectResultCode.ProtocolError, result.ResultCode);
     }
 
     [SkippableFact]
