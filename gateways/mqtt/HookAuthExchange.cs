@@ -10,11 +10,12 @@ namespace NatsBroker.MqttGateway;
 /// <c>{"client_id","method","step","data","remote","reauth","username"}</c> (<c>data</c> base64, absent when the
 /// packet had none; <c>step</c> from 1; <c>username</c> only when the CONNECT had one) and whose reply is
 /// <c>{"result":"continue","data":...}</c>, <c>{"result":"success","data":...,"user":...}</c> (<c>user</c>: the
-/// configured core user the client acts as; absent: the CONNECT's own credentials go to the core as without
+/// configured core user, from the top-level <c>authorization</c> or <c>accounts</c> users, the client acts as; absent: the CONNECT's own credentials go to the core as without
 /// enhanced authentication) or <c>{"result":"fail","reason_code":135}</c> (default 0x87 Not authorized).
 /// No reply within the timeout, no responders, or a reply that is none of these: 0x87 Not authorized (logged).
 /// </summary>
-internal sealed class HookAuthExchange(EnhancedAuthHook hook, string method, EnhancedAuthContext context) : IEnhancedAuthExchange
+internal sealed class HookAuthExchange(EnhancedAuthHook hook, string method, EnhancedAuthContext context, IReadOnlyDictionary<string, string> users)
+    : IEnhancedAuthExchange
 {
     private int _step;
 
@@ -70,7 +71,15 @@ internal sealed class HookAuthExchange(EnhancedAuthHook hook, string method, Enh
                 return EnhancedAuthStep.Continue(data ?? []);
             case "success":
                 string? user = reply["user"]?.GetValue<string>();
-                return EnhancedAuthStep.Success(data, user is { Length: > 0 } ? new EnhancedAuthIdentity(null, null, user) : EnhancedAuthIdentity.FromConnect);
+                // Only a user of the config: the core applies an unknown no_auth_user name as none, and the client
+                // would then be whoever a CONNECT without credentials becomes.
+                if (user is not { Length: > 0 }) return EnhancedAuthStep.Success(data, EnhancedAuthIdentity.FromConnect);
+                if (!users.TryGetValue(user, out var password)) return Refuse($"the authentication service named \"{user}\", not a configured user");
+                // The core logs a no_auth_user in with its stored password, which for a bcrypt hash never matches
+                // (nats-server's processClientOrLeafAuthentication does the same): refused here, with the reason logged.
+                if (ScramCredentials.IsBcryptHash(password))
+                    return Refuse($"the authentication service named \"{user}\", whose bcrypt password the core cannot log in as no_auth_user");
+                return EnhancedAuthStep.Success(data, new EnhancedAuthIdentity(null, null, user));
             case "fail":
                 int code = reply["reason_code"] is JsonValue c ? c.GetValue<int>() : EnhancedAuthStep.NotAuthorized;
                 // A failure must be a failure code (0x80 and above) that CONNACK has (Table 3-6); DISCONNECT's own

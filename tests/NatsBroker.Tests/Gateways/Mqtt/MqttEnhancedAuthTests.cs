@@ -243,7 +243,8 @@ public sealed class MqttEnhancedAuthTests(MqttEnhancedAuthFixture fixture, ITest
 
     /// <summary>
     /// The hook's service: X-TOKEN asks for a challenge's answer ("hello" → "challenge", "answer-bob" → success as
-    /// bob, anything else → fail 0x86); X-SLOW is never answered. Every request's JSON is kept.
+    /// bob, "answer-carol" / "answer-ghost" → success as carol / the unknown ghost, anything else → fail 0x86); X-SLOW
+    /// is never answered. Every request's JSON is kept.
     /// </summary>
     private sealed class AuthService : IAsyncDisposable
     {
@@ -280,6 +281,8 @@ public sealed class MqttEnhancedAuthTests(MqttEnhancedAuthFixture fixture, ITest
                 {
                     "hello" => new JsonObject { ["result"] = "continue", ["data"] = Convert.ToBase64String("challenge"u8) },
                     "answer-bob" => new JsonObject { ["result"] = "success", ["user"] = "bob", ["data"] = Convert.ToBase64String("welcome"u8) },
+                    "answer-carol" => new JsonObject { ["result"] = "success", ["user"] = "carol" },
+                    "answer-ghost" => new JsonObject { ["result"] = "success", ["user"] = "ghost" },
                     _ => new JsonObject { ["result"] = "fail", ["reason_code"] = 0x86 },
                 };
                 await msg.ReplyAsync(Encoding.UTF8.GetBytes(reply.ToJsonString()));
@@ -389,6 +392,22 @@ public sealed class MqttEnhancedAuthTests(MqttEnhancedAuthFixture fixture, ITest
             b => b.WithEnhancedAuthentication("X-TOKEN", "hello"u8.ToArray()).WithEnhancedAuthenticationHandler(new TokenHandler("answer-mallory")));
         Assert.Equal(MqttClientConnectResultCode.BadUserNameOrPassword, result.ResultCode);
         Assert.False(client.IsConnected);
+        Assert.Equal(2, service.Requests.Count);
+    }
+
+    /// <summary>The service names a user that is not configured, or one with a bcrypt password (which cannot be a
+    /// no_auth_user): refused, not admitted as the block's no_auth_user alice.</summary>
+    [SkippableTheory]
+    [InlineData("answer-ghost")]
+    [InlineData("answer-carol")]
+    public async Task A_hook_success_naming_a_user_the_link_cannot_be_is_not_authorized(string answer)
+    {
+        var s = S;
+        await using var service = await AuthService.StartAsync(s);
+        using var client = new MqttClientFactory().CreateMqttClient();
+        var result = await s.ConnectAsync(client, Id("hookuser"), MqttProtocolVersion.V500,
+            b => b.WithEnhancedAuthentication("X-TOKEN", "hello"u8.ToArray()).WithEnhancedAuthenticationHandler(new TokenHandler(answer)));
+        Assert.Equal(MqttClientConnectResultCode.NotAuthorized, result.ResultCode);
         Assert.Equal(2, service.Requests.Count);
     }
 
