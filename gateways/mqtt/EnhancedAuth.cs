@@ -14,12 +14,14 @@ internal sealed class EnhancedAuth : IDisposable
     private readonly ScramCredentials? _scram;
     private readonly EnhancedAuthHook? _hook;
     private readonly IReadOnlyDictionary<string, string> _users;
+    private readonly ILogger _log;
 
     public EnhancedAuth(MqttOptions options, GatewayEnvironment environment, ProxySigner signer, ILogger log)
     {
         ArgumentNullException.ThrowIfNull(options);
         _options = options.EnhancedAuth;
         _users = options.Users;
+        _log = log;
         if (_options.Scram) _scram = new ScramCredentials(options);
         if (_options.Methods.Count > 0) _hook = new EnhancedAuthHook(options, environment, signer, log);
     }
@@ -28,7 +30,7 @@ internal sealed class EnhancedAuth : IDisposable
     public IEnhancedAuthExchange? Begin(string method, EnhancedAuthContext context)
     {
         if (_scram is not null && method == ScramSha256Exchange.MethodName) return new ScramSha256Exchange(_scram, context);
-        if (_hook is not null && _options.Methods.Contains(method, StringComparer.Ordinal)) return new HookAuthExchange(_hook, method, context, _users);
+        if (_hook is not null && _options.Methods.Contains(method, StringComparer.Ordinal)) return new HookAuthExchange(_hook, method, context, _users, _log);
         return null;
     }
 

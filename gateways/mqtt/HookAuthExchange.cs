@@ -1,4 +1,5 @@
 using System.Text.Json;
+using Microsoft.Extensions.Logging;
 using System.Text.Json.Nodes;
 using MQTTnet.Protocol;
 
@@ -12,10 +13,11 @@ namespace NatsBroker.MqttGateway;
 /// <c>{"result":"continue","data":...}</c>, <c>{"result":"success","data":...,"user":...}</c> (<c>user</c>: the
 /// configured core user, from the top-level <c>authorization</c> or <c>accounts</c> users, the client acts as; absent: the CONNECT's own credentials go to the core as without
 /// enhanced authentication) or <c>{"result":"fail","reason_code":135}</c> (default 0x87 Not authorized).
-/// No reply within the timeout, no responders, or a reply that is none of these: 0x87 Not authorized (logged).
+/// No reply within the timeout, no responders, or a reply that is none of these: 0x87 Not authorized, logged as a
+/// warning (the service is the operator's to fix; a refusal the service decides is only a debug line of the session).
 /// </summary>
-internal sealed class HookAuthExchange(EnhancedAuthHook hook, string method, EnhancedAuthContext context, IReadOnlyDictionary<string, string> users)
-    : IEnhancedAuthExchange
+internal sealed class HookAuthExchange(EnhancedAuthHook hook, string method, EnhancedAuthContext context, IReadOnlyDictionary<string, string> users,
+    ILogger log) : IEnhancedAuthExchange
 {
     private int _step;
 
@@ -44,26 +46,26 @@ internal sealed class HookAuthExchange(EnhancedAuthHook hook, string method, Enh
         }
         catch (TimeoutException)
         {
-            return Refuse("the authentication service did not reply in time");
+            return ServiceFault("the authentication service did not reply in time");
         }
         catch (Exception ex) when (ex is IOException or System.Net.Sockets.SocketException)
         {
-            return Refuse("the authentication service is not reachable: " + ex.Message);
+            return ServiceFault("the authentication service is not reachable: " + ex.Message);
         }
-        if (reply.NoResponders) return Refuse("no authentication service listens on the subject");
+        if (reply.NoResponders) return ServiceFault("no authentication service listens on the subject");
         try
         {
             return Decide(JsonNode.Parse(reply.Payload) as JsonObject);
         }
         catch (Exception ex) when (ex is JsonException or FormatException or InvalidOperationException)
         {
-            return Refuse("the authentication service's reply is not valid: " + ex.Message);
+            return ServiceFault("the authentication service's reply is not valid: " + ex.Message);
         }
     }
 
     private EnhancedAuthStep Decide(JsonObject? reply)
     {
-        if (reply is null) return Refuse("the authentication service's reply is not a JSON object");
+        if (reply is null) return ServiceFault("the authentication service's reply is not a JSON object");
         byte[]? data = reply["data"] is JsonValue d ? Convert.FromBase64String(d.GetValue<string>()) : null;
         switch (reply["result"]?.GetValue<string>())
         {
@@ -74,11 +76,11 @@ internal sealed class HookAuthExchange(EnhancedAuthHook hook, string method, Enh
                 // Only a user of the config: the core applies an unknown no_auth_user name as none, and the client
                 // would then be whoever a CONNECT without credentials becomes.
                 if (user is not { Length: > 0 }) return EnhancedAuthStep.Success(data, EnhancedAuthIdentity.FromConnect);
-                if (!users.TryGetValue(user, out var password)) return Refuse($"the authentication service named \"{user}\", not a configured user");
+                if (!users.TryGetValue(user, out var password)) return ServiceFault($"the authentication service named \"{user}\", not a configured user");
                 // The core logs a no_auth_user in with its stored password, which for a bcrypt hash never matches
                 // (nats-server's processClientOrLeafAuthentication does the same): refused here, with the reason logged.
                 if (ScramCredentials.IsBcryptHash(password))
-                    return Refuse($"the authentication service named \"{user}\", whose bcrypt password the core cannot log in as no_auth_user");
+                    return ServiceFault($"the authentication service named \"{user}\", whose bcrypt password the core cannot log in as no_auth_user");
                 return EnhancedAuthStep.Success(data, new EnhancedAuthIdentity(null, null, user));
             case "fail":
                 int code = reply["reason_code"] is JsonValue c ? c.GetValue<int>() : EnhancedAuthStep.NotAuthorized;
@@ -88,13 +90,14 @@ internal sealed class HookAuthExchange(EnhancedAuthHook hook, string method, Enh
                 Error = "refused by the authentication service";
                 return EnhancedAuthStep.Fail((byte)code);
             default:
-                return Refuse("the authentication service's reply has no result continue, success or fail");
+                return ServiceFault("the authentication service's reply has no result continue, success or fail");
         }
     }
 
-    private EnhancedAuthStep Refuse(string why)
+    private EnhancedAuthStep ServiceFault(string why)
     {
         Error = why;
+        log.LogWarning("mqtt client {Id} ({Remote}): {Method} step {Step} refused: {Error}", context.ClientId, context.Remote, method, _step, why);
         return EnhancedAuthStep.Fail(EnhancedAuthStep.NotAuthorized);
     }
 }

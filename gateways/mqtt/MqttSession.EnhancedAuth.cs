@@ -138,7 +138,8 @@ internal sealed partial class MqttSession
     /// another method is a protocol error), AUTH 0x18 continues it; the server answers AUTH 0x18 until it ends with
     /// AUTH 0x00 Success, or with DISCONNECT 0x87 Not authorized on failure ([MQTT-4.12.1-2]; DISCONNECT has no 0x8C,
     /// Table 3-10, so a method's 0x8C becomes 0x87). It must prove the same identity: the link to the core keeps the
-    /// user it logged in as. Other packets go on meanwhile (section 4.12.1 lets both sides keep sending them).
+    /// user it logged in as. Other packets go on between the AUTH packets (section 4.12.1 lets both sides keep sending
+    /// them); a step handled here holds the read loop while it runs (a hook step at most its timeout).
     /// False when the connection is to be closed (the DISCONNECT already sent).
     /// </summary>
     private async Task<bool> OnAuthAsync(ReceivedMqttPacket packet, CancellationToken ct)
