@@ -91,6 +91,27 @@ public sealed class MqttEnhancedAuthTests(MqttEnhancedAuthFixture fixture, ITest
         Assert.Equal(MqttClientSubscribeResultCode.GrantedQoS0, suback.Items.First(i => i.TopicFilter.Topic == "open/x").ResultCode);
     }
 
+    /// <summary>MQTT over WebSocket runs the same sessions in the websocket gateway's process, which offers the same methods.</summary>
+    [SkippableFact]
+    public async Task Scram_sha_256_works_for_mqtt_over_websocket()
+    {
+        Prerequisites.RequireServer(ServerKind.Ours, output);
+        int wsPort = TestPorts.Next();
+        await using var s = await MqttTestServer.StartAsync(ServerKind.Ours, output, "no_auth_user: alice",
+            MqttTestServer.Users + $"\nwebsocket {{ host: \"127.0.0.1\", port: {wsPort}, no_tls: true }}\n");
+        await GatewayTestHelpers.WaitListeningAsync(wsPort);
+        using var client = new MqttClientFactory().CreateMqttClient();
+        var handler = new ScramAuthHandler("bob", "pw");
+        var options = new MqttClientOptionsBuilder().WithWebSocketServer(o => o.WithUri($"ws://127.0.0.1:{wsPort}/mqtt"))
+            .WithClientId(Id("wsscram")).WithProtocolVersion(MqttProtocolVersion.V500).WithTimeout(TimeSpan.FromSeconds(15))
+            .WithEnhancedAuthentication(Scram, handler.Start()).WithEnhancedAuthenticationHandler(handler).Build();
+        var result = await client.ConnectAsync(options);
+        Assert.Equal(MqttClientConnectResultCode.Success, result.ResultCode);
+        Assert.True(handler.VerifyServerFinal(result.AuthenticationData));
+        var suback = await client.SubscribeAsync("secret/x");
+        Assert.Equal(MqttClientSubscribeResultCode.NotAuthorized, Assert.Single(suback.Items).ResultCode);
+    }
+
     [SkippableTheory]
     [InlineData("bob", "wrong")]
     [InlineData("nobody", "pw")]
