@@ -1,3 +1,4 @@
+using System.Text;
 using System.Text.Json;
 using Microsoft.Extensions.Logging;
 using System.Text.Json.Nodes;
@@ -42,14 +43,15 @@ internal sealed class HookAuthExchange(EnhancedAuthHook hook, string method, Enh
         NatsReply reply;
         try
         {
-            reply = await hook.RequestAsync(JsonSerializer.SerializeToUtf8Bytes(request), ct).ConfigureAwait(false);
+            reply = await hook.RequestAsync(Encoding.UTF8.GetBytes(request.ToJsonString()), ct).ConfigureAwait(false);
         }
         catch (TimeoutException)
         {
             return ServiceFault("the authentication service did not reply in time");
         }
-        catch (Exception ex) when (ex is IOException or System.Net.Sockets.SocketException)
+        catch (Exception ex) when (ex is IOException or System.Net.Sockets.SocketException or ObjectDisposedException)
         {
+            // ObjectDisposedException: the link ended (and was closed by its read loop) while this request used it.
             return ServiceFault("the authentication service is not reachable: " + ex.Message);
         }
         if (reply.NoResponders) return ServiceFault("no authentication service listens on the subject");
