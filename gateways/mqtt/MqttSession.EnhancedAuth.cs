@@ -30,7 +30,7 @@ internal sealed partial class MqttSession
     /// once authenticated: <paramref name="connect"/> then carries the credentials the link logs in with. False when
     /// refused (CONNACK with the reason sent) or the client left. Per [MQTT-3.14.0-1] no DISCONNECT is sent before a
     /// success CONNACK, so a packet other than AUTH during the exchange gets CONNACK 0x82 Protocol Error
-    /// ([MQTT-4.12.0-6]: only AUTH or DISCONNECT may come before CONNACK), as does an AUTH naming another method
+    /// ([MQTT-3.1.2-30]: with a method, only AUTH or DISCONNECT may come before CONNACK), as does an AUTH naming another method
     /// ([MQTT-4.12.0-5]) or with another reason than 0x18.
     /// </summary>
     private async Task<bool> AuthenticateAsync(MqttConnectPacket connect, string clientId, CancellationToken drain)
@@ -133,7 +133,7 @@ internal sealed partial class MqttSession
     private string? LinkNoAuthUser => _authIdentity?.ActAs ?? _options.NoAuthUser;
 
     /// <summary>
-    /// An AUTH packet after CONNACK. Without enhanced authentication at CONNECT it is a protocol error (0x82).
+    /// An AUTH packet after CONNACK. Without enhanced authentication at CONNECT it is a protocol error (0x82, [MQTT-4.12.0-7]).
     /// Otherwise re-authentication (section 4.12.1): AUTH 0x19 starts it with the CONNECT's method ([MQTT-4.12.1-1];
     /// another method is a protocol error), AUTH 0x18 continues it; the server answers AUTH 0x18 until it ends with
     /// AUTH 0x00 Success, or with DISCONNECT 0x87 Not authorized on failure ([MQTT-4.12.1-2]; DISCONNECT has no 0x8C,
