@@ -31,6 +31,13 @@ public static class MqttConfig
                     else
                         Block(e, o, errors);
                     break;
+                // The users SCRAM-SHA-256 may authenticate (EnhancedAuthConfig); the core reads and checks these blocks.
+                case "authorization" or "authentication":
+                    EnhancedAuthConfig.AuthorizationUsers(e.Value, o.Users);
+                    break;
+                case "accounts":
+                    EnhancedAuthConfig.AccountUsers(e.Value, o.Users);
+                    break;
             }
         }
         if (!saw) errors.Add(new ConfigError(null, "the mqtt gateway needs an \"mqtt {}\" block in the configuration"));
@@ -106,6 +113,10 @@ public static class MqttConfig
                     // Ours (SessionSweeper): how often expired MQTT 5 sessions are deleted; 0 = only when their client ID connects.
                     if (Duration(v, out var si) && si >= TimeSpan.Zero) o.SessionSweepInterval = si; else Bad("a duration");
                     break;
+                case "enhanced_authentication" or "enhanced_auth":
+                    if (v.Kind != ConfigValueKind.Map) Bad("a map");
+                    else EnhancedAuthConfig.Block(f, o.EnhancedAuth, errors);
+                    break;
                 case "js_domain":
                     errors.Add(new ConfigError(f.KeyPosition, $"\"{f.Key}\" in mqtt is not supported by this server yet"));
                     break;
@@ -152,7 +163,7 @@ public static class MqttConfig
     }
 
     /// <summary>server/opts.go parseDuration: a duration string, or (deprecated) a number of seconds.</summary>
-    private static bool Duration(ConfigValue v, out TimeSpan t)
+    internal static bool Duration(ConfigValue v, out TimeSpan t)
     {
         t = default;
         if (v.Kind == ConfigValueKind.String) return GoDuration.TryParse(v.AsString(), out t, out _);

@@ -46,4 +46,11 @@ public sealed class MqttOptions : NatsBroker.Gateways.Link.IGatewayListenOptions
     public TimeSpan DrainTimeout { get; set; } = TimeSpan.FromSeconds(10);
     /// <summary>Ours: how often expired sessions nobody reconnected to are deleted (<see cref="SessionSweeper"/>); zero = never.</summary>
     public TimeSpan SessionSweepInterval { get; set; } = TimeSpan.FromSeconds(30);
+    /// <summary>Ours: <c>enhanced_authentication {}</c>, the MQTT 5 authentication methods offered.</summary>
+    public EnhancedAuthOptions EnhancedAuth { get; } = new();
+    /// <summary>
+    /// The configured users and their passwords (plaintext or bcrypt) from the top-level <c>authorization</c> and
+    /// <c>accounts</c> blocks: the ones SCRAM-SHA-256 may authenticate (the core still checks every login itself).
+    /// </summary>
+    public Dictionary<string, string> Users { get; } = new(StringComparer.Ordinal);
 }

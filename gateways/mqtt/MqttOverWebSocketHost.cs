@@ -19,6 +19,7 @@ public sealed class MqttOverWebSocketHost : IDisposable
     private readonly ILogger _log;
     private readonly SessionRegistry _registry = new();
     private readonly SessionSweeper _sweeper;
+    private readonly EnhancedAuth _enhancedAuth;
 
     public MqttOverWebSocketHost(MqttOptions options, GatewayEnvironment link, ProxySigner signer, ILogger log)
     {
@@ -28,11 +29,16 @@ public sealed class MqttOverWebSocketHost : IDisposable
         _log = log;
         _sweeper = new SessionSweeper(options, link, signer, _registry, log);
         _sweeper.Start();
+        _enhancedAuth = new EnhancedAuth(options, link, signer, log);
     }
 
     /// <summary>Runs one MQTT client whose bytes travel in <paramref name="messages"/> until it ends.</summary>
     public Task RunAsync(Socket socket, Stream messages, CancellationToken drain) =>
-        new MqttSession(socket, _options, certificates: null, _link, _signer, _registry, _log, _sweeper).RunAsync(messages, drain);
+        new MqttSession(socket, _options, certificates: null, _link, _signer, _registry, _log, _sweeper, _enhancedAuth).RunAsync(messages, drain);
 
-    public void Dispose() => _sweeper.Dispose();
+    public void Dispose()
+    {
+        _sweeper.Dispose();
+        _enhancedAuth.Dispose();
+    }
 }

@@ -19,6 +19,7 @@ internal sealed class MqttService(MqttOptions options, GatewayEnvironment link, 
     private readonly SessionRegistry _registry = new();
     private SessionSweeper? _sweeper;
     private CertificateSet? _certificates;
+    private EnhancedAuth? _enhancedAuth;
 
     protected override TimeSpan DrainTimeout => options.DrainTimeout;
 
@@ -27,11 +28,16 @@ internal sealed class MqttService(MqttOptions options, GatewayEnvironment link, 
         if (options.Tls is { } tls) _certificates = new CertificateSet(tls);
         _sweeper = new SessionSweeper(options, Link, Signer, _registry, Log);
         _sweeper.Start();
+        _enhancedAuth = new EnhancedAuth(options, Link, Signer, Log);
     }
 
     protected override void Dispose(bool disposing)
     {
-        if (disposing) _sweeper?.Dispose();
+        if (disposing)
+        {
+            _sweeper?.Dispose();
+            _enhancedAuth?.Dispose();
+        }
         base.Dispose(disposing);
     }
 
@@ -42,7 +48,7 @@ internal sealed class MqttService(MqttOptions options, GatewayEnvironment link, 
         Log.LogInformation("Listening for MQTT clients on {Scheme}://{Host}:{Port}", _certificates is null ? "mqtt" : "mqtts", options.Host, Port);
 
     /// <summary>A session over any stream (MQTT over WebSocket hands its unframed bytes here).</summary>
-    internal MqttSession NewMqttSession(Socket socket) => new(socket, options, _certificates, Link, Signer, _registry, Log, _sweeper);
+    internal MqttSession NewMqttSession(Socket socket) => new(socket, options, _certificates, Link, Signer, _registry, Log, _sweeper, _enhancedAuth);
 
     protected override Func<CancellationToken, Task> NewSession(Socket socket) => NewMqttSession(socket).RunAsync;
 }

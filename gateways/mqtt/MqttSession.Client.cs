@@ -121,9 +121,9 @@ internal sealed partial class MqttSession
                     _log.LogDebug("{Ip}:{Port} - mqtt client {Id}: received a second CONNECT packet", RemoteIp, _remote.Port, _clientId);
                     return false;
                 case MqttControlPacketType.Auth:
-                    // Enhanced authentication is not offered: the client must not send AUTH ([MQTT-4.12.0-1]).
-                    await SendDisconnectAsync(MqttDisconnectReasonCode.ProtocolError, stop.Token).ConfigureAwait(false);
-                    return false;
+                    // Re-authentication, or a protocol error without enhanced authentication at CONNECT (MqttSession.EnhancedAuth.cs).
+                    if (!await OnAuthAsync(packet, stop.Token).ConfigureAwait(false)) return false;
+                    break;
                 default:
                     _log.LogDebug("{Ip}:{Port} - mqtt client {Id}: unexpected packet type {Type}", RemoteIp, _remote.Port, _clientId, type);
                     return false;

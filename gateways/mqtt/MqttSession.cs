@@ -55,9 +55,10 @@ internal sealed partial class MqttSession : INatsDelivery
     private bool _sessionClaimed;
 
     public MqttSession(Socket socket, MqttOptions options, CertificateSet? certificates, GatewayEnvironment link, ProxySigner signer,
-        SessionRegistry registry, ILogger log, SessionSweeper? sweeper = null)
+        SessionRegistry registry, ILogger log, SessionSweeper? sweeper = null, EnhancedAuth? enhancedAuth = null)
     {
         _sweeper = sweeper;
+        _enhancedAuth = enhancedAuth;
         _socket = socket;
         _options = options;
         _certificates = certificates;
@@ -247,15 +248,11 @@ internal sealed partial class MqttSession : INatsDelivery
             _will = connect;
         }
         if (connect.Username is "" && connect.Password is { Length: > 0 }) return false;
-        // MQTT 5 section 4.12: no enhanced authentication method is offered, so a CONNECT naming one is refused with
-        // 0x8C Bad authentication method and closed [MQTT-4.12.0-1] (accepting it would skip what the client asked for).
-        if (_v5 && !string.IsNullOrEmpty(connect.AuthenticationMethod))
-        {
-            _log.LogDebug("{Ip}:{Port} - mqtt client {Id}: authentication method \"{Method}\" not supported", RemoteIp, _remote.Port, clientId, connect.AuthenticationMethod);
-            await RefuseAsync(MqttConnectReasonCode.BadAuthenticationMethod, drain).ConfigureAwait(false);
-            return false;
-        }
-        if (!GatewayAuthorized(connect))
+        // MQTT 5 section 4.12: a CONNECT naming an authentication method is authenticated by it (MqttSession.EnhancedAuth.cs),
+        // which then stands for the block's own user/token check.
+        bool enhanced = _v5 && (!string.IsNullOrEmpty(connect.AuthenticationMethod) || connect.AuthenticationData is not null);
+        if (enhanced && !await AuthenticateAsync(connect, clientId, drain).ConfigureAwait(false)) return false;
+        if (!enhanced && !GatewayAuthorized(connect))
         {
             await RefuseAsync(MqttConnectReasonCode.NotAuthorized, drain).ConfigureAwait(false);
             return false;
@@ -322,6 +319,8 @@ internal sealed partial class MqttSession : INatsDelivery
                 MaximumQoS = MqttQualityOfServiceLevel.ExactlyOnce,
                 ReceiveMaximum = ReceiveMaximum,
                 ServerKeepAlive = serverKeepAlive ?? 0,
+                AuthenticationMethod = _authMethod,
+                AuthenticationData = _connAckAuthData,
             }, drain).ConfigureAwait(false);
         }
         else
@@ -384,7 +383,7 @@ internal sealed partial class MqttSession : INatsDelivery
             Gateway = "mqtt",
             Ip = RemoteIp,
             Port = _remote.Port,
-            NoAuthUser = _options.NoAuthUser,
+            NoAuthUser = LinkNoAuthUser,
         };
         if (_client is SslStream ssl)
         {

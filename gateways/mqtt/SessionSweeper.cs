@@ -205,7 +205,7 @@ internal sealed class SessionSweeper(MqttOptions options, GatewayEnvironment env
     }
 
     /// <summary>The sweeper's link subscribes to nothing but its request inbox.</summary>
-    private sealed class NoDeliveries : INatsDelivery
+    internal sealed class NoDeliveries : INatsDelivery
     {
         public static readonly NoDeliveries Instance = new();
         public ValueTask DeliverAsync(NatsMessage message) => ValueTask.CompletedTask;
