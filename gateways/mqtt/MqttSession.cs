@@ -215,7 +215,8 @@ internal sealed partial class MqttSession : INatsDelivery
         }
         _v5 = level == 5;
         var version = _v5 ? MqttProtocolVersion.V500 : MqttProtocolVersion.V311;
-        _codec = new MqttPacketFormatterAdapter(version, new MqttBufferWriter(4096, 64 * 1024));
+        // MQTTnet's encode buffer grows to the largest packet sent (kept up to 64 KiB): an idle session holds 256 bytes.
+        _codec = new MqttPacketFormatterAdapter(version, new MqttBufferWriter(256, 64 * 1024));
         _out = new ClientOutput(_client, _codec, _v5);
         var connect = (MqttConnectPacket)_codec.Decode(firstPacket);
 

@@ -38,13 +38,13 @@ internal sealed record NatsReply(byte[] Headers, byte[] Payload)
 internal sealed class NatsLink : IAsyncDisposable
 {
     // The read buffer starts small and grows to ReadBufferMax, in one step, after a read that filled all its free
-    // space (the core had more waiting): an idle MQTT session keeps 4 KiB instead of 64 KiB (one link per MQTT client),
+    // space (the core had more waiting): an idle MQTT session keeps 1 KiB instead of 64 KiB (one link per MQTT client),
     // a busy one reads as much per call as before. Growing in one step rather than by doubling: in the fan-out row
     // (1,000 links all busy at once) 4 -> 8 -> 16 -> 32 -> 64 KiB made 60 KiB of garbage and four copies per link, and
     // the gateway's garbage collections and page faults were a third of its CPU in a quick run (perf). A message
     // larger than the buffer grows it beyond that, as before; a partial message at the end of the buffer is moved
     // to its start (it used to double the buffer each time, without bound).
-    private const int InitialBuffer = 4 * 1024;
+    private const int InitialBuffer = 1024;
     private const int ReadBufferMax = 64 * 1024;
     private bool _readFilled;
     private const int InboxSid = 1;
@@ -52,7 +52,8 @@ internal sealed class NatsLink : IAsyncDisposable
     private readonly CoreLink _core;
     private readonly Stream _stream;
     private readonly AsyncMutex _writeLock = new();
-    private readonly ArrayBufferWriter<byte> _out = new(4096);
+    // Grows with what a session publishes (and keeps that size): an idle session's link holds 256 bytes, not 4 KiB.
+    private readonly ArrayBufferWriter<byte> _out = new(256);
     /// <summary>_out holds batched publishes not written yet (under _writeLock; read without it only as a hint).</summary>
     private bool _pendingOut;
     /// <summary>Batched bytes past which a publish is written at once.</summary>
@@ -60,7 +61,7 @@ internal sealed class NatsLink : IAsyncDisposable
     private readonly ConcurrentQueue<TaskCompletionSource<string?>> _pongs = new();
     private readonly ConcurrentDictionary<long, TaskCompletionSource<NatsReply>> _requests = new();
     private readonly string _inboxPrefix = "_INBOX." + Guid.NewGuid().ToString("N") + ".";
-    private byte[] _in = new byte[InitialBuffer];
+    private byte[] _in;
     private int _start, _end;
     private int _nextSid = InboxSid;
     private long _nextRequest;
@@ -73,6 +74,7 @@ internal sealed class NatsLink : IAsyncDisposable
     {
         _core = core;
         _stream = core.Stream;
+        _in = new byte[Math.Max(InitialBuffer, core.Leftover.Length)];
         core.Leftover.CopyTo(_in, 0);
         _end = core.Leftover.Length;
     }
