@@ -39,17 +39,7 @@ internal sealed class EnhancedAuthHook(MqttOptions options, GatewayEnvironment e
             _link = null;
             var core = await CoreLink.ConnectAsync(environment.CoreSocket, ct).ConfigureAwait(false);
             var link = new NatsLink(core);
-            var fields = new JsonObject
-            {
-                ["verbose"] = false,
-                ["pedantic"] = false,
-                ["lang"] = "mqtt",
-                ["version"] = "natsbroker-mqtt",
-                ["protocol"] = 1,
-                ["headers"] = true,
-                ["no_responders"] = true,
-                ["name"] = "mqtt enhanced authentication",
-            };
+            var fields = CoreConnectFields.Create("mqtt enhanced authentication");
             var auth = options.EnhancedAuth;
             if (auth.User is { } user)
             {

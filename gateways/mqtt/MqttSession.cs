@@ -350,18 +350,7 @@ internal sealed partial class MqttSession : INatsDelivery
     /// <summary>The NATS CONNECT fields for this MQTT client (server/mqtt.go: the password is also the token).</summary>
     private JsonObject ConnectFields(MqttConnectPacket connect)
     {
-        var obj = new JsonObject
-        {
-            ["verbose"] = false,
-            ["pedantic"] = false,
-            ["lang"] = "mqtt",
-            ["version"] = "natsbroker-mqtt",
-            ["protocol"] = 1,
-            ["headers"] = true,
-            ["no_responders"] = true,
-            ["echo"] = true,
-            ["name"] = _clientId,
-        };
+        var obj = CoreConnectFields.Create(_clientId);
         // With the block's own authorization the MQTT credentials were checked here; the core sees no credentials.
         if (_options.AuthUser is null && _options.AuthToken is null)
         {
