@@ -13,7 +13,9 @@ namespace NatsBroker.Storage.Internal;
 /// SequenceIndex.Freeze.cs) is no longer referenced by the index, and its native memory goes back to
 /// <see cref="IndexChunkMemory"/> when the GC finalizes it. That rule (memory is reused only when nothing can reach the
 /// chunk) is what makes a use after free impossible without an explicit ownership protocol between the index, its
-/// captures and the readers that page chunks in without the lock.
+/// captures and the readers that page chunks in without the lock. The flip side: a <see cref="Span"/> or a ref into a
+/// chunk is only valid while the chunk object itself is reachable; code that holds nothing but the span keeps the
+/// chunk alive with <see cref="GC.KeepAlive"/> (SequenceIndex.CopyFrozen).
 /// </remarks>
 internal sealed unsafe class IndexChunk
 {

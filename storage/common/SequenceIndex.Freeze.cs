@@ -263,9 +263,17 @@ internal sealed partial class SequenceIndex
             if (no == f.AppendChunk && f.End > no << Shift) held = held[..(int)Math.Min((ulong)ChunkSize, f.End - (no << Shift))];
             int live = 0;
             foreach (ref readonly var e in held) if (e.IsLive) live++;
-            if (live <= CompactIndexPage.MaxEntries) return CompactIndexPage.Encode(held, live, into);
-            MemoryMarshal.AsBytes(dense).CopyTo(into);
-            return ChunkSize * EntrySize;
+            int length;
+            if (live <= CompactIndexPage.MaxEntries) length = CompactIndexPage.Encode(held, live, into);
+            else
+            {
+                MemoryMarshal.AsBytes(dense).CopyTo(into);
+                length = ChunkSize * EntrySize;
+            }
+            // A chunk handed over to the capture is referenced by nothing else now (Preserved was cleared above): its
+            // native memory must not be finalized back to the allocator while the span over it is read.
+            GC.KeepAlive(src);
+            return length;
         }
         var sp = (SparseChunk)src;
         int spLive = 0;
