@@ -3,6 +3,7 @@ using NatsBroker.Storage.File;
 using NatsBroker.Storage.Internal;
 using Xunit.Abstractions;
 using static NatsBroker.Storage.Tests.U;
+using static NatsBroker.Storage.Tests.Faults.FiveSubjectContent;
 
 namespace NatsBroker.Storage.Tests.Faults;
 
@@ -27,38 +28,6 @@ public sealed class CompactImagePageTests(ITestOutputHelper output)
         var r = FileStore.Open(cfg, Dir, opt);
         Assert.True(r.IsOk, $"{r.Status} {r.Error}");
         return (FileStore)r.Store!;
-    }
-
-    private static string Subject(ulong seq) => "s." + (seq % 5);
-    private static string Payload(ulong seq) => "p" + seq;
-
-    private static void AssertContent(IStreamStore s, ulong n, SortedSet<ulong> live, string when)
-    {
-        var m = new StoredMessage();
-        for (ulong q = 1; q <= n; q++)
-        {
-            var st = s.Load(q, m);
-            if (!live.Contains(q))
-            {
-                Assert.True(st is StoreStatus.Deleted or StoreStatus.NotFound, $"{when}: removed {q} came back ({st})");
-                continue;
-            }
-            Assert.True(st == StoreStatus.Ok, $"{when}: acknowledged {q} missing ({st}); report: {string.Join("; ", s.RecoveryReport)}");
-            Assert.Equal(Payload(q), S(m.Payload));
-            Assert.Equal(Subject(q), S(m.Subject));
-        }
-        var seen = new List<ulong>();
-        for (ulong q = 1; s.LoadNext(default, q, m) == StoreStatus.Ok; q = m.Sequence + 1) seen.Add(m.Sequence);
-        Assert.Equal(live, seen);
-        for (int k = 0; k < 5; k++)
-        {
-            var mine = live.Where(q => q % 5 == (ulong)k).ToList();
-            Assert.Equal((ulong)mine.Count, s.CountMatching(B("s." + k)));
-            if (mine.Count == 0) continue;
-            Assert.Equal(StoreStatus.Ok, s.LoadLast(B("s." + k), m));
-            Assert.Equal(mine[^1], m.Sequence);
-        }
-        Assert.Equal((ulong)live.Count, s.GetState().Messages);
     }
 
     /// <summary>The page lengths of the newest checkpoint of the image on disk (null: no readable image).</summary>
@@ -97,7 +66,7 @@ public sealed class CompactImagePageTests(ITestOutputHelper output)
         fs.ResetReadCounters();
         var s2 = Open(fs);
         Assert.True(s2.OpenedFromImage, string.Join("; ", s2.RecoveryReport));
-        AssertContent(s2, n, live, "after the clean reopen");
+        FiveSubjectContent.AssertHolds(s2, n, live, "after the clean reopen");
         long imageRead = fs.BytesRead - fs.BlockBytesRead;
         output.WriteLine($"open + every survivor loaded: {imageRead} bytes read outside the blocks");
         Assert.True(imageRead < IndexImage.PageSize, $"{imageRead} bytes of index read to open and load {live.Count} survivors");
@@ -116,7 +85,7 @@ public sealed class CompactImagePageTests(ITestOutputHelper output)
         s2.Dispose();
         var s3 = Open(fs);
         Assert.True(s3.OpenedFromImage, string.Join("; ", s3.RecoveryReport));
-        AssertContent(s3, n + 300, live, "after the second clean reopen");
+        FiveSubjectContent.AssertHolds(s3, n + 300, live, "after the second clean reopen");
         s3.Dispose();
     }
 
@@ -132,7 +101,7 @@ public sealed class CompactImagePageTests(ITestOutputHelper output)
         {
             var s = Open(fs);
             if (s.OpenedFromImage) fromImage++;
-            AssertContent(s, n, live, $"round {round} open");
+            FiveSubjectContent.AssertHolds(s, n, live, $"round {round} open");
             // Sync always: every acknowledged append and remove is durable before it returns.
             int add = rng.Next(300, 2500);
             for (int i = 0; i < add; i++)
@@ -171,7 +140,7 @@ public sealed class CompactImagePageTests(ITestOutputHelper output)
             s.Dispose();
         }
         var last = Open(fs);
-        AssertContent(last, n, live, "final");
+        FiveSubjectContent.AssertHolds(last, n, live, "final");
         last.Dispose();
         output.WriteLine($"{fromImage} opens from an image, {compactCommitted} committed images with compact pages");
         Assert.True(fromImage > 0, "no open used an image");

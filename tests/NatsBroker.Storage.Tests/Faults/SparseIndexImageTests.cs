@@ -3,6 +3,7 @@ using NatsBroker.Contracts;
 using NatsBroker.Storage.File;
 using NatsBroker.Storage.Internal;
 using static NatsBroker.Storage.Tests.U;
+using static NatsBroker.Storage.Tests.Faults.FiveSubjectContent;
 
 namespace NatsBroker.Storage.Tests.Faults;
 
@@ -24,38 +25,6 @@ public sealed class SparseIndexImageTests
         var r = FileStore.Open(cfg, Root + "/x", opt);
         Assert.True(r.IsOk, $"{r.Status} {r.Error}");
         return r.Store!;
-    }
-
-    private static string Subject(ulong seq) => "s." + (seq % 5);
-    private static string Payload(ulong seq) => "p" + seq;
-
-    private static void AssertContent(IStreamStore s, ulong n, SortedSet<ulong> live)
-    {
-        var m = new StoredMessage();
-        for (ulong q = 1; q <= n; q++)
-        {
-            var st = s.Load(q, m);
-            if (!live.Contains(q))
-            {
-                Assert.True(st is StoreStatus.Deleted or StoreStatus.NotFound, $"seq {q}: {st}");
-                continue;
-            }
-            Assert.Equal(StoreStatus.Ok, st);
-            Assert.Equal(Payload(q), S(m.Payload));
-        }
-        var seen = new List<ulong>();
-        for (ulong q = 1; s.LoadNext(default, q, m) == StoreStatus.Ok; q = m.Sequence + 1) seen.Add(m.Sequence);
-        Assert.Equal(live, seen);
-        for (int k = 0; k < 5; k++)
-        {
-            var mine = live.Where(q => q % 5 == (ulong)k).ToList();
-            Assert.Equal((ulong)mine.Count, s.CountMatching(B("s." + k)));
-            if (mine.Count > 0)
-            {
-                Assert.Equal(StoreStatus.Ok, s.LoadLast(B("s." + k), m));
-                Assert.Equal(mine[^1], m.Sequence);
-            }
-        }
     }
 
     [Fact]
@@ -92,7 +61,7 @@ public sealed class SparseIndexImageTests
             }
             else s.Dispose(); // a clean close: the next open is from the image alone
             s = Open(fs);
-            AssertContent(s, n, live);
+            FiveSubjectContent.AssertHolds(s, n, live, "checkpoint round");
         }
         s.Dispose();
     }
