@@ -14,7 +14,7 @@ internal enum FrameKind
 }
 
 /// <summary>
-/// Incremental parser of server-to-client NATS frames over a blocking transport (TCP or WebSocket). It scans bytes in a reusable buffer
+/// Incremental parser of server-to-client NATS frames over a blocking transport (TCP, WebSocket or TLS). It scans bytes in a reusable buffer
 /// (no allocation per frame); the fields of the last frame refer into that buffer and stay valid until the next
 /// call. PING is answered with PONG by the reader itself.
 /// </summary>

@@ -31,9 +31,11 @@ internal sealed class RawConnection : IDisposable, IBulkConnection
 
     /// <param name="webSocket">NATS over a WebSocket on <paramref name="ep"/> (a server's <c>websocket {}</c> port) instead of plain TCP.</param>
     /// <param name="auth">CONNECT's credentials: JSON fields, each after a comma, made from INFO's nonce (null without one).</param>
-    public static RawConnection Connect(IPEndPoint ep, string name, TimeSpan timeout, bool headers = false, int readBuffer = 256 * 1024, string? user = null, string? pass = null, bool webSocket = false, Func<string?, string>? auth = null)
+    /// <param name="tlsCaFile">NATS over TLS (<see cref="TlsTransport"/>): INFO in plaintext, then the handshake, the server's certificate checked against this CA.</param>
+    public static RawConnection Connect(IPEndPoint ep, string name, TimeSpan timeout, bool headers = false, int readBuffer = 256 * 1024, string? user = null, string? pass = null, bool webSocket = false, Func<string?, string>? auth = null, string? tlsCaFile = null)
     {
         var s = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp) { NoDelay = true };
+        RawConnection? c = null;
         try
         {
             // A synchronous connect keeps the socket in blocking mode: on Unix, one async operation switches a .NET
@@ -45,16 +47,26 @@ internal sealed class RawConnection : IDisposable, IBulkConnection
             }
 
             s.ReceiveTimeout = (int)timeout.TotalMilliseconds;
-            RawTransport transport = webSocket ? WebSocketTransport.Upgrade(s, ep, readBuffer) : new SocketTransport(s);
-            var c = new RawConnection(transport, readBuffer);
-            if (c.Reader.Next() != FrameKind.Info)
+            if (tlsCaFile is not null)
             {
-                throw new InvalidDataException("server did not start with INFO: " + c.Reader.LineText);
+                // The INFO came before TLS (the server does not send it again inside), so the reader starts after it.
+                var tls = TlsTransport.Upgrade(s, tlsCaFile, out string info);
+                c = new RawConnection(tls, readBuffer) { ServerInfo = info };
+            }
+            else
+            {
+                RawTransport transport = webSocket ? WebSocketTransport.Upgrade(s, ep, readBuffer) : new SocketTransport(s);
+                c = new RawConnection(transport, readBuffer);
+                if (c.Reader.Next() != FrameKind.Info)
+                {
+                    throw new InvalidDataException("server did not start with INFO: " + c.Reader.LineText);
+                }
+
+                c.ServerInfo = c.Reader.LineText;
             }
 
-            c.ServerInfo = c.Reader.LineText;
             string h = headers ? "true" : "false";
-            string connect = "CONNECT {\"verbose\":false,\"pedantic\":false,\"tls_required\":false,\"name\":\"" + name +
+            string connect = "CONNECT {\"verbose\":false,\"pedantic\":false,\"tls_required\":" + (tlsCaFile is null ? "false" : "true") + ",\"name\":\"" + name +
                              "\",\"lang\":\"raw-bench\",\"version\":\"1.0\",\"protocol\":1,\"headers\":" + h +
                              ",\"no_responders\":" + h +
                              (user is null ? "" : ",\"user\":\"" + user + "\",\"pass\":\"" + pass + "\"") +
@@ -66,7 +78,16 @@ internal sealed class RawConnection : IDisposable, IBulkConnection
         }
         catch
         {
-            s.Dispose();
+            // The connection, once made, owns the socket (and a TLS session's native state).
+            if (c is not null)
+            {
+                c.Dispose();
+            }
+            else
+            {
+                s.Dispose();
+            }
+
             throw;
         }
     }
@@ -157,6 +178,9 @@ internal sealed class RawConnection : IDisposable, IBulkConnection
             }
 
             _socket.Dispose();
+            // The TLS session's native state too. A reader still inside SslStream then fails on the closed socket or
+            // the disposed stream: either ends its loop, as a closed socket does for the other transports.
+            (_transport as IDisposable)?.Dispose();
         }
     }
 }

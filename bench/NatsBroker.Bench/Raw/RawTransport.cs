@@ -3,8 +3,9 @@ using System.Net.Sockets;
 namespace NatsBroker.Bench.Raw;
 
 /// <summary>
-/// The byte pipe under a <see cref="RawConnection"/>: a plain TCP socket, or a WebSocket over one
-/// (<see cref="WebSocketTransport"/>). Blocking calls only: the raw generator runs on its own threads.
+/// The byte pipe under a <see cref="RawConnection"/>: a plain TCP socket, a WebSocket over one
+/// (<see cref="WebSocketTransport"/>) or TLS over one (<see cref="TlsTransport"/>). Blocking calls only: the raw
+/// generator runs on its own threads.
 /// </summary>
 internal abstract class RawTransport
 {

@@ -58,6 +58,15 @@ internal sealed class ScenarioContext : IDisposable
         OverWebSocket = true;
     }
 
+    /// <summary>The CA file when <see cref="Connect"/> speaks NATS over TLS (<see cref="ConnectOverTls"/>), else null.</summary>
+    public string? TlsCaFile { get; private set; }
+
+    /// <summary>
+    /// Raw connections of this run upgrade to TLS after the server's plaintext INFO (the server's <c>tls {}</c> on its
+    /// client port), checking the server's certificate against <paramref name="caFile"/>.
+    /// </summary>
+    public void ConnectOverTls(string caFile) => TlsCaFile = caFile;
+
     public string Url => $"nats://{Endpoint.Address}:{Endpoint.Port}";
 
     /// <summary>Where MQTT clients of this run connect (the server's <c>mqtt {}</c> port, or another broker's), once set.</summary>
@@ -104,7 +113,7 @@ internal sealed class ScenarioContext : IDisposable
     {
         ThrowIfFailed();
         var auth = user is null ? _credentials?.Invoke(name) : null;
-        var c = RawConnection.Connect(Endpoint, name, TimeSpan.FromSeconds(5), headers, readBuffer, user, pass, OverWebSocket, auth);
+        var c = RawConnection.Connect(Endpoint, name, TimeSpan.FromSeconds(5), headers, readBuffer, user, pass, OverWebSocket, auth, TlsCaFile);
         _tracked.Add(c);
         return c;
     }
