@@ -95,6 +95,12 @@ internal static class ScenarioCatalog
         new WebSocketScenario(new PubSubScenario("ws-pubsub-128", "pub/sub 1:1", pubs: 1, subs: 1, payload: 128, defaultCount: 1_000_000), "ws-pubsub-128"),
         new WebSocketScenario(new PubSubScenario("ws-pubsub-16k", "pub/sub 1:1", pubs: 1, subs: 1, payload: 16 * 1024, defaultCount: 20_000), "ws-pubsub-16k"),
         new WebSocketScenario(new RequestReplyScenario("ws-reqrep-128", "request/reply 1 client, 1 service", clients: 1, services: 1, queue: false, payload: 128, defaultCount: 4_000), "ws-reqrep-128"),
+        // TLS over the raw generator (INFO in plaintext, then the handshake, as nats-server does by default): the
+        // nn-tls rows' NATS.Net client burns more CPU than either server, so those rows read ~1.0x whatever the servers do.
+        new TlsScenario(new PubSubScenario("tls-pub-128", "publish only", pubs: 1, subs: 0, payload: 128, defaultCount: 2_000_000), "tls-pub-128"),
+        new TlsScenario(new PubSubScenario("tls-pubsub-128", "pub/sub 1:1", pubs: 1, subs: 1, payload: 128, defaultCount: 1_000_000), "tls-pubsub-128"),
+        new TlsScenario(new PubSubScenario("tls-pubsub-16k", "pub/sub 1:1", pubs: 1, subs: 1, payload: 16 * 1024, defaultCount: 20_000), "tls-pubsub-16k"),
+        new TlsScenario(new RequestReplyScenario("tls-reqrep-128", "request/reply 1 client, 1 service", clients: 1, services: 1, queue: false, payload: 128, defaultCount: 4_000), "tls-reqrep-128"),
 
         // MQTT 3.1.1 (issue 13), hand-encoded raw MQTT generator: nats-server's in-process MQTT vs ours through the MQTT
         // gateway the core supervises (hop and gateway CPU included); the -mosq rows put Mosquitto in the Go column.
