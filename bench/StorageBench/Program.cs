@@ -28,6 +28,11 @@ bool sparseOnly = args.Contains("sparse-only");
 bool steadyOnly = args.Contains("steady-only");
 bool lastOnly = args.Contains("last-only");
 bool rowOnly = steadyOnly || lastOnly;
+// "row=TEXT [engine=NAME]": only the rows of the first section whose name contains TEXT (other rows still run once,
+// unmeasured, where a later row needs their data), for A/B runs of one row of either engine.
+string? rowFilter = args.FirstOrDefault(a => a.StartsWith("row=", StringComparison.Ordinal))?[4..];
+string? engineFilter = args.FirstOrDefault(a => a.StartsWith("engine=", StringComparison.Ordinal))?[7..];
+bool Wanted(string name) => rowFilter is null || name.Contains(rowFilter, StringComparison.Ordinal);
 // "eo:key=value": a file-engine option for every store opened (e.g. eo:image_interval_bytes=N to move checkpoints).
 var fileEngineOptions = NatsBroker.Bench.Storage.BenchArgs.EngineOptions(args);
 var results = new List<string>();
@@ -43,6 +48,12 @@ void Report(string engine, string name, long ops, TimeSpan t, long threadBytes, 
 
 void Measure(string engine, string name, long ops, Action body)
 {
+    if (!Wanted(name))
+    {
+        // Same work as measured (the store then holds what the full run leaves for the next rows).
+        for (int r = 0; r < reps; r++) body();
+        return;
+    }
     TimeSpan best = TimeSpan.MaxValue;
     long bestThr = 0, bestAll = 0;
     for (int r = 0; r < reps; r++)
@@ -76,13 +87,13 @@ Console.WriteLine("| engine | benchmark                                      | o
 Console.WriteLine("|--------|------------------------------------------------|----------------|----------|----------|");
 
 foreach (var engine in openOnly || kvOnly || coldOnly || crashOnly || stallOnly || sparseOnly || args.Contains("open-large") || args.Contains("open-10g") ? []
-    : rowOnly ? ["file"] : new[] { "memory", "file" })
+    : rowOnly ? ["file"] : engineFilter is not null ? [engineFilter] : new[] { "memory", "file" })
 {
     var payload = new byte[128];
     Random.Shared.NextBytes(payload);
 
     // ---- append 128 B (16 subjects), unlimited stream ----
-    if (!rowOnly)
+    if (!rowOnly && (Wanted("append 128 B (stream grows)") || Wanted("load by sequence, hot (last 10k)") || Wanted("load by sequence, cold") || Wanted("load next, sequential scan from first")))
     {
         using var s = Open(engine, "append");
         var subj = Subjects("bench", 16);
@@ -123,7 +134,7 @@ foreach (var engine in openOnly || kvOnly || coldOnly || crashOnly || stallOnly 
     }
 
     // ---- append 128 B in steady state with a max_msgs limit (every append also discards the oldest) ----
-    if (!lastOnly)
+    if (!lastOnly && Wanted("append 128 B, steady state (max_msgs 500k)"))
     {
         using var s = Open(engine, "limited", new StreamLimits { MaxMessages = 500_000 });
         var subj = Subjects("lim", 16);
@@ -137,7 +148,7 @@ foreach (var engine in openOnly || kvOnly || coldOnly || crashOnly || stallOnly 
     }
 
     // ---- durability modes (file only): sync always = write + fsync per append; async persist ----
-    if (engine == "file" && !rowOnly)
+    if (engine == "file" && !rowOnly && (Wanted("append 128 B, sync Always, 8 writers") || Wanted("append 128 B, sync AsyncPersist")))
     {
         foreach (var (mode, n) in new[] { (SyncPolicy.Always, quick ? 500 : 3000), (SyncPolicy.AsyncPersist, appendN) })
         {
@@ -169,7 +180,7 @@ foreach (var engine in openOnly || kvOnly || coldOnly || crashOnly || stallOnly 
     }
 
     // ---- load last by subject: 10k subjects ----
-    if (!steadyOnly)
+    if (!steadyOnly && Wanted("load last by subject (10k subjects)"))
     {
         using var s = Open(engine, "last");
         var subj = Subjects("kv", 10_000);
@@ -187,7 +198,7 @@ foreach (var engine in openOnly || kvOnly || coldOnly || crashOnly || stallOnly 
     }
 
     // ---- purge by subject with keep: the same work on streams of different total size ----
-    foreach (int total in rowOnly ? [] : new[] { 100_000, 1_000_000 })
+    foreach (int total in rowOnly || !Wanted("purge subject") ? [] : new[] { 100_000, 1_000_000 })
     {
         using var s = Open(engine, "purge" + total);
         var other = Subjects("bulk", 64);
@@ -222,7 +233,7 @@ if (stallOnly) results.AddRange(NatsBroker.Bench.Storage.AppendStallBench.Run(ba
 if (sparseOnly) results.AddRange(NatsBroker.Bench.Storage.SparseIndexBench.Run(baseDir, args));
 
 // ---- issue 9 rows (file engine): open time vs size, index memory vs KV updates, appends beside a cold reader ----
-if (!stallOnly && !sparseOnly && !rowOnly)
+if (!stallOnly && !sparseOnly && !rowOnly && rowFilter is null)
 {
     var payload = new byte[128];
     Random.Shared.NextBytes(payload);
