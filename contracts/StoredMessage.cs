@@ -37,14 +37,12 @@ public sealed class StoredMessage
     /// For engines: sets the header fields and returns a span of exactly subject+headers+payload bytes to fill,
     /// growing the buffer if needed.
     /// </summary>
-    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
+    // Inlined into every engine's read (one call per message load); the rare growth stays out of line.
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
     public Span<byte> Prepare(ulong sequence, long timestamp, long ttl, int subjectLength, int headersLength, int payloadLength)
     {
         int total = checked(subjectLength + headersLength + payloadLength);
-        if (total > _buffer.Length)
-        {
-            _buffer = new byte[Math.Max(total, Math.Min(int.MaxValue / 2, _buffer.Length) * 2)];
-        }
+        if (total > _buffer.Length) Grow(total);
         Sequence = sequence;
         Timestamp = timestamp;
         Ttl = ttl;
@@ -53,6 +51,9 @@ public sealed class StoredMessage
         PayloadLength = payloadLength;
         return _buffer.AsSpan(0, total);
     }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void Grow(int total) => _buffer = new byte[Math.Max(total, Math.Min(int.MaxValue / 2, _buffer.Length) * 2)];
 
     /// <summary>For engines: fills the record by copying the three parts.</summary>
     public void Set(ulong sequence, long timestamp, long ttl, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload)

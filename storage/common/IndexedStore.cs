@@ -718,7 +718,9 @@ internal abstract class IndexedStore : IStreamStore
     {
         var d = new DeferredRead { Allowed = true };
         var st = LoadCore(sequence, into, ref d);
-        while (FetchDeferredPage(ref d)) st = LoadCore(sequence, into, ref d);
+        // The usual load: found in memory under the lock, nothing deferred.
+        if (!d.PagePending && !d.Pending) return st;
+        while (d.PagePending && FetchDeferredPage(ref d)) st = LoadCore(sequence, into, ref d);
         if (!d.Pending) return st;
         st = CompleteRead(ref d, into, out bool retry);
         if (!retry) return st;
@@ -726,11 +728,15 @@ internal abstract class IndexedStore : IStreamStore
         return LoadCore(sequence, into, ref d);
     }
 
-    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
+    // Inlined into Load (AggressiveOptimization code does not inline by profile): one call level less per load.
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
     private StoreStatus LoadCore(ulong sequence, StoredMessage into, ref DeferredRead d)
     {
         lock (Sync)
         {
+            // No index page on disk (the usual case; only a fast open leaves some): no page can be missed, so none of
+            // the deferred-paging bookkeeping below (a try/finally and two index calls per load) is needed.
+            if (Index.PagedChunks == 0) return LoadCoreLocked(sequence, into, ref d);
             Index.DeferPaging = d.Allowed && d.PagesFetched < MaxDeferredPages;
             try
             {
@@ -744,13 +750,13 @@ internal abstract class IndexedStore : IStreamStore
         }
     }
 
-    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
     private StoreStatus LoadCoreLocked(ulong sequence, StoredMessage into, ref DeferredRead d)
     {
         if (IsClosed) return StoreStatus.Closed;
         if (sequence < First || sequence > Last || !Index.Holds(sequence)) return StoreStatus.NotFound;
         ref var e = ref Index.Get(sequence);
-        if (!e.IsLive || DeferredPageMissed(ref d)) return StoreStatus.Deleted;
+        if (!e.IsLive || (Index.HasMiss && DeferredPageMissed(ref d))) return StoreStatus.Deleted;
         return ReadMessage(sequence, e, Subjects.ById(e.SubjectId), into, ref d);
     }
 
@@ -758,7 +764,8 @@ internal abstract class IndexedStore : IStreamStore
     {
         var d = new DeferredRead { Allowed = true };
         var st = LoadLastCore(subject, into, ref d);
-        while (FetchDeferredPage(ref d)) st = LoadLastCore(subject, into, ref d);
+        if (!d.PagePending && !d.Pending) return st;
+        while (d.PagePending && FetchDeferredPage(ref d)) st = LoadLastCore(subject, into, ref d);
         if (!d.Pending) return st;
         st = CompleteRead(ref d, into, out bool retry);
         if (!retry) return st;
@@ -781,6 +788,8 @@ internal abstract class IndexedStore : IStreamStore
     {
         lock (Sync)
         {
+            // As in LoadCore: without index pages on disk nothing can be missed.
+            if (Index.PagedChunks == 0) return LoadLastCoreLocked(subject, into, ref d);
             Index.DeferPaging = d.Allowed && d.PagesFetched < MaxDeferredPages;
             try
             {
@@ -819,7 +828,7 @@ internal abstract class IndexedStore : IStreamStore
         }
         if (seq == 0 || seq < First) return StoreStatus.NotFound;
         ref var e = ref Index.Get(seq);
-        if (DeferredPageMissed(ref d)) return StoreStatus.Ok;
+        if (Index.HasMiss && DeferredPageMissed(ref d)) return StoreStatus.Ok;
         return ReadMessage(seq, e, Subjects.ById(e.SubjectId), into, ref d);
     }
 
@@ -828,7 +837,8 @@ internal abstract class IndexedStore : IStreamStore
     {
         var d = new DeferredRead { Allowed = true };
         var st = LoadNextCore(filter, fromSequence, into, ref d);
-        while (FetchDeferredPage(ref d)) st = LoadNextCore(filter, fromSequence, into, ref d);
+        if (!d.PagePending && !d.Pending) return st;
+        while (d.PagePending && FetchDeferredPage(ref d)) st = LoadNextCore(filter, fromSequence, into, ref d);
         if (!d.Pending) return st;
         st = CompleteRead(ref d, into, out bool retry);
         if (!retry) return st;
@@ -836,11 +846,12 @@ internal abstract class IndexedStore : IStreamStore
         return LoadNextCore(filter, fromSequence, into, ref d);
     }
 
-    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private StoreStatus LoadNextCore(ReadOnlySpan<byte> filter, ulong fromSequence, StoredMessage into, ref DeferredRead d)
     {
         lock (Sync)
         {
+            // As in LoadCore: without index pages on disk nothing can be missed.
+            if (Index.PagedChunks == 0) return LoadNextCoreLocked(filter, fromSequence, into, ref d);
             Index.DeferPaging = d.Allowed && d.PagesFetched < MaxDeferredPages;
             try
             {
@@ -904,7 +915,7 @@ internal abstract class IndexedStore : IStreamStore
         }
         if (found == 0) return StoreStatus.NotFound;
         ref var fe = ref Index.Get(found);
-        if (DeferredPageMissed(ref d)) return StoreStatus.Ok;
+        if (Index.HasMiss && DeferredPageMissed(ref d)) return StoreStatus.Ok;
         return ReadMessage(found, fe, Subjects.ById(fe.SubjectId), into, ref d);
     }
 

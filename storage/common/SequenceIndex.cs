@@ -175,6 +175,7 @@ internal sealed partial class SequenceIndex
         End = nextSequence;
     }
 
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
     public bool Holds(ulong seq) => seq < End && seq >= Low;
 
     private int Slot(int k) => (_head + k) & (_chunks.Length - 1);

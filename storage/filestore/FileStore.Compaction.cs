@@ -165,6 +165,7 @@ internal sealed partial class FileStore
     {
         _blocks.Remove(b);
         _byId.Remove(b.Id);
+        ForgetReadBlock(b.Id);
         _cached.Remove(b);
         if (b.Cache is not null) ReturnBuffer(b.Cache);
         b.Cache = null;

@@ -13,11 +13,28 @@ internal sealed partial class FileStore
     private uint _coldBlock;
     private long _coldNext;
     private int _seqRun;
+    /// <summary>
+    /// Blocks recently read, by id modulo the length (a slot is cleared when its block is detached or its id re-added):
+    /// loads mostly hit the few newest blocks, and this skips the dictionary lookup, which the read path's fully
+    /// optimised code calls and does not inline. Written only on a miss (a reference store costs a write barrier).
+    /// </summary>
+    private readonly MsgBlock?[] _readBlocks = new MsgBlock?[ReadBlockSlots];
+    private const int ReadBlockSlots = 16;
+
+    /// <summary>Forgets a block in <see cref="_readBlocks"/> (detached, or replaced under its id).</summary>
+    private void ForgetReadBlock(uint id) => _readBlocks[id & (ReadBlockSlots - 1)] = null;
 
     [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     protected override StoreStatus ReadMessage(ulong seq, in IndexEntry entry, SubjectInfo subject, StoredMessage into, ref DeferredRead deferred)
     {
-        if (!_byId.TryGetValue((uint)(entry.Location >> 32), out var b)) return StoreStatus.Corrupt;
+        uint id = (uint)(entry.Location >> 32);
+        ref var slot = ref _readBlocks[id & (ReadBlockSlots - 1)];
+        var b = slot;
+        if (b is null || b.Id != id)
+        {
+            if (!_byId.TryGetValue(id, out b)) return StoreStatus.Corrupt;
+            slot = b;
+        }
         int off = (int)(entry.Location & 0xFFFFFFFF);
         int len = entry.Aux;
         ReadOnlySpan<byte> rec;
@@ -88,7 +105,7 @@ internal sealed partial class FileStore
         return StoreStatus.Ok;
     }
 
-    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
     private static void CopyOut(ReadOnlySpan<byte> rec, ulong seq, StoredMessage into)
     {
         var r = new Format.Rec(rec);

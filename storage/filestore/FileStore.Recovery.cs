@@ -311,5 +311,6 @@ internal sealed partial class FileStore
     {
         _blocks.Add(b);
         _byId[b.Id] = b;
+        ForgetReadBlock(b.Id);
     }
 }

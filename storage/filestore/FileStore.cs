@@ -298,6 +298,7 @@ internal sealed partial class FileStore : IndexedStore
         }
         _blocks.Clear();
         _byId.Clear();
+        Array.Clear(_readBlocks);
         _cached.Clear();
         CloseImage();
     }

@@ -119,6 +119,7 @@ internal static class Format
         public readonly int HeadersLength;
         public readonly byte Flags;
 
+        [MethodImpl(MethodImplOptions.AggressiveInlining)]
         public Rec(ReadOnlySpan<byte> s)
         {
             Flags = s[5];
@@ -137,7 +138,8 @@ internal static class Format
     }
 
     /// <summary>Checks framing and checksum of the record starting at <paramref name="s"/>[0].</summary>
-    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
+    // Inlined into the read path (once per load of a record from a block loaded from disk).
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
     public static bool TryRecord(ReadOnlySpan<byte> s, out Rec rec)
     {
         rec = default;
