@@ -1,3 +1,5 @@
+using Microsoft.Win32.SafeHandles;
+
 namespace NatsBroker.Storage.File;
 
 /// <summary>
@@ -73,9 +75,13 @@ internal sealed class OsFileSystem : IStoreFileSystem
 
     private sealed class OsFile(FileStream file) : IStoreFile
     {
+        // Taken once: FileStream.SafeFileHandle seeks the descriptor to the stream's position on every get (an lseek
+        // system call per read and write; the engine's I/O is positional and never uses that position).
+        private readonly SafeFileHandle _handle = file.SafeFileHandle;
+
         public long Length => file.Length;
-        public int Read(Span<byte> into, long offset) => RandomAccess.Read(file.SafeFileHandle, into, offset);
-        public void Write(ReadOnlySpan<byte> data, long offset) => RandomAccess.Write(file.SafeFileHandle, data, offset);
+        public int Read(Span<byte> into, long offset) => RandomAccess.Read(_handle, into, offset);
+        public void Write(ReadOnlySpan<byte> data, long offset) => RandomAccess.Write(_handle, data, offset);
         public void SetLength(long length) => file.SetLength(length);
         public void Sync() => file.Flush(flushToDisk: true);
         public void Dispose() => file.Dispose();
