@@ -846,6 +846,7 @@ internal abstract class IndexedStore : IStreamStore
         return LoadNextCore(filter, fromSequence, into, ref d);
     }
 
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
     private StoreStatus LoadNextCore(ReadOnlySpan<byte> filter, ulong fromSequence, StoredMessage into, ref DeferredRead d)
     {
         lock (Sync)
@@ -874,7 +875,8 @@ internal abstract class IndexedStore : IStreamStore
         ulong found = 0;
         if (SubjectMatch.IsAll(filter))
         {
-            found = Index.NextLive(seq, Last);
+            // A sequential reader mostly asks for a live sequence: checked here before the walk (a call).
+            found = seq <= Last && Index.Holds(seq) && Index.Get(seq).IsLive ? seq : Index.NextLive(seq, Last);
         }
         else if (SubjectMatch.IsLiteral(filter))
         {

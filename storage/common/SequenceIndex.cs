@@ -179,6 +179,7 @@ internal sealed partial class SequenceIndex
     public bool Holds(ulong seq) => seq < End && seq >= Low;
 
     private int Slot(int k) => (_head + k) & (_chunks.Length - 1);
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
     private int SlotOf(ulong seq) => (int)(((ulong)_head + ((seq >> Shift) - _baseChunk)) & (ulong)(_chunks.Length - 1));
 
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
