@@ -133,8 +133,12 @@ public sealed partial class ClientConnection
 
     private async Task ReadLoopAsync(bool yieldIfInputWaiting)
     {
+        // On a gateway link (LinkSocketStream) a zero-byte read costs no system call (it waits for the poller's edge),
+        // so the reader rents its buffer only when input is there: an idle link (one per MQTT session, WebSocket or
+        // TLS client) holds none.
         var reader = PipeReader.Create(_stream, new StreamPipeReaderOptions(
-            pool: MemoryPool<byte>.Shared, bufferSize: 64 * 1024, minimumReadSize: 16 * 1024, leaveOpen: true));
+            pool: MemoryPool<byte>.Shared, bufferSize: 64 * 1024, minimumReadSize: 16 * 1024, leaveOpen: true,
+            useZeroByteReads: _stream is LinkSocketStream));
         try
         {
             while (!_closing)

@@ -75,7 +75,8 @@ public sealed class LinkSocketStream : Stream
 
     public override ValueTask<int> ReadAsync(Memory<byte> buffer, CancellationToken cancellationToken = default)
     {
-        if (!buffer.IsEmpty && !(_drained && !_readable.IsSignaled && !_peerClosed))
+        if (buffer.IsEmpty) return WaitForInputAsync(cancellationToken);
+        if (!(_drained && !_readable.IsSignaled && !_peerClosed))
         {
             _readable.Reset();
             int n = TryReceive(buffer.Span, 0);
@@ -86,6 +87,38 @@ public sealed class LinkSocketStream : Stream
             }
         }
         return ReadSlowAsync(buffer, cancellationToken);
+    }
+
+    /// <summary>
+    /// A zero-byte read (a PipeReader's or SslStream's "tell me when there is input", so that no buffer is held while
+    /// idle): completes at once when an edge came since the last drain, else at the next edge; no system call on that
+    /// path, since an edge after a drain means input arrived for this, the only reader. When the stream is not known to
+    /// be drained (new, or the last read filled its buffer) it peeks one byte first. The read that follows calls recv
+    /// (_drained is cleared).
+    /// </summary>
+    private ValueTask<int> WaitForInputAsync(CancellationToken ct)
+    {
+        if (_readable.IsSignaled || _peerClosed)
+        {
+            _drained = false;
+            return new ValueTask<int>(0);
+        }
+        if (!_drained)
+        {
+            // Not known to be drained (a new stream, or the last read filled its buffer): look without taking.
+            _readable.Reset();
+            if (TryReceive(_peek, Epoll.MsgPeek) >= 0) return new ValueTask<int>(0);
+            _drained = true;
+        }
+        return WaitForEdgeAsync(ct);
+    }
+
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
+    private async ValueTask<int> WaitForEdgeAsync(CancellationToken ct)
+    {
+        await _readable.WaitAsync(ct).ConfigureAwait(false);
+        _drained = false;
+        return 0;
     }
 
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
@@ -99,10 +132,8 @@ public sealed class LinkSocketStream : Stream
             if (!skipWait) await _readable.WaitAsync(ct).ConfigureAwait(false);
             skipWait = false;
             _readable.Reset();
-            // A zero-byte read (as SslStream issues) only waits for input: peek one byte without taking it.
-            int n = buffer.IsEmpty ? TryReceive(_peek, Epoll.MsgPeek) : TryReceive(buffer.Span, 0);
+            int n = TryReceive(buffer.Span, 0);
             if (n < 0) continue;
-            if (buffer.IsEmpty) return 0;
             _drained = n < buffer.Length;
             return n;
         }
