@@ -1,3 +1,4 @@
+using System.Buffers;
 using System.Net.Sockets;
 using System.Text;
 using System.Text.Json;
@@ -22,13 +23,13 @@ public sealed class CoreLink : IAsyncDisposable
 
     private readonly Socket _socket;
 
-    private CoreLink(Socket socket, Stream stream, JsonObject info, byte[] leftover)
+    private CoreLink(Socket socket, Stream stream, byte[] infoJson, string? nonce, byte[] leftover)
     {
         _socket = socket;
         Stream = stream;
-        Info = info;
+        _infoJson = infoJson;
         Leftover = leftover;
-        Nonce = info["nonce"]?.GetValue<string>();
+        Nonce = nonce;
     }
 
     /// <summary>
@@ -36,8 +37,22 @@ public sealed class CoreLink : IAsyncDisposable
     /// <c>NATSBROKER_LINK_POLLING=0</c> a NetworkStream on the runtime's socket engine.
     /// </summary>
     public Stream Stream { get; }
-    /// <summary>The core's INFO for this connection.</summary>
-    public JsonObject Info { get; }
+    // The INFO's JSON, parsed into Info only when a session asks (the MQTT gateway never does: it needs the nonce
+    // alone). A parsed tree is about 2 KiB per connection, garbage or, kept, held for the link's lifetime (heap dumps
+    // of 8,000 idle MQTT sessions).
+    private byte[]? _infoJson;
+    private JsonObject? _info;
+
+    /// <summary>The core's INFO for this connection, until <see cref="ReleaseInfo"/>.</summary>
+    public JsonObject Info => _info ??= JsonNode.Parse(_infoJson ?? throw new InvalidOperationException("the core's INFO was released after the handshake")) as JsonObject
+        ?? throw new IOException("the core's INFO is not a JSON object");
+
+    /// <summary>Drops the INFO once the session's handshake no longer needs it.</summary>
+    public void ReleaseInfo()
+    {
+        _info = null;
+        _infoJson = null;
+    }
     /// <summary>What the core sent after its INFO line before we looked (relayed to the user after the gateway's INFO).</summary>
     public byte[] Leftover { get; }
     /// <summary>The nonce to sign; null when the core trusts no proxies (then it ignores proxy fields).</summary>
@@ -63,30 +78,41 @@ public sealed class CoreLink : IAsyncDisposable
                 await socket.ConnectAsync(new UnixDomainSocketEndPoint(socketPath), ct).ConfigureAwait(false);
                 stream = new NetworkStream(socket, ownsSocket: true);
             }
-            var buffer = new byte[4096];
-            int filled = 0;
-            while (true)
+            // Pooled: one buffer per connect would be 4 KiB of garbage per session in a connect storm.
+            var buffer = ArrayPool<byte>.Shared.Rent(4096);
+            try
             {
-                int eol = buffer.AsSpan(0, filled).IndexOf("\r\n"u8);
-                if (eol >= 0)
+                int filled = 0;
+                while (true)
                 {
-                    var line = buffer.AsSpan(0, eol);
-                    if (!line.StartsWith("INFO "u8)) throw new IOException("the core did not start with INFO");
-                    var info = JsonNode.Parse(line[5..].ToArray()) as JsonObject ?? throw new IOException("the core's INFO is not a JSON object");
-                    var link = new CoreLink(socket, stream, info, buffer.AsSpan(eol + 2, filled - eol - 2).ToArray());
-                    // The read above may have resumed on the poller's thread: the session's handshake work goes on
-                    // on the thread pool.
-                    await Task.Yield();
-                    return link;
+                    int eol = buffer.AsSpan(0, filled).IndexOf("\r\n"u8);
+                    if (eol >= 0)
+                    {
+                        var line = buffer.AsSpan(0, eol);
+                        if (!line.StartsWith("INFO "u8)) throw new IOException("the core did not start with INFO");
+                        var json = line[5..];
+                        var link = new CoreLink(socket, stream, json.ToArray(), ReadNonce(json), buffer.AsSpan(eol + 2, filled - eol - 2).ToArray());
+                        // The read above may have resumed on the poller's thread: the session's handshake work goes on
+                        // on the thread pool.
+                        await Task.Yield();
+                        return link;
+                    }
+                    if (filled == buffer.Length)
+                    {
+                        if (buffer.Length >= MaxInfoLine) throw new IOException("the core's INFO is too long");
+                        var bigger = ArrayPool<byte>.Shared.Rent(buffer.Length * 2);
+                        buffer.AsSpan(0, filled).CopyTo(bigger);
+                        ArrayPool<byte>.Shared.Return(buffer);
+                        buffer = bigger;
+                    }
+                    int n = await stream.ReadAsync(buffer.AsMemory(filled), ct).ConfigureAwait(false);
+                    if (n == 0) throw new IOException("the core closed the link before INFO");
+                    filled += n;
                 }
-                if (filled == buffer.Length)
-                {
-                    if (buffer.Length >= MaxInfoLine) throw new IOException("the core's INFO is too long");
-                    Array.Resize(ref buffer, buffer.Length * 2);
-                }
-                int n = await stream.ReadAsync(buffer.AsMemory(filled), ct).ConfigureAwait(false);
-                if (n == 0) throw new IOException("the core closed the link before INFO");
-                filled += n;
+            }
+            finally
+            {
+                ArrayPool<byte>.Shared.Return(buffer);
             }
         }
         catch
@@ -94,6 +120,29 @@ public sealed class CoreLink : IAsyncDisposable
             if (stream is not null) await stream.DisposeAsync().ConfigureAwait(false);
             else socket.Dispose();
             throw;
+        }
+    }
+
+    /// <summary>The top-level "nonce" of the INFO's JSON, or null; throws <see cref="IOException"/> when the INFO is not a JSON object.</summary>
+    private static string? ReadNonce(ReadOnlySpan<byte> json)
+    {
+        try
+        {
+            var reader = new Utf8JsonReader(json);
+            if (!reader.Read() || reader.TokenType != JsonTokenType.StartObject) throw new IOException("the core's INFO is not a JSON object");
+            string? nonce = null;
+            while (reader.Read() && reader.TokenType == JsonTokenType.PropertyName)
+            {
+                bool isNonce = reader.ValueTextEquals("nonce"u8);
+                if (!reader.Read()) break;
+                if (isNonce && reader.TokenType == JsonTokenType.String) nonce = reader.GetString();
+                else reader.Skip();
+            }
+            return nonce;
+        }
+        catch (JsonException ex)
+        {
+            throw new IOException("the core's INFO is not valid JSON: " + ex.Message, ex);
         }
     }
 

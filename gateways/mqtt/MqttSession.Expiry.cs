@@ -58,6 +58,10 @@ internal sealed partial class MqttSession
     /// <summary>The sweeper learns how to reach this client's account (the latest client of an account wins).</summary>
     private void RememberForSweep()
     {
-        if (_sweeper is not null && _connectFields is not null && _proxiedClient is not null) _sweeper.Remember(_username, _connectFields, _proxiedClient);
+        if (_sweeper is not null && _connectFieldsJson is not null && _proxiedClient is not null
+            && JsonNode.Parse(_connectFieldsJson) is JsonObject connectFields)
+        {
+            _sweeper.Remember(_username, connectFields, _proxiedClient);
+        }
     }
 }

@@ -83,6 +83,7 @@ internal sealed class TlsSession(Socket socket, TerminatorOptions options, Certi
                 return;
             }
             network.ResumeOnThreadPool = false;
+            core.ReleaseInfo();
             await Relay.RunAsync(ssl, core, async () =>
             {
                 try { await ssl.ShutdownAsync().ConfigureAwait(false); }
@@ -119,6 +120,7 @@ internal sealed class TlsSession(Socket socket, TerminatorOptions options, Certi
         var client = new ProxiedClient { Gateway = "tls-terminator", Ip = RemoteIp, Port = _remote.Port };
         if (!await ForwardConnectAsync(network, core, client, drain).ConfigureAwait(false)) return;
         network.ResumeOnThreadPool = false;
+        core.ReleaseInfo();
         await Relay.RunAsync(network, core, () =>
         {
             socket.Shutdown(SocketShutdown.Both);

@@ -275,7 +275,11 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
             if (!_connectForwarded)
             {
                 ForwardConnectWhenComplete(core);
-                if (_connectForwarded) _network!.ResumeOnThreadPool = false; // now a byte pump
+                if (_connectForwarded)
+                {
+                    _network!.ResumeOnThreadPool = false; // now a byte pump
+                    core.ReleaseInfo();
+                }
             }
             if (_toCore.WrittenCount > 0 && (_connectForwarded || !ok || _userClosed))
             {
