@@ -34,6 +34,9 @@ internal sealed class AsyncMutex : IDisposable
         }
     }
 
+    /// <summary>Takes the lock if it is free, without waiting.</summary>
+    public bool TryEnter() => Interlocked.CompareExchange(ref _held, 1, 0) == 0;
+
     public void Exit()
     {
         // Exchange is a full fence: the read of _waiters below cannot move before the release of the lock.

@@ -79,29 +79,55 @@ internal sealed class ClientOutput(Stream client, MqttPacketFormatterAdapter cod
         await _lock.EnterAsync(ct).ConfigureAwait(false);
         try
         {
-            int remaining = 2 + topic.Length + (qos > 0 ? 2 : 0) + (v5 ? 1 : 0) + payload.Length;
-            var packet = Reserve(5 + remaining);
-            packet[0] = (byte)(0x30 | (dup ? 0x08 : 0) | (qos << 1) | (retain ? 1 : 0));
-            int n = 1 + WriteVarInt(packet[1..], remaining);
-            packet[n++] = (byte)(topic.Length >> 8);
-            packet[n++] = (byte)topic.Length;
-            topic.Span.CopyTo(packet[n..]);
-            n += topic.Length;
-            if (qos > 0)
-            {
-                packet[n++] = (byte)(packetId >> 8);
-                packet[n++] = (byte)packetId;
-            }
-            if (v5) packet[n++] = 0;
-            payload.Span.CopyTo(packet[n..]);
-            _written += n + payload.Length;
-            _pending = true;
+            BufferPublishLocked(topic.Span, payload.Span, qos, packetId, retain, dup);
             if (!batch || _written >= MaxPendingBytes) await WritePendingAsync(ct).ConfigureAwait(false);
         }
         finally
         {
             _lock.Exit();
         }
+    }
+
+    /// <summary>
+    /// A batched QoS 0 PUBLISH without properties, buffered with no await (a fan-out's deliveries, one per
+    /// subscriber link read, each went through three async methods): false, with nothing written, when the output
+    /// is busy or the batch would reach its write threshold; the caller then takes <see cref="SendPublishAsync"/>.
+    /// </summary>
+    public bool TryBufferQos0Publish(ReadOnlySpan<byte> topic, ReadOnlySpan<byte> payload, bool retain)
+    {
+        if (!_lock.TryEnter()) return false;
+        try
+        {
+            if (_written + 5 + 2 + topic.Length + 1 + payload.Length >= MaxPendingBytes) return false;
+            BufferPublishLocked(topic, payload, 0, 0, retain, dup: false);
+            return true;
+        }
+        finally
+        {
+            _lock.Exit();
+        }
+    }
+
+    /// <summary>Appends one PUBLISH to the pending output (under the output lock).</summary>
+    private void BufferPublishLocked(ReadOnlySpan<byte> topic, ReadOnlySpan<byte> payload, byte qos, ushort packetId, bool retain, bool dup)
+    {
+        int remaining = 2 + topic.Length + (qos > 0 ? 2 : 0) + (v5 ? 1 : 0) + payload.Length;
+        var packet = Reserve(5 + remaining);
+        packet[0] = (byte)(0x30 | (dup ? 0x08 : 0) | (qos << 1) | (retain ? 1 : 0));
+        int n = 1 + WriteVarInt(packet[1..], remaining);
+        packet[n++] = (byte)(topic.Length >> 8);
+        packet[n++] = (byte)topic.Length;
+        topic.CopyTo(packet[n..]);
+        n += topic.Length;
+        if (qos > 0)
+        {
+            packet[n++] = (byte)(packetId >> 8);
+            packet[n++] = (byte)packetId;
+        }
+        if (v5) packet[n++] = 0;
+        payload.CopyTo(packet[n..]);
+        _written += n + payload.Length;
+        _pending = true;
     }
 
     /// <summary>

@@ -40,6 +40,29 @@ internal sealed partial class MqttSession
         await SendOrQueueAsync(f).ConfigureAwait(false);
     }
 
+    /// <summary>
+    /// The usual live QoS 0 delivery buffered for the link's end-of-read flush without an async state machine: no
+    /// message expiry, nothing that needs MQTT 5 properties or a size check, room in the client's batch. False, with
+    /// nothing sent, when <see cref="SendPublishAsync"/> must handle it.
+    /// </summary>
+    private bool TryBufferLiveQos0(NatsMessage m, uint[]? identifiers, bool retain)
+    {
+        var headers = m.Headers.Span;
+        if (NatsHeaders.ExpiresAt(headers) != 0) return false;
+        if (_v5 && !IsPlainV5(headers, m.Reply, identifiers, out _)) return false;
+        if (_v5 && m.Payload.Length + m.Subject.Length + 16 > _clientMaxPacketSize) return false;
+        byte[] topic = TopicScratch(m.Subject.Length);
+        int topicLength = TopicMapping.SubjectToTopic(m.Subject.Span, topic);
+        return _out.TryBufferQos0Publish(topic.AsSpan(0, topicLength), m.Payload.Span, retain);
+    }
+
+    /// <summary>An MQTT 5 PUBLISH that carries no properties: written by hand like a 3.1.1 one (<paramref name="props"/>: the user properties found).</summary>
+    private bool IsPlainV5(ReadOnlySpan<byte> headers, ReadOnlyMemory<byte> reply, uint[]? identifiers, out List<KeyValuePair<string, string>>? props)
+    {
+        props = NatsHeaders.UserProperties(headers);
+        return props is null && reply.IsEmpty && identifiers is null && !_out.UsesTopicAliases && !NatsHeaders.HasMessageProperties(headers);
+    }
+
     private byte[] _topicScratch = new byte[256];
 
     private byte[] TopicScratch(int length)
@@ -54,8 +77,8 @@ internal sealed partial class MqttSession
     private async ValueTask WritePublishAsync(ReadOnlyMemory<byte> topic, ReadOnlyMemory<byte> reply, ReadOnlyMemory<byte> headers,
         ReadOnlyMemory<byte> payload, byte qos, ushort packetId, bool retain, bool dup, uint[]? identifiers, long expiresAt, CancellationToken ct, bool batch = false)
     {
-        List<KeyValuePair<string, string>>? props = _v5 ? NatsHeaders.UserProperties(headers.Span) : null;
-        bool plain = !_v5 || (props is null && reply.IsEmpty && identifiers is null && !_out.UsesTopicAliases && !NatsHeaders.HasMessageProperties(headers.Span));
+        List<KeyValuePair<string, string>>? props = null;
+        bool plain = !_v5 || IsPlainV5(headers.Span, reply, identifiers, out props);
         // The size with properties is estimated from the headers they come from (an upper bound, give or take).
         if (_v5 && payload.Length + topic.Length + 16 + (plain ? 0 : headers.Length + reply.Length + 16) > _clientMaxPacketSize)
         {

@@ -157,25 +157,24 @@ internal sealed partial class MqttSession
 
     /// <summary>A message from the core (on the link's read loop): becomes a PUBLISH to this client.</summary>
     public ValueTask DeliverAsync(NatsMessage m) =>
-        TryDeliverFromStream(m, out var delivered) ? delivered : DeliverLiveAsync(m);
+        TryDeliverFromStream(m, out var delivered) ? delivered : DeliverLive(m);
 
-    private async ValueTask DeliverLiveAsync(NatsMessage m)
+    /// <summary>A live message for one of this client's subscriptions; the usual QoS 0 case completes without an await.</summary>
+    private ValueTask DeliverLive(NatsMessage m)
     {
-        if (!_bySid.TryGetValue(m.Sid, out var sub)) return;
-        if (sub.Group is null && _plainSubscriptions.Length > 1)
-        {
-            await DeliverOverlappingAsync(m).ConfigureAwait(false);
-            return;
-        }
+        if (!_bySid.TryGetValue(m.Sid, out var sub)) return default;
+        if (sub.Group is null && _plainSubscriptions.Length > 1) return DeliverOverlappingAsync(m);
         var subject = m.Subject.Span;
         // [MQTT-4.7.2-1]: '#' and '+' at the start of a filter do not match topics starting with '$'.
-        if (sub.Reserved && subject.Length > 0 && subject[0] == (byte)'$') return;
+        if (sub.Reserved && subject.Length > 0 && subject[0] == (byte)'$') return default;
         byte msgQos = NatsHeaders.PublishedQoS(m.Headers.Span);
         // A QoS 1/2 MQTT message for a persistent QoS 1/2 subscription comes from its JetStream consumer instead.
-        if (msgQos > 0 && sub.Qos > 0 && HasDurableConsumer(sub)) return;
-        if (sub.NoLocal && FromThisClient(m.Headers.Span)) return;
+        if (msgQos > 0 && sub.Qos > 0 && HasDurableConsumer(sub)) return default;
+        if (sub.NoLocal && FromThisClient(m.Headers.Span)) return default;
         byte qos = Math.Min(msgQos, sub.Qos);
-        await SendPublishAsync(sub.Identifiers, m.Subject, m.Reply, m.Headers, m.Payload, qos, RetainFlag(sub, m.Headers.Span), ack: null, batch: true).ConfigureAwait(false);
+        bool retain = RetainFlag(sub, m.Headers.Span);
+        if (qos == 0 && TryBufferLiveQos0(m, sub.Identifiers, retain)) return default;
+        return SendPublishAsync(sub.Identifiers, m.Subject, m.Reply, m.Headers, m.Payload, qos, retain, ack: null, batch: true);
     }
 
     /// <summary>No Local ([MQTT-3.8.3-3]): the message was published by a connection with this client ID.</summary>
