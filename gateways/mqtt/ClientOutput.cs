@@ -98,7 +98,7 @@ internal sealed class ClientOutput(Stream client, MqttPacketFormatterAdapter cod
         if (!_lock.TryEnter()) return false;
         try
         {
-            if (_written + 5 + 2 + topic.Length + 1 + payload.Length >= MaxPendingBytes) return false;
+            if (_written + 5 + PublishRemaining(topic.Length, payload.Length, 0) >= MaxPendingBytes) return false;
             BufferPublishLocked(topic, payload, 0, 0, retain, dup: false);
             return true;
         }
@@ -108,10 +108,13 @@ internal sealed class ClientOutput(Stream client, MqttPacketFormatterAdapter cod
         }
     }
 
+    /// <summary>A PUBLISH's remaining length: topic length and topic, packet identifier at QoS 1/2, MQTT 5's empty property length, payload.</summary>
+    private int PublishRemaining(int topicLength, int payloadLength, byte qos) => 2 + topicLength + (qos > 0 ? 2 : 0) + (v5 ? 1 : 0) + payloadLength;
+
     /// <summary>Appends one PUBLISH to the pending output (under the output lock).</summary>
     private void BufferPublishLocked(ReadOnlySpan<byte> topic, ReadOnlySpan<byte> payload, byte qos, ushort packetId, bool retain, bool dup)
     {
-        int remaining = 2 + topic.Length + (qos > 0 ? 2 : 0) + (v5 ? 1 : 0) + payload.Length;
+        int remaining = PublishRemaining(topic.Length, payload.Length, qos);
         var packet = Reserve(5 + remaining);
         packet[0] = (byte)(0x30 | (dup ? 0x08 : 0) | (qos << 1) | (retain ? 1 : 0));
         int n = 1 + WriteVarInt(packet[1..], remaining);

@@ -47,9 +47,9 @@ internal sealed partial class MqttSession : INatsDelivery
     private string _clientId = "";
     private bool _v5;
     private MqttConnectPacket? _will;
-    /// <summary>This client's NATS CONNECT fields and proxy info (also what the sweeper opens its account's link with).</summary>
-    // The CONNECT fields the sweeper needs at disconnect (RememberForSweep), kept as UTF-8 JSON: a parsed tree is
-    // about 1 KiB per session for the whole life of an idle session.
+    // This client's NATS CONNECT fields and proxy info, what the sweeper opens its account's link with
+    // (RememberForSweep). The fields are kept as UTF-8 JSON, and only when there is a sweeper: a parsed tree is about
+    // 1 KiB for the whole life of an idle session.
     private byte[]? _connectFieldsJson;
     private ProxiedClient? _proxiedClient;
     private volatile bool _takenOver;

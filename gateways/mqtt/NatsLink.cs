@@ -37,18 +37,15 @@ internal sealed record NatsReply(byte[] Headers, byte[] Payload)
 /// </summary>
 internal sealed class NatsLink : IAsyncDisposable
 {
-    // The read buffer starts small and grows to ReadBufferMax, in one step, after a read that filled all its free
-    // space (the core had more waiting): an idle MQTT session keeps 1 KiB instead of 64 KiB (one link per MQTT client),
-    // a busy one reads as much per call as before. Growing in one step rather than by doubling: in the fan-out row
-    // (1,000 links all busy at once) 4 -> 8 -> 16 -> 32 -> 64 KiB made 60 KiB of garbage and four copies per link, and
-    // the gateway's garbage collections and page faults were a third of its CPU in a quick run (perf). A message
-    // larger than the buffer grows it beyond that, as before; a partial message at the end of the buffer is moved
-    // to its start (it used to double the buffer each time, without bound).
-    // The buffer is rented from the shared pool and given back whenever everything read was handled: the link then
-    // waits for the core with a zero-byte read (LinkSocketStream waits for the poller's edge without a system call),
-    // so an idle session's link holds no read buffer at all (a heap dump of 8,000 idle sessions: 1 KiB each), and a
-    // session that once grew its buffer to 64 KiB does not keep it while idle. _inSize is the size the next rent asks
-    // for (what the buffer grew to, up to ReadBufferMax).
+    // The read buffer is rented from the shared pool and given back whenever everything read was handled: the link
+    // then waits for the core with a zero-byte read (LinkSocketStream waits for the poller's edge without a system
+    // call), so an idle session's link holds no read buffer (a heap dump of 8,000 idle sessions: 1 KiB each before).
+    // _inSize is what the next rent asks for: 1 KiB, and ReadBufferMax from the read that filled all its free space
+    // on (the core had more waiting), so a busy link reads as much per call as before. Growing in one step rather
+    // than by doubling: in the fan-out row (1,000 links all busy at once) 4 -> 8 -> 16 -> 32 -> 64 KiB made 60 KiB of
+    // garbage and four copies per link, and the gateway's garbage collections and page faults were a third of its
+    // CPU in a quick run (perf). A message larger than the buffer grows it beyond that for that message only; a
+    // partial message at the end of the buffer is moved to its start (it used to double the buffer, without bound).
     private const int InitialBuffer = 1024;
     private const int ReadBufferMax = 64 * 1024;
     private bool _readFilled;
@@ -342,7 +339,7 @@ internal sealed class NatsLink : IAsyncDisposable
     {
         if (!await ParseAsync().ConfigureAwait(false)) { }
         if (_delivery is { } pending) await pending.FlushDeliveriesAsync().ConfigureAwait(false);
-        if (_readFilled && _in.Length < ReadBufferMax) Resize(ReadBufferMax);
+        if (_readFilled) _inSize = ReadBufferMax;
         if (_start == _end)
         {
             // Everything read was handled (deliveries hold the memory only until their task completes).
@@ -350,6 +347,10 @@ internal sealed class NatsLink : IAsyncDisposable
             ReturnInput();
             await _stream.ReadAsync(Memory<byte>.Empty, ct).ConfigureAwait(false);
             _in = ArrayPool<byte>.Shared.Rent(_inSize);
+        }
+        else if (_in.Length < _inSize)
+        {
+            Resize(_inSize);
         }
         else if (_end == _in.Length)
         {
