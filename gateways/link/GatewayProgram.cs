@@ -4,6 +4,7 @@ using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Console;
 using NatsBroker.Configuration;
+using NatsBroker.Contracts.Runtime;
 
 namespace NatsBroker.Gateways.Link;
 
@@ -122,6 +123,9 @@ public static class GatewayProgram
         try
         {
             using var app = builder.Build();
+            // Memory a burst (a connect storm) left committed goes back to the OS once the burst is over.
+            var trimLog = app.Services.GetRequiredService<ILoggerFactory>().CreateLogger(displayName);
+            using var trimmer = HeapTrimmer.Start(t => trimLog.LogDebug("heap trimmed: {Trim}", t));
             app.Run();
             return 0;
         }
