@@ -22,7 +22,9 @@ public static class GatewayProgram
     /// <param name="load">Reads this gateway's options from the parsed config file (throws ConfigException).</param>
     /// <typeparam name="TService">Constructed by the host through its public constructor (AddHostedService): the
     /// annotation keeps that constructor in a trimmed Native AOT image (the tls-terminator's, Directory.Build.targets).</typeparam>
-    public static int Main<TOptions, [DynamicallyAccessedMembers(DynamicallyAccessedMemberTypes.PublicConstructors)] TService>(string[] args, string assemblyName, string displayName, Func<ConfigTree, TOptions> load)
+    /// <param name="trimHeap">Run a <see cref="HeapTrimmer"/>: only for a gateway whose idle clients hold no read buffer
+    /// (a compacting collection copies every live buffer and makes its pages resident; see HeapTrimmer).</param>
+    public static int Main<TOptions, [DynamicallyAccessedMembers(DynamicallyAccessedMemberTypes.PublicConstructors)] TService>(string[] args, string assemblyName, string displayName, Func<ConfigTree, TOptions> load, bool trimHeap = false)
         where TOptions : class, IGatewayListenOptions
         where TService : class, IHostedService
     {
@@ -125,7 +127,7 @@ public static class GatewayProgram
             using var app = builder.Build();
             // Memory a burst (a connect storm) left committed goes back to the OS once the burst is over.
             var trimLog = app.Services.GetRequiredService<ILoggerFactory>().CreateLogger(displayName);
-            using var trimmer = HeapTrimmer.Start(t => trimLog.LogDebug("heap trimmed: {Trim}", t));
+            using var trimmer = trimHeap ? HeapTrimmer.Start(t => trimLog.LogDebug("heap trimmed: {Trim}", t)) : null;
             app.Run();
             return 0;
         }
