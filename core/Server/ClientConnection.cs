@@ -137,7 +137,7 @@ public sealed partial class ClientConnection
         // so the reader rents its buffer only when input is there: an idle link (one per MQTT session, WebSocket or
         // TLS client) holds none.
         var reader = PipeReader.Create(_stream, new StreamPipeReaderOptions(
-            pool: MemoryPool<byte>.Shared, bufferSize: 64 * 1024, minimumReadSize: 16 * 1024, leaveOpen: true,
+            pool: ReadBufferPool.Instance, bufferSize: ReadBufferPool.BlockSize, minimumReadSize: 16 * 1024, leaveOpen: true,
             useZeroByteReads: _stream is LinkSocketStream));
         try
         {

@@ -22,8 +22,8 @@ public static class GatewayProgram
     /// <param name="load">Reads this gateway's options from the parsed config file (throws ConfigException).</param>
     /// <typeparam name="TService">Constructed by the host through its public constructor (AddHostedService): the
     /// annotation keeps that constructor in a trimmed Native AOT image (the tls-terminator's, Directory.Build.targets).</typeparam>
-    /// <param name="trimHeap">Run a <see cref="HeapTrimmer"/>: only for a gateway whose idle clients hold no read buffer
-    /// (a compacting collection copies every live buffer and makes its pages resident; see HeapTrimmer).</param>
+    /// <param name="trimHeap">Run a <see cref="HeapTrimmer"/>: for a gateway measured with it (its idle clients must hold
+    /// no large movable read buffer: a compacting collection copies it and makes its pages resident; see HeapTrimmer).</param>
     public static int Main<TOptions, [DynamicallyAccessedMembers(DynamicallyAccessedMemberTypes.PublicConstructors)] TService>(string[] args, string assemblyName, string displayName, Func<ConfigTree, TOptions> load, bool trimHeap = false)
         where TOptions : class, IGatewayListenOptions
         where TService : class, IHostedService

@@ -1,13 +1,17 @@
+using System.Text;
+using System.Text.RegularExpressions;
 using NatsBroker.Contracts.Runtime;
+using NatsBroker.Tests.Infrastructure;
 using Xunit.Abstractions;
 
 namespace NatsBroker.Tests.Hosting;
 
 /// <summary>
-/// The heap trimmer (contracts/Runtime/HeapTrimmer.cs): when it collects, and that a collection gives memory back.
-/// End to end (the MQTT gateway after a connect storm) it is measured by the bench row <c>mqtt-sessions10k</c>.
+/// The heap trimmer (contracts/Runtime/HeapTrimmer.cs): when it collects, that a collection gives memory back, and
+/// that the core process does it on its own after its heap grew. The MQTT gateway's trim after a connect storm is
+/// measured by the bench row <c>mqtt-sessions10k</c>.
 /// </summary>
-public sealed class HeapTrimmerTests(ITestOutputHelper output)
+public sealed partial class HeapTrimmerTests(ITestOutputHelper output)
 {
     private const long MB = 1L << 20;
 
@@ -44,4 +48,49 @@ public sealed class HeapTrimmerTests(ITestOutputHelper output)
         Assert.True(trim.CommittedAfter < heldCommitted - 32 * MB, $"committed {heldCommitted / MB} MB before, {trim.CommittedAfter / MB} MB after");
     }
 
+    [Fact]
+    public async Task The_core_gives_memory_back_after_a_burst_of_subscriptions()
+    {
+        // Debug level: the trim's log line is how this test sees it.
+        await using var server = await ServerProcess.StartAsync(ServerKind.Ours, new ServerStartOptions { ExtraArgs = ["-D"] }, output);
+        await using var client = await RawClient.ConnectAndHandshakeAsync(server);
+
+        // 150,000 subscriptions (tens of MB of subscription state in the core), then all removed: a burst whose
+        // memory is garbage afterwards.
+        const int subs = 150_000;
+        var batch = new StringBuilder();
+        for (int start = 0; start < subs; start += 10_000)
+        {
+            batch.Clear();
+            for (int i = start; i < start + 10_000; i++) batch.Append("SUB trim.burst.").Append(i).Append(' ').Append(i + 1).Append("\r\n");
+            await client.SendAsync(batch.ToString());
+        }
+        await client.SendLineAsync("PING");
+        Assert.Equal("PONG", await client.ReadLineAsync(TimeSpan.FromSeconds(30)));
+        for (int start = 0; start < subs; start += 10_000)
+        {
+            batch.Clear();
+            for (int i = start; i < start + 10_000; i++) batch.Append("UNSUB ").Append(i + 1).Append("\r\n");
+            await client.SendAsync(batch.ToString());
+        }
+        await client.SendLineAsync("PING");
+        Assert.Equal("PONG", await client.ReadLineAsync(TimeSpan.FromSeconds(30)));
+
+        // The trimmer looks every 250 ms and waits for a quiet period: well within 10 s.
+        Match? trimmed = null;
+        var deadline = DateTime.UtcNow + TimeSpan.FromSeconds(10);
+        while (DateTime.UtcNow < deadline && !(trimmed = TrimLine().Match(server.Output)).Success) await Task.Delay(100);
+        output.WriteLine(server.OutputTail(2000));
+        Assert.True(trimmed is { Success: true }, "no 'heap trimmed' line within 10 s");
+        double before = double.Parse(trimmed.Groups[1].Value, System.Globalization.CultureInfo.InvariantCulture);
+        double after = double.Parse(trimmed.Groups[2].Value, System.Globalization.CultureInfo.InvariantCulture);
+        Assert.True(after < before, $"committed {before} MB before the trim, {after} MB after");
+
+        // The server still serves.
+        await client.SendLineAsync("PING");
+        Assert.Equal("PONG", await client.ReadLineAsync());
+    }
+
+    [GeneratedRegex(@"heap trimmed: ([0-9.]+) -> ([0-9.]+) MB committed")]
+    private static partial Regex TrimLine();
 }
