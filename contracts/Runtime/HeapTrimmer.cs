@@ -2,7 +2,10 @@ using System.Diagnostics;
 
 namespace NatsBroker.Contracts.Runtime;
 
-/// <summary>One trim: the heap the GC had committed before it and after it, and how long the collection paused the process.</summary>
+/// <summary>
+/// One trim: the heap the GC had committed as of the collection before it (growth since then is not counted) and right
+/// after it, and how long the collection paused the process.
+/// </summary>
 public readonly record struct HeapTrim(long CommittedBefore, long CommittedAfter, TimeSpan Pause)
 {
     /// <summary>What a log line says about it: "80.1 -> 52.3 MB committed, 41.0 ms pause".</summary>
