@@ -43,8 +43,8 @@ public readonly record struct HeapTrim(long CommittedBefore, long CommittedAfter
 /// <see cref="MinGrowthBytes"/> and by a quarter since the last trim, it collects. (Whether a collection ran in the
 /// period is no such signal: with a gen0 budget of tens of MB, a connect storm went 250 ms without one and was
 /// trimmed three times while it lasted.) Growth by a quarter between trims keeps the number of trims logarithmic in
-/// the heap's size while it grows, and a heap that stops growing is not trimmed again: steady state pays one counter
-/// read per period. Heaps over <see cref="MaxHeapBytes"/> are left alone (a full compacting pause grows with the
+/// the heap's size while it grows, and a heap that stops growing is not trimmed again: steady state pays two counter
+/// reads per period. Heaps over <see cref="MaxHeapBytes"/> are left alone (a full compacting pause grows with the
 /// live heap).
 /// </para>
 /// <para>
@@ -110,7 +110,6 @@ public sealed class HeapTrimmer : IDisposable
             long allocated = GC.GetTotalAllocatedBytes();
             long inPeriod = allocated - _lastAllocated;
             _lastAllocated = allocated;
-            if (inPeriod >= QuietBytes) return;
             long committed = GC.GetGCMemoryInfo().TotalCommittedBytes;
             if (!ShouldTrim(inPeriod, committed, _baseline)) return;
             _onTrim?.Invoke(TrimLocked());

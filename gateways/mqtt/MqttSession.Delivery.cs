@@ -55,9 +55,18 @@ internal sealed partial class MqttSession
         var headers = m.Headers.Span;
         if (NatsHeaders.ExpiresAt(headers) != 0) return false;
         if (_v5 && !IsPlainV5(headers, m.Reply, identifiers, out _)) return false;
-        if (_v5 && m.Payload.Length + m.Subject.Length + 16 > _clientMaxPacketSize) return false;
-        return _out.TryBufferQos0Publish(LiveTopic(m.Subject.Span).Span, m.Payload.Span, retain);
+        var topic = LiveTopic(m.Subject.Span);
+        if (TooLargeForClient(topic.Length, m.Payload.Length, 0)) return false;
+        return _out.TryBufferQos0Publish(topic.Span, m.Payload.Span, retain);
     }
+
+    /// <summary>
+    /// [MQTT-3.1.2-25]: a PUBLISH over the client's Maximum Packet Size (MQTT 5) is not sent.
+    /// <paramref name="propertyBytes"/>: an upper bound of its properties' size, estimated from the headers and reply
+    /// they come from.
+    /// </summary>
+    private bool TooLargeForClient(int topicLength, int payloadLength, int propertyBytes) =>
+        _v5 && payloadLength + topicLength + 16 + propertyBytes > _clientMaxPacketSize;
 
     /// <summary>An MQTT 5 PUBLISH that carries no properties: written by hand like a 3.1.1 one (<paramref name="props"/>: the user properties found).</summary>
     private bool IsPlainV5(ReadOnlySpan<byte> headers, ReadOnlyMemory<byte> reply, uint[]? identifiers, out List<KeyValuePair<string, string>>? props)
@@ -103,10 +112,9 @@ internal sealed partial class MqttSession
     {
         List<KeyValuePair<string, string>>? props = null;
         bool plain = !_v5 || IsPlainV5(headers.Span, reply, identifiers, out props);
-        // The size with properties is estimated from the headers they come from (an upper bound, give or take).
-        if (_v5 && payload.Length + topic.Length + 16 + (plain ? 0 : headers.Length + reply.Length + 16) > _clientMaxPacketSize)
+        if (TooLargeForClient(topic.Length, payload.Length, plain ? 0 : headers.Length + reply.Length + 16))
         {
-            // [MQTT-3.1.2-25]: too large for the client: discarded as if it had been sent and acknowledged.
+            // Too large for the client: discarded as if it had been sent and acknowledged.
             if (packetId != 0) await CompleteDiscardedAsync(packetId).ConfigureAwait(false);
             return;
         }

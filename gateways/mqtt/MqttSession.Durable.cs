@@ -25,8 +25,8 @@ internal sealed partial class MqttSession
 {
     private sealed record DurableBinding(string Name, int Sid);
 
-    private readonly ConcurrentDictionary<string, DurableBinding> _durables = new(concurrencyLevel: 1, capacity: 1, StringComparer.Ordinal); // small until used (NatsLink._requests says why)
-    private readonly ConcurrentDictionary<int, Subscription> _durableSids = new(concurrencyLevel: 1, capacity: 1); // small until used (NatsLink._requests says why)
+    private readonly ConcurrentDictionary<string, DurableBinding> _durables = IdleSized.Dictionary<string, DurableBinding>(StringComparer.Ordinal);
+    private readonly ConcurrentDictionary<int, Subscription> _durableSids = IdleSized.Dictionary<int, Subscription>();
     private bool _cleanSession = true;
     private JsonObject? _restored;
 

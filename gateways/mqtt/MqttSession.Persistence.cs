@@ -24,7 +24,7 @@ internal sealed partial class MqttSession
 {
     private static readonly string s_origin = Guid.NewGuid().ToString("N")[..8];
 
-    private readonly ConcurrentDictionary<int, Channel<StoredMessage>> _collectors = new(concurrencyLevel: 1, capacity: 1); // small until used (NatsLink._requests says why)
+    private readonly ConcurrentDictionary<int, Channel<StoredMessage>> _collectors = IdleSized.Dictionary<int, Channel<StoredMessage>>();
     private JetStreamApi? _js;
     private string _username = "";
 

@@ -20,7 +20,7 @@ internal sealed partial class MqttSession
         bool NoLocal, bool RetainAsPublished, uint[]? Identifiers);
 
     private readonly Dictionary<string, Subscription> _byFilter = new(StringComparer.Ordinal);
-    private readonly ConcurrentDictionary<int, Subscription> _bySid = new(concurrencyLevel: 1, capacity: 1); // small until used (NatsLink._requests says why)
+    private readonly ConcurrentDictionary<int, Subscription> _bySid = IdleSized.Dictionary<int, Subscription>();
 
     private async Task OnSubscribeAsync(MqttSubscribePacket packet, CancellationToken ct)
     {

@@ -64,9 +64,7 @@ internal sealed class NatsLink : IAsyncDisposable
     // PINGs waiting for their PONG, in order (locked on itself). A Queue, not a ConcurrentQueue: the latter keeps a
     // 32-slot segment (768 bytes) for the life of every idle session after its one PING at connect.
     private readonly Queue<TaskCompletionSource<string?>> _pongs = new();
-    // One lock stripe and one bucket to start with: most sessions make no request after connecting, and the
-    // defaults (a stripe per core, 31 buckets) cost every idle session several hundred bytes.
-    private readonly ConcurrentDictionary<long, TaskCompletionSource<NatsReply>> _requests = new(concurrencyLevel: 1, capacity: 1);
+    private readonly ConcurrentDictionary<long, TaskCompletionSource<NatsReply>> _requests = IdleSized.Dictionary<long, TaskCompletionSource<NatsReply>>();
     private readonly string _inboxPrefix = "_INBOX." + Guid.NewGuid().ToString("N") + ".";
     private byte[] _in;
     private int _start, _end;
