@@ -523,8 +523,9 @@ public abstract class StoreContractTests : IDisposable
         long loadBytes = GC.GetAllocatedBytesForCurrentThread() - before;
         // Zero per message; a file engine allocates a little per new block (64 KiB blocks here: ~57 new blocks for these
         // appends, 700-800 B each measured, which a checkpoint or block deletion landing on this thread can push past
-        // 40 KB). 64 KB is ~1.1 KB per block and still far below one allocation per message (24 B x 20,000 = 480 KB).
-        Assert.True(appendBytes < 64_000, $"append allocated {appendBytes} B for 20000 appends");
+        // 40 KB; a fresh-clone CI run measured 66,480 B). 128 KB is ~2.2 KB per block and still a quarter of one
+        // allocation per message (24 B x 20,000 = 480 KB).
+        Assert.True(appendBytes < 128_000, $"append allocated {appendBytes} B for 20000 appends");
         Assert.Equal(0, loadBytes);
     }
 
