@@ -1,19 +1,18 @@
-using System.Buffers;
-
 namespace NatsBroker.Gateways.Link;
 
 /// <summary>
 /// A read buffer that adapts as nats-server's read loop does (client.go readLoop): it starts at
 /// <see cref="MinSize"/>, doubles after a read that filled it (up to <see cref="MaxSize"/>) and halves after a run
 /// of short reads. A busy direction then makes fewer, larger reads and writes (ws-pub-128: recv was half of the
-/// websocket gateway's CPU at a fixed 32 KiB), while a quiet connection holds the small buffer. Pooled; one owner.
+/// websocket gateway's CPU at a fixed 32 KiB), while a quiet connection holds the small buffer, of which only the
+/// pages its reads wrote are resident (<see cref="PinnedBuffers"/>). One owner.
 /// </summary>
 public sealed class AdaptiveReadBuffer : IDisposable
 {
-    public const int MinSize = 32 * 1024, MaxSize = 256 * 1024;
+    public const int MinSize = PinnedBuffers.MinSize, MaxSize = PinnedBuffers.MaxSize;
     private const int ShortReadsBeforeShrink = 16;
 
-    private byte[] _array = ArrayPool<byte>.Shared.Rent(MinSize);
+    private byte[] _array = PinnedBuffers.Rent(MinSize);
     private int _size = MinSize, _shortReads;
 
     /// <summary>Where the next read goes (valid until the next <see cref="Read"/>).</summary>
@@ -31,14 +30,14 @@ public sealed class AdaptiveReadBuffer : IDisposable
         else if (++_shortReads >= ShortReadsBeforeShrink) next = _size / 2;
         if (next == _size) return;
         _shortReads = 0;
-        ArrayPool<byte>.Shared.Return(_array);
-        _array = ArrayPool<byte>.Shared.Rent(next);
+        PinnedBuffers.Return(_array);
+        _array = PinnedBuffers.Rent(next);
         _size = next;
     }
 
     public void Dispose()
     {
         var array = Interlocked.Exchange(ref _array, []);
-        if (array.Length > 0) ArrayPool<byte>.Shared.Return(array);
+        if (array.Length > 0) PinnedBuffers.Return(array);
     }
 }

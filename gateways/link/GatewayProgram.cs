@@ -22,9 +22,7 @@ public static class GatewayProgram
     /// <param name="load">Reads this gateway's options from the parsed config file (throws ConfigException).</param>
     /// <typeparam name="TService">Constructed by the host through its public constructor (AddHostedService): the
     /// annotation keeps that constructor in a trimmed Native AOT image (the tls-terminator's, Directory.Build.targets).</typeparam>
-    /// <param name="trimHeap">Run a <see cref="HeapTrimmer"/>: for a gateway measured with it (its idle clients must hold
-    /// no large movable read buffer: a compacting collection copies it and makes its pages resident; see HeapTrimmer).</param>
-    public static int Main<TOptions, [DynamicallyAccessedMembers(DynamicallyAccessedMemberTypes.PublicConstructors)] TService>(string[] args, string assemblyName, string displayName, Func<ConfigTree, TOptions> load, bool trimHeap = false)
+    public static int Main<TOptions, [DynamicallyAccessedMembers(DynamicallyAccessedMemberTypes.PublicConstructors)] TService>(string[] args, string assemblyName, string displayName, Func<ConfigTree, TOptions> load)
         where TOptions : class, IGatewayListenOptions
         where TService : class, IHostedService
     {
@@ -125,9 +123,10 @@ public static class GatewayProgram
         try
         {
             using var app = builder.Build();
-            // Memory a burst (a connect storm) left committed goes back to the OS once the burst is over.
+            // Memory a burst (a connect storm) left committed goes back to the OS once the burst is over. Safe only
+            // because idle sessions hold no large movable buffer (PinnedBuffers; HeapTrimmer says why).
             var trimLog = app.Services.GetRequiredService<ILoggerFactory>().CreateLogger(displayName);
-            using var trimmer = trimHeap ? HeapTrimmer.Start(t => trimLog.LogDebug("heap trimmed: {Trim}", t)) : null;
+            using var trimmer = HeapTrimmer.Start(t => trimLog.LogDebug("heap trimmed: {Trim}", t));
             app.Run();
             return 0;
         }

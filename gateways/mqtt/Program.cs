@@ -10,5 +10,5 @@ namespace NatsBroker.MqttGateway;
 public static class Program
 {
     public static int Main(string[] args) =>
-        GatewayProgram.Main<MqttOptions, MqttService>(args, "NatsBroker.MqttGateway", "mqtt gateway", MqttConfig.Load, trimHeap: true);
+        GatewayProgram.Main<MqttOptions, MqttService>(args, "NatsBroker.MqttGateway", "mqtt gateway", MqttConfig.Load);
 }

@@ -27,9 +27,13 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
 {
     private const int BufferSize = 32 * 1024, MaxRequestHead = 16 * 1024, CompressThreshold = 64, BrowserFrameSize = 4096;
 
+    /// <summary>The core-to-user read array: the frame header's room plus <see cref="BufferSize"/>, as a pinned buffer size.</summary>
+    private const int CoreReadArraySize = 2 * BufferSize;
+
     private readonly IPEndPoint _remote = (IPEndPoint)socket.RemoteEndPoint!;
     private readonly SemaphoreSlim _writeLock = new(1, 1);
-    private readonly ArrayBufferWriter<byte> _toCore = new(BufferSize);
+    // Grows with the user's traffic; an idle session's CONNECT and PING fit the first page.
+    private readonly ArrayBufferWriter<byte> _toCore = new(4096);
     private readonly ArrayBufferWriter<byte> _controlOut = new(256);
     private Stream _user = null!;
     /// <summary>The user's socket stream: continuations move to the thread pool until CONNECT is forwarded.</summary>
@@ -420,10 +424,9 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
 
     private async Task CoreToUserAsync(CoreLink core)
     {
-        var buffer = ArrayPool<byte>.Shared.Rent(WsOpcode.MaxServerHeader + BufferSize);
-        // server/websocket.go wsFrameSizeForBrowsers: browsers (User-Agent "Mozilla/") get frames of at most 4 KB,
-        // which they handle better; a read from the core is cut into such frames, all sent in one write.
-        byte[]? browserFrames = _upgrade.Browser ? ArrayPool<byte>.Shared.Rent(FrameHeader.FramedSize(BufferSize, BrowserFrameSize)) : null;
+        // Room for the frame header before each read's bytes. Pinned: an idle session keeps a read pending into it,
+        // and only the pages reads wrote become resident (PinnedBuffers says why).
+        var buffer = PinnedBuffers.Rent(CoreReadArraySize);
         int last = 0;
         try
         {
@@ -437,10 +440,20 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
                 {
                     if (_closeSent) continue;
                     if (_upgrade.Compress && n > CompressThreshold) await WriteDeflatedAsync(buffer.AsSpan(WsOpcode.MaxServerHeader, n).ToArray()).ConfigureAwait(false);
-                    else if (browserFrames is not null && n > BrowserFrameSize)
+                    else if (_upgrade.Browser && n > BrowserFrameSize)
                     {
-                        int framed = FrameHeader.WriteFrames(buffer.AsSpan(WsOpcode.MaxServerHeader, n), browserFrames, BrowserFrameSize);
-                        await _user.WriteAsync(browserFrames.AsMemory(0, framed)).ConfigureAwait(false);
+                        // server/websocket.go wsFrameSizeForBrowsers: browsers (User-Agent "Mozilla/") get frames of at
+                        // most 4 KB, which they handle better; the read is cut into such frames, all sent in one write.
+                        var browserFrames = ArrayPool<byte>.Shared.Rent(FrameHeader.FramedSize(n, BrowserFrameSize));
+                        try
+                        {
+                            int framed = FrameHeader.WriteFrames(buffer.AsSpan(WsOpcode.MaxServerHeader, n), browserFrames, BrowserFrameSize);
+                            await _user.WriteAsync(browserFrames.AsMemory(0, framed)).ConfigureAwait(false);
+                        }
+                        finally
+                        {
+                            ArrayPool<byte>.Shared.Return(browserFrames);
+                        }
                     }
                     else
                     {
@@ -461,8 +474,7 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
         finally
         {
             var (status, reason) = CloseFor(buffer.AsSpan(WsOpcode.MaxServerHeader, last));
-            ArrayPool<byte>.Shared.Return(buffer);
-            if (browserFrames is not null) ArrayPool<byte>.Shared.Return(browserFrames);
+            PinnedBuffers.Return(buffer);
             try
             {
                 await SendCloseAsync(status, reason).ConfigureAwait(false);
