@@ -11,12 +11,15 @@ namespace NatsBroker.WebSocketGateway;
 /// </summary>
 internal sealed class WebSocketMessageStream(Stream user, bool requireMask, bool compressed) : Stream, IFrameSink
 {
-    private const int ReadSize = 16 * 1024;
     private readonly FrameDecoder _decoder = new(requireMask, compressed);
-    private readonly byte[] _raw = new byte[ReadSize];
-    private readonly ArrayBufferWriter<byte> _decoded = new(ReadSize);
+    private const int ReadSize = 16 * 1024;
+    // An idle session waits in a read into _raw: pinned and uninitialized, so only the pages reads wrote are resident
+    // (PinnedBuffers says why). Not pooled: Dispose can come while a read into it is still in flight.
+    // The writers start at one page and grow with the session's traffic.
+    private readonly byte[] _raw = GC.AllocateUninitializedArray<byte>(ReadSize, pinned: true);
+    private readonly ArrayBufferWriter<byte> _decoded = new(4096);
     private readonly ArrayBufferWriter<byte> _control = new(256);
-    private readonly ArrayBufferWriter<byte> _out = new(ReadSize);
+    private readonly ArrayBufferWriter<byte> _out = new(4096);
     private readonly SemaphoreSlim _writeLock = new(1, 1);
     private int _decodedRead;
     private bool _closed;
