@@ -1,6 +1,5 @@
 using System.Buffers;
 using System.Buffers.Binary;
-using System.IO.Compression;
 
 namespace NatsBroker.WebSocketGateway;
 
@@ -199,26 +198,17 @@ public sealed class FrameDecoder(bool requireMask, bool compressionNegotiated, i
         if (_compressed is null) return true; // an empty compressed message
         DeflateTail.CopyTo(_compressed.AsSpan(_compressedLength));
         var output = ArrayPool<byte>.Shared.Rent(16 * 1024);
+        var inflater = Zlib.RentInflater();
         try
         {
-            using var source = new MemoryStream(_compressed, 0, _compressedLength + DeflateTail.Length, writable: false);
-            using var inflate = new DeflateStream(source, CompressionMode.Decompress);
-            long total = 0;
-            int n;
-            while ((n = inflate.Read(output)) > 0)
-            {
-                total += n;
-                if (total > maxCompressedMessage) return Fail(WsCloseStatus.MessageTooBig, "decompressed message too big") >= 0;
-                sink.Data(output.AsSpan(0, n));
-            }
+            long total = inflater.Decompress(_compressed.AsSpan(0, _compressedLength + DeflateTail.Length), output, sink, maxCompressedMessage);
+            if (total < 0) return Fail(WsCloseStatus.InvalidPayload, "invalid compressed data") >= 0;
+            if (total > maxCompressedMessage) return Fail(WsCloseStatus.MessageTooBig, "decompressed message too big") >= 0;
             return true;
-        }
-        catch (InvalidDataException ex)
-        {
-            return Fail(WsCloseStatus.InvalidPayload, ex.Message) >= 0;
         }
         finally
         {
+            Zlib.Return(inflater);
             ArrayPool<byte>.Shared.Return(output);
             _compressedLength = 0;
         }

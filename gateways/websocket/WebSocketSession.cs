@@ -42,7 +42,6 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
     private bool _connectForwarded;
     private bool _closeSent;
     private bool _userClosed;
-    private MemoryStream? _deflated;
 
     private string RemoteIp => _remote.Address.IsIPv4MappedToIPv6 ? _remote.Address.MapToIPv4().ToString() : _remote.Address.ToString();
 
@@ -102,7 +101,6 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
         {
             if (core is not null) await core.DisposeAsync().ConfigureAwait(false);
             await _user.DisposeAsync().ConfigureAwait(false);
-            _deflated?.Dispose();
             _writeLock.Dispose();
         }
     }
@@ -439,7 +437,7 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
                 try
                 {
                     if (_closeSent) continue;
-                    if (_upgrade.Compress && n > CompressThreshold) await WriteDeflatedAsync(buffer.AsSpan(WsOpcode.MaxServerHeader, n).ToArray()).ConfigureAwait(false);
+                    if (_upgrade.Compress && n > CompressThreshold) await WriteDeflatedAsync(buffer.AsMemory(WsOpcode.MaxServerHeader, n)).ConfigureAwait(false);
                     else if (_upgrade.Browser && n > BrowserFrameSize)
                     {
                         // server/websocket.go wsFrameSizeForBrowsers: browsers (User-Agent "Mozilla/") get frames of at
@@ -485,24 +483,29 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
         }
     }
 
-    /// <summary>permessage-deflate with no context takeover: a fresh raw deflate per message, the 00 00 ff ff tail removed.</summary>
-    private async Task WriteDeflatedAsync(byte[] payload)
+    /// <summary>permessage-deflate with no context takeover: each message deflated on its own (Zlib), the 00 00 ff ff tail removed.</summary>
+    private async Task WriteDeflatedAsync(ReadOnlyMemory<byte> payload)
     {
-        _deflated ??= new MemoryStream();
-        _deflated.SetLength(WsOpcode.MaxServerHeader);
-        _deflated.Position = WsOpcode.MaxServerHeader;
-        using (var deflate = new System.IO.Compression.DeflateStream(_deflated, System.IO.Compression.CompressionLevel.Fastest, leaveOpen: true))
+        var frame = ArrayPool<byte>.Shared.Rent(WsOpcode.MaxServerHeader + payload.Length + (payload.Length >> 8) + 64);
+        try
         {
-            deflate.Write(payload);
-            deflate.Flush(); // sync flush: ends with 00 00 ff ff
+            var deflater = Zlib.RentDeflater();
+            int bodyEnd;
+            try
+            {
+                bodyEnd = deflater.Compress(payload.Span, ref frame, WsOpcode.MaxServerHeader);
+            }
+            finally
+            {
+                Zlib.Return(deflater);
+            }
+            int start = FrameHeader.WriteBefore(frame, WsOpcode.MaxServerHeader, WsOpcode.Binary, true, bodyEnd - WsOpcode.MaxServerHeader);
+            await _user.WriteAsync(frame.AsMemory(start, bodyEnd - start)).ConfigureAwait(false);
         }
-        var all = _deflated.GetBuffer();
-        int end = (int)_deflated.Length;
-        // Dispose appended a final empty block after the sync flush; cut back to the flush marker.
-        int marker = all.AsSpan(WsOpcode.MaxServerHeader, end - WsOpcode.MaxServerHeader).LastIndexOf((ReadOnlySpan<byte>)[0x00, 0x00, 0xff, 0xff]);
-        int bodyEnd = WsOpcode.MaxServerHeader + marker;
-        int start = FrameHeader.WriteBefore(all, WsOpcode.MaxServerHeader, WsOpcode.Binary, true, bodyEnd - WsOpcode.MaxServerHeader);
-        await _user.WriteAsync(all.AsMemory(start, bodyEnd - start)).ConfigureAwait(false);
+        finally
+        {
+            ArrayPool<byte>.Shared.Return(frame);
+        }
     }
 
     private async Task SendCloseAsync(ushort status, string reason)
