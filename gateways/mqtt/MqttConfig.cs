@@ -97,6 +97,9 @@ public static class MqttConfig
                 case "consumer_inactive_threshold" or "consumer_auto_cleanup":
                     if (Duration(v, out var it)) o.ConsumerInactiveThreshold = it; else Bad("a duration");
                     break;
+                case "reuse_port":
+                    if (v.Kind == ConfigValueKind.Bool) o.ReusePort = v.AsBool(); else Bad("a boolean");
+                    break;
                 case "reject_qos2_publish":
                     if (v.Kind == ConfigValueKind.Bool) o.RejectQoS2Publish = v.AsBool(); else Bad("a boolean");
                     break;

@@ -38,6 +38,8 @@ public sealed class MqttOptions : NatsBroker.Gateways.Link.IGatewayListenOptions
     /// </summary>
     public TimeSpan SessionEndTimeout => JsApiTimeout * 4;
     public bool RejectQoS2Publish { get; set; }
+    /// <summary>Ours, not nats-server's: <c>reuse_port: true</c> binds with SO_REUSEPORT so several gateway instances share the port.</summary>
+    public bool ReusePort { get; set; }
     /// <summary>Ours: the longest keep-alive an MQTT 5 client gets (Server Keep Alive); 0 = what the client asks.</summary>
     public ushort MaxKeepAlive { get; set; }
     public bool DowngradeQoS2Subscribe { get; set; }

@@ -23,6 +23,9 @@ internal sealed class MqttService(MqttOptions options, GatewayEnvironment link, 
 
     protected override TimeSpan DrainTimeout => options.DrainTimeout;
 
+    /// <summary><c>mqtt { reuse_port: true }</c> (ours): SO_REUSEPORT, so several instances share the port and its sessions.</summary>
+    protected override bool ReusePort => options.ReusePort;
+
     protected override void OnStarting()
     {
         if (options.Tls is { } tls) _certificates = new CertificateSet(tls);

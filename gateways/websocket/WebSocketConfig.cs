@@ -85,6 +85,9 @@ public static class WebSocketConfig
                 case "compression":
                     if (v.Kind == ConfigValueKind.Bool) o.Compression = v.AsBool(); else Bad("a boolean");
                     break;
+                case "reuse_port":
+                    if (v.Kind == ConfigValueKind.Bool) o.ReusePort = v.AsBool(); else Bad("a boolean");
+                    break;
                 case "handshake_timeout":
                     // opts.go parseDuration: a duration string, or (deprecated) a number of seconds.
                     if (v.Kind == ConfigValueKind.String && GoDuration.TryParse(v.AsString(), out var t, out _)) o.HandshakeTimeout = t;

@@ -16,6 +16,8 @@ public sealed class WebSocketOptions : NatsBroker.Gateways.Link.IGatewayListenOp
     public List<string> AllowedOrigins { get; set; } = [];
     /// <summary><c>compression</c>: permessage-deflate when the client offers it.</summary>
     public bool Compression { get; set; }
+    /// <summary>Ours, not nats-server's: <c>reuse_port: true</c> binds with SO_REUSEPORT so several gateway instances share the port.</summary>
+    public bool ReusePort { get; set; }
     /// <summary>Time for the TLS and HTTP upgrade handshake (nats-server: the HTTP server's ReadTimeout); zero = none.</summary>
     public TimeSpan HandshakeTimeout { get; set; }
     public string? NoAuthUser { get; set; }

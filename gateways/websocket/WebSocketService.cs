@@ -9,7 +9,8 @@ using NatsBroker.TlsTerminator;
 namespace NatsBroker.WebSocketGateway;
 
 /// <summary>
-/// The gateway's listener: accepts clients on the websocket host/port, runs a <see cref="WebSocketSession"/> per
+/// The gateway's listener: accepts clients on the websocket host/port (SO_REUSEPORT with
+/// <c>websocket { reuse_port: true }</c>, so several instances share it), runs a <see cref="WebSocketSession"/> per
 /// client, reloads the wss certificate on SIGHUP, and on stop drains: no new clients, sessions stop reading from
 /// users and close once the core's side has flushed, within the drain timeout.
 /// </summary>
@@ -20,6 +21,8 @@ internal sealed class WebSocketService(WebSocketOptions options, GatewayEnvironm
     private NatsBroker.MqttGateway.MqttOverWebSocketHost? _mqtt;
 
     protected override TimeSpan DrainTimeout => options.DrainTimeout;
+
+    protected override bool ReusePort => options.ReusePort;
 
     protected override void OnStarting()
     {

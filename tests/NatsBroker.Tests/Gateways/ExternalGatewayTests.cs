@@ -11,7 +11,7 @@ namespace NatsBroker.Tests.Gateways;
 
 /// <summary>
 /// Gateways managed elsewhere (as under systemd): the core with <c>gateways { managed: external }</c> and two
-/// tls-terminator processes sharing one port (SO_REUSEPORT), started by the test with their own seed.
+/// tls-terminator (or WebSocket gateway) processes sharing one port (SO_REUSEPORT), started by the test with their own seed.
 /// </summary>
 [Collection("Gateways")]
 public sealed class ExternalGatewayTests(ITestOutputHelper output) : IDisposable
@@ -30,9 +30,12 @@ public sealed class ExternalGatewayTests(ITestOutputHelper output) : IDisposable
         _pki.Dispose();
     }
 
-    private (Process, StringBuilder) StartTerminator(string config, int port, string seed, string socket, params string[] extra)
+    private (Process, StringBuilder) StartTerminator(string config, int port, string seed, string socket, params string[] extra) =>
+        StartGateway("NatsBroker.TlsTerminator.dll", config, port, seed, socket, extra);
+
+    private (Process, StringBuilder) StartGateway(string assembly, string config, int port, string seed, string socket, params string[] extra)
     {
-        var dll = Path.Combine(AppContext.BaseDirectory, "NatsBroker.TlsTerminator.dll");
+        var dll = Path.Combine(AppContext.BaseDirectory, assembly);
         var psi = new ProcessStartInfo(TestEnvironment.DotnetHost())
         {
             UseShellExecute = false,
@@ -65,33 +68,42 @@ public sealed class ExternalGatewayTests(ITestOutputHelper output) : IDisposable
         lock (log) Assert.Fail($"\"{text}\" not seen in:\n{log}");
     }
 
-    [Fact]
-    public async Task Two_instances_share_a_port_and_stopping_one_sends_its_clients_to_the_other()
+    [Theory]
+    [InlineData("tls-terminator")]
+    [InlineData("websocket")]
+    public async Task Two_instances_share_a_port_and_stopping_one_sends_its_clients_to_the_other(string gateway)
     {
         using var key = KeyPair.CreatePair(PrefixByte.User);
         int port;
         port = TestPorts.Next();
         var socket = Path.Combine(Path.GetTempPath(), $"nb-{Guid.NewGuid():N}"[..12] + ".sock");
+        bool tls = gateway == "tls-terminator";
+        // reuse_port (ours): the TLS terminator's in its tls {} block, the WebSocket gateway's in websocket {}.
+        string block = tls
+            ? $$"""tls { cert_file: "{{_pki.ServerCert}}", key_file: "{{_pki.ServerKey}}", reuse_port: true }"""
+            : $$"""websocket { port: {{port}}, no_tls: true, reuse_port: true }""";
         var config = $$"""
             unix_socket: "{{socket}}"
-            tls { cert_file: "{{_pki.ServerCert}}", key_file: "{{_pki.ServerKey}}", reuse_port: true }
+            {{block}}
             gateways { managed: external }
             proxies { trusted = [ { key: "{{key.GetPublicKey()}}" } ] }
             """;
         var configPath = Path.Combine(_pki.Dir, "external.conf");
         File.WriteAllText(configPath, config);
 
-        // The core does not listen on TCP here: start the terminators once its socket exists.
-        var coreStart = ServerProcess.StartAsync(ServerKind.Ours, new ServerStartOptions { Config = config, Port = port }, output);
+        // The core does not listen on TCP here: start the gateways once its socket exists.
+        var coreStart = ServerProcess.StartAsync(ServerKind.Ours, new ServerStartOptions { Config = config, Port = tls ? port : TestPorts.Next() }, output);
         var deadline = DateTime.UtcNow.AddSeconds(30);
         while (!File.Exists(socket) && DateTime.UtcNow < deadline && !coreStart.IsCompleted) await Task.Delay(50);
         Assert.True(File.Exists(socket), "the core's socket did not appear");
-        var (first, firstLog) = StartTerminator(configPath, port, key.GetSeed(), socket);
-        var (_, secondLog) = StartTerminator(configPath, port, key.GetSeed(), socket);
-        await WaitFor(firstLog, "Listening for client connections");
-        await WaitFor(secondLog, "Listening for client connections");
+        string assembly = tls ? "NatsBroker.TlsTerminator.dll" : "NatsBroker.WebSocketGateway.dll";
+        string listening = tls ? "Listening for client connections" : "Listening for websocket clients";
+        var (first, firstLog) = StartGateway(assembly, configPath, port, key.GetSeed(), socket);
+        var (_, secondLog) = StartGateway(assembly, configPath, port, key.GetSeed(), socket);
+        await WaitFor(firstLog, listening);
+        await WaitFor(secondLog, listening);
         await using var core = await coreStart;
-        Assert.DoesNotContain("Started the tls-terminator", core.Output, StringComparison.Ordinal);
+        Assert.DoesNotContain("Started the " + gateway, core.Output, StringComparison.Ordinal);
 
         var clients = new List<NatsConnection>();
         try
@@ -100,8 +112,8 @@ public sealed class ExternalGatewayTests(ITestOutputHelper output) : IDisposable
             {
                 var nc = new NatsConnection(new NatsOpts
                 {
-                    Url = $"tls://127.0.0.1:{port}",
-                    TlsOpts = new NatsTlsOpts { Mode = TlsMode.Require, CaFile = _pki.CaFile },
+                    Url = tls ? $"tls://127.0.0.1:{port}" : $"ws://127.0.0.1:{port}",
+                    TlsOpts = tls ? new NatsTlsOpts { Mode = TlsMode.Require, CaFile = _pki.CaFile } : NatsTlsOpts.Default,
                     ReconnectWaitMin = TimeSpan.FromMilliseconds(100),
                     ReconnectWaitMax = TimeSpan.FromMilliseconds(500),
                 });
