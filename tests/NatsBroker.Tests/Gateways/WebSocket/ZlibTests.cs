@@ -10,8 +10,12 @@ namespace NatsBroker.Tests.Gateways.WebSocket;
 /// inflater (as any RFC 7692 peer) reads back; what a peer compresses, it inflates; bad data and size limits are
 /// reported, and its compressors and decompressors are reused across messages.
 /// </summary>
+[Collection(PoolCollection)]
 public sealed class ZlibTests
 {
+    /// <summary>The tests that rent from the process-wide zlib pool run one at a time (see FrameAllocationTests).</summary>
+    public const string PoolCollection = "zlib pool";
+
     private static readonly byte[] Tail = [0x00, 0x00, 0xff, 0xff, 0x01, 0x00, 0x00, 0xff, 0xff];
 
     private sealed class Collector : IFrameSink
