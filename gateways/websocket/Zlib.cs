@@ -71,7 +71,7 @@ internal static unsafe partial class Zlib
 
     /// <summary>zlib's <c>z_stream</c> (LP64: <c>uLong</c> is 64 bits), kept in native memory so zlib may point into it.</summary>
     [StructLayout(LayoutKind.Sequential)]
-    private struct ZStream
+    internal struct ZStream
     {
         public byte* NextIn;
         public uint AvailIn;
@@ -89,25 +89,53 @@ internal static unsafe partial class Zlib
         public nuint Reserved;
     }
 
-    /// <summary>A raw deflate compressor; one message at a time, reset before each.</summary>
-    public sealed class Deflater : IDisposable
+    /// <summary>
+    /// Owns one <c>z_stream</c> in native memory (zlib keeps pointers into it, so it must not move): initialised by the
+    /// derived constructor through <see cref="Init"/>, ended and freed once by <see cref="Dispose"/> or the finalizer.
+    /// </summary>
+    public abstract class ZStreamOwner : IDisposable
     {
-        private ZStream* _z = (ZStream*)NativeMemory.AllocZeroed((nuint)sizeof(ZStream));
+        private protected ZStream* _z = (ZStream*)NativeMemory.AllocZeroed((nuint)sizeof(ZStream));
 
-        public Deflater()
+        ~ZStreamOwner() => Free();
+
+        /// <summary>Runs zlib's init for this stream; on failure frees it and throws.</summary>
+        private protected void Init(int rc, string what)
         {
-            int rc;
-            fixed (byte* v = Version) rc = DeflateInit2(_z, BestSpeed, ZDeflated, RawWindowBits, 8, 0, v, sizeof(ZStream));
-            if (rc != ZOk)
-            {
-                NativeMemory.Free(_z);
-                _z = null;
-                GC.SuppressFinalize(this);
-                throw new InvalidOperationException($"zlib deflateInit2 failed ({rc})");
-            }
+            if (rc == ZOk) return;
+            NativeMemory.Free(_z);
+            _z = null;
+            GC.SuppressFinalize(this);
+            throw new InvalidOperationException($"zlib {what} failed ({rc})");
         }
 
-        ~Deflater() => Free();
+        /// <summary>zlib's end call for this kind of stream (deflateEnd or inflateEnd).</summary>
+        private protected abstract int End(ZStream* z);
+
+        public void Dispose()
+        {
+            Free();
+            GC.SuppressFinalize(this);
+        }
+
+        private void Free()
+        {
+            if (_z is null) return;
+            _ = End(_z);
+            NativeMemory.Free(_z);
+            _z = null;
+        }
+    }
+
+    /// <summary>A raw deflate compressor; one message at a time, reset before each.</summary>
+    public sealed class Deflater : ZStreamOwner
+    {
+        public Deflater()
+        {
+            fixed (byte* v = Version) Init(DeflateInit2(_z, BestSpeed, ZDeflated, RawWindowBits, 8, 0, v, sizeof(ZStream)), "deflateInit2");
+        }
+
+        private protected override int End(ZStream* z) => DeflateEnd(z);
 
         /// <summary>
         /// Compresses <paramref name="input"/> as one message into <paramref name="output"/> from
@@ -152,41 +180,17 @@ internal static unsafe partial class Zlib
             System.Buffers.ArrayPool<byte>.Shared.Return(output);
             output = bigger;
         }
-
-        public void Dispose()
-        {
-            Free();
-            GC.SuppressFinalize(this);
-        }
-
-        private void Free()
-        {
-            if (_z is null) return;
-            _ = DeflateEnd(_z);
-            NativeMemory.Free(_z);
-            _z = null;
-        }
     }
 
     /// <summary>A raw inflater; one message at a time, reset before each.</summary>
-    public sealed class Inflater : IDisposable
+    public sealed class Inflater : ZStreamOwner
     {
-        private ZStream* _z = (ZStream*)NativeMemory.AllocZeroed((nuint)sizeof(ZStream));
-
         public Inflater()
         {
-            int rc;
-            fixed (byte* v = Version) rc = InflateInit2(_z, RawWindowBits, v, sizeof(ZStream));
-            if (rc != ZOk)
-            {
-                NativeMemory.Free(_z);
-                _z = null;
-                GC.SuppressFinalize(this);
-                throw new InvalidOperationException($"zlib inflateInit2 failed ({rc})");
-            }
+            fixed (byte* v = Version) Init(InflateInit2(_z, RawWindowBits, v, sizeof(ZStream)), "inflateInit2");
         }
 
-        ~Inflater() => Free();
+        private protected override int End(ZStream* z) => InflateEnd(z);
 
         /// <summary>
         /// Inflates one message (its bytes with the tail that ends the stream) into <paramref name="scratch"/>, a
@@ -225,20 +229,6 @@ internal static unsafe partial class Zlib
                     _z->NextOut = null;
                 }
             }
-        }
-
-        public void Dispose()
-        {
-            Free();
-            GC.SuppressFinalize(this);
-        }
-
-        private void Free()
-        {
-            if (_z is null) return;
-            _ = InflateEnd(_z);
-            NativeMemory.Free(_z);
-            _z = null;
         }
     }
 
