@@ -207,6 +207,54 @@ public sealed class TlsTerminatorTests(ITestOutputHelper output) : IDisposable
         Assert.Equal("", await ReadToEnd(socket, TimeSpan.FromSeconds(15)));
     }
 
+    [SkippableTheory]
+    [MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    public async Task A_client_certificate_from_an_unknown_issuer_is_refused(ServerKind kind)
+    {
+        Prerequisites.RequireServer(kind, output);
+        // Self-signed, valid for client authentication, but not issued by the CA the server trusts.
+        using var key = System.Security.Cryptography.ECDsa.Create(System.Security.Cryptography.ECCurve.NamedCurves.nistP256);
+        var request = new System.Security.Cryptography.X509Certificates.CertificateRequest("CN=mallory", key, System.Security.Cryptography.HashAlgorithmName.SHA256);
+        request.CertificateExtensions.Add(new System.Security.Cryptography.X509Certificates.X509EnhancedKeyUsageExtension(
+            [new System.Security.Cryptography.Oid("1.3.6.1.5.5.7.3.2")], critical: false));
+        using var self = request.CreateSelfSigned(DateTimeOffset.UtcNow.AddDays(-1), DateTimeOffset.UtcNow.AddDays(1));
+        string certFile = Path.Combine(_pki.Dir, "mallory-self.pem"), keyFile = Path.Combine(_pki.Dir, "mallory-self-key.pem");
+        File.WriteAllText(certFile, self.ExportCertificatePem());
+        File.WriteAllText(keyFile, key.ExportPkcs8PrivateKeyPem());
+
+        await using var server = await Start(kind, Config($"ca_file: \"{_pki.CaFile}\"\nverify: true"));
+        await using var nc = new NatsConnection(ClientOpts(server, cert: (certFile, keyFile)));
+        await Assert.ThrowsAnyAsync<Exception>(async () => await nc.ConnectAsync());
+        // The same server takes a certificate from its CA.
+        await using var alice = new NatsConnection(ClientOpts(server, cert: _pki.Issue("alice", "CN=alice")));
+        await alice.ConnectAsync();
+        await RoundTrip(alice);
+    }
+
+    [Theory]
+    [InlineData(System.Security.Authentication.SslProtocols.Tls12, false)]
+    [InlineData(System.Security.Authentication.SslProtocols.Tls13, true)]
+    public async Task Min_version_refuses_older_protocols(System.Security.Authentication.SslProtocols client, bool accepted)
+    {
+        await using var server = await Start(ServerKind.Ours, Config("min_version: \"1.3\""));
+        using var socket = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp);
+        await socket.ConnectAsync(IPAddress.Loopback, server.Port);
+        Assert.StartsWith("INFO ", await ReadLine(socket), StringComparison.Ordinal);
+        await using var ssl = new SslStream(new NetworkStream(socket, ownsSocket: false), false, TrustTestCa);
+        var handshake = ssl.AuthenticateAsClientAsync(new SslClientAuthenticationOptions { TargetHost = "localhost", EnabledSslProtocols = client });
+        if (!accepted)
+        {
+            await Assert.ThrowsAnyAsync<Exception>(() => handshake);
+            return;
+        }
+        await handshake;
+        Assert.Equal(System.Security.Authentication.SslProtocols.Tls13, ssl.SslProtocol);
+        await ssl.WriteAsync("CONNECT {\"verbose\":false}\r\nPING\r\n"u8.ToArray());
+        using var reader = new StreamReader(ssl, Encoding.ASCII);
+        using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(10));
+        Assert.Equal("PONG", await reader.ReadLineAsync(cts.Token));
+    }
+
     [Fact]
     public async Task Supervisor_restarts_a_killed_terminator_and_clients_reconnect()
     {
