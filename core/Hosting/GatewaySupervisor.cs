@@ -22,6 +22,8 @@ public sealed partial class GatewaySupervisor : IHostedService
 {
     /// <summary>Environment variables a supervised gateway reads (gateways/link GatewayEnvironment).</summary>
     public const string SeedVariable = "NATSBROKER_GATEWAY_SEED", SocketVariable = "NATSBROKER_CORE_SOCKET";
+    /// <summary>The core's pid, for the child to notice it is gone (gateways/link SupervisorWatch.PidVariable).</summary>
+    public const string SupervisorPidVariable = "NATSBROKER_SUPERVISOR_PID";
     /// <summary>Overrides where the tls-terminator is found (a published binary or a .dll run with dotnet).</summary>
     public const string TerminatorPathVariable = "NATSBROKER_TLS_TERMINATOR";
     /// <summary>Overrides where the websocket gateway is found.</summary>
@@ -286,6 +288,8 @@ public sealed partial class GatewaySupervisor : IHostedService
         psi.UseShellExecute = false;
         psi.Environment[SeedVariable] = _seed;
         psi.Environment[SocketVariable] = _options.UnixSocketPath;
+        // The child stops by itself when this process is gone (killed, so unable to SIGTERM it): gateways/link SupervisorWatch.
+        psi.Environment[SupervisorPidVariable] = Environment.ProcessId.ToString(System.Globalization.CultureInfo.InvariantCulture);
         return psi;
     }
 

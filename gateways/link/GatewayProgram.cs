@@ -114,6 +114,11 @@ public static class GatewayProgram
         // One SessionSet per process: the gateway's service runs its sessions in it, the control plane reads it.
         builder.Services.AddSingleton(sp => new SessionSet(sp.GetRequiredService<ILoggerFactory>().CreateLogger(displayName)));
         builder.Services.AddHostedService<TService>();
+        if (SupervisorWatch.SupervisorPid() is int supervisor)
+        {
+            builder.Services.AddHostedService(sp => new SupervisorWatch(supervisor, sp.GetRequiredService<IHostApplicationLifetime>(),
+                sp.GetRequiredService<ILoggerFactory>().CreateLogger(displayName)));
+        }
         if (controlSocketPath is not null)
         {
             var identity = new Control.GatewayIdentity(displayName, System.Diagnostics.Stopwatch.GetTimestamp());
