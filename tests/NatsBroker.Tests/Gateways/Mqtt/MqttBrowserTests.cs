@@ -9,12 +9,12 @@ namespace NatsBroker.Tests.Gateways.Mqtt;
 /// <summary>
 /// MQTT over WebSocket from a real browser (issue 12): Debian's chromium (driven by Playwright by path) opens a page
 /// served on localhost that uses mqtt.js's browser bundle (npm <c>mqtt</c>, tests/browser) and connects to the
-/// websocket gateway's <c>/mqtt</c> path (with <c>allowed_origins</c> naming the page's origin), as MQTT 3.1.1 and
-/// as MQTT 5, and MQTT 5 with <c>compression: true</c> (chromium offers permessage-deflate, so both ways are then
-/// compressed). The page exchanges messages with NATS.Net both ways, round-trips a QoS 1 message, gets a retained
-/// message on a second connection and a QoS 1 message queued for its persistent session while it was away. The test
-/// checks what the page shows and what NATS.Net received, and saves a screenshot. Skipped (failed under CI=true)
-/// without chromium or npm.
+/// websocket gateway's <c>/mqtt</c> path (with <c>allowed_origins</c> naming the page's origin), as MQTT 3.1.1, as
+/// MQTT 5, and as MQTT 5 with <c>compression: true</c> (chromium offers permessage-deflate, so both ways are then
+/// compressed). The page exchanges messages with NATS.Net both ways, round-trips a QoS 1 message, stays connected
+/// through idle keep-alive periods, gets a retained message on a second connection and a QoS 1 message queued for
+/// its persistent session while it was away. The test checks what the page shows and what NATS.Net received, and
+/// saves a screenshot. Skipped (failed under CI=true) without chromium or npm.
 /// </summary>
 [Collection("Gateways")]
 public sealed class MqttBrowserTests(ITestOutputHelper output)
@@ -44,7 +44,7 @@ public sealed class MqttBrowserTests(ITestOutputHelper output)
             // mqtt.js's own hook for making the WebSocket: the same socket it would make, kept to read what the
             // 101 negotiated (subprotocol, extensions).
             const createWebsocket = (u, protocols) => (socket = new WebSocket(u, protocols));
-            const options = { clientId, protocolVersion: v, clean: !persistent, reconnectPeriod: 0, connectTimeout: 10000, keepalive: 30, createWebsocket };
+            const options = { clientId, protocolVersion: v, clean: !persistent, reconnectPeriod: 0, connectTimeout: 10000, keepalive: 2, createWebsocket };
             if (v === 5 && persistent) options.properties = { sessionExpiryInterval: 300 };
             const c = mqtt.connect(url, options);
             const queued = [], waiting = [];
@@ -80,6 +80,15 @@ public sealed class MqttBrowserTests(ITestOutputHelper output)
             step("QoS 1 round trip");
             await within(10000, a.c.publishAsync(t + "down", "qos 1 round trip", { qos: 1 }));
             const loop = await a.next();
+            step("idle past the keep-alive");
+            // keepalive 2 s: mqtt.js pings while idle (and closes itself when no PINGRESP comes), the gateway closes
+            // a client silent for 1.5 keep-alives: still connected after 5 s idle with a PINGRESP seen means both
+            // ways went through.
+            let pongs = 0;
+            a.c.on("packetreceive", p => { if (p.cmd === "pingresp") pongs++; });
+            await new Promise(r => setTimeout(r, 5000));
+            show("v" + v + " idle 5 s: connected " + a.c.connected + ", " + pongs + " PINGRESP");
+            const keptAlive = a.c.connected && pongs >= 1 ? "kept alive" : "connected " + a.c.connected + ", " + pongs + " PINGRESP";
             step("publish retained");
             await within(10000, a.c.publishAsync(t + "status", "retained from the page", { qos: 1, retain: true }));
 
@@ -103,7 +112,7 @@ public sealed class MqttBrowserTests(ITestOutputHelper output)
             state.textContent = ["ok", "protocol " + a.socket.protocol, "extensions " + a.socket.extensions,
               "granted " + granted.map(g => g.qos).join(","),
               fromNats.topic, fromNats.text, "qos " + fromNats.qos,
-              loop.text, "qos " + loop.qos,
+              loop.text, "qos " + loop.qos, keptAlive,
               retained.topic, retained.text, "retain " + retained.retain,
               "session present " + b2.connack.sessionPresent, queued.text, "qos " + queued.qos].join("|");
           } catch (e) {
@@ -183,7 +192,7 @@ public sealed class MqttBrowserTests(ITestOutputHelper output)
             "granted 1",
             // A NATS publication reaches a QoS 1 subscription at QoS 0, as on nats-server (it is not in $MQTT_msgs).
             $"browser/{id}/down", "from nats", "qos 0",
-            "qos 1 round trip", "qos 1",
+            "qos 1 round trip", "qos 1", "kept alive",
             $"browser/{id}/status", "retained from the page", "retain true",
             "session present true", "while you were away", "qos 1"), state);
         var fromPage = await upReceived.WaitAsync(TimeSpan.FromSeconds(5));
