@@ -1,7 +1,4 @@
-using System.Diagnostics;
 using System.Net;
-using System.Net.Sockets;
-using System.Text;
 using Microsoft.Playwright;
 using NATS.Client.Core;
 using NatsBroker.Tests.Infrastructure;
@@ -19,28 +16,6 @@ namespace NatsBroker.Tests.Gateways.WebSocket;
 [Collection("Gateways")]
 public sealed class BrowserTests(ITestOutputHelper output)
 {
-
-    private static string? Chromium() =>
-        new[] { Environment.GetEnvironmentVariable("CHROMIUM_PATH"), "/usr/bin/chromium", "/usr/bin/chromium-browser" }
-            .FirstOrDefault(p => !string.IsNullOrEmpty(p) && File.Exists(p));
-
-    /// <summary>tests/browser/node_modules/nats.ws, installed with npm ci when missing.</summary>
-    private async Task<string?> NatsWsBundle()
-    {
-        var dir = Path.Combine(TestEnvironment.RepoRoot, "tests", "browser");
-        var bundle = Path.Combine(dir, "node_modules", "nats.ws", "esm", "nats.js");
-        if (File.Exists(bundle)) return bundle;
-        if (TestEnvironment.NpmPath is null) return null;
-        var psi = new ProcessStartInfo(TestEnvironment.NpmPath, "ci --no-audit --no-fund") { WorkingDirectory = dir, RedirectStandardOutput = true, RedirectStandardError = true };
-        using var p = Process.Start(psi)!;
-        var stdout = p.StandardOutput.ReadToEndAsync();
-        var stderr = p.StandardError.ReadToEndAsync();
-        using var cts = new CancellationTokenSource(TimeSpan.FromMinutes(3));
-        await p.WaitForExitAsync(cts.Token);
-        output.WriteLine(await stdout + await stderr);
-        return File.Exists(bundle) ? bundle : null;
-    }
-
     private const string Page = """
         <!doctype html>
         <html><head><title>nats.ws through the NatsBroker websocket gateway</title></head>
@@ -71,16 +46,16 @@ public sealed class BrowserTests(ITestOutputHelper output)
     public async Task Chromium_with_nats_ws_pubsub_and_request_reply_with_a_NatsNet_service()
     {
         Prerequisites.RequireServer(ServerKind.Ours, output);
-        var chromium = Chromium();
+        var chromium = BrowserSupport.Chromium();
         if (chromium is null) Prerequisites.Missing("chromium not found (apt-get install chromium, or set CHROMIUM_PATH)", output);
-        var bundle = await NatsWsBundle();
+        var bundle = await BrowserSupport.BundleAsync(Path.Combine("nats.ws", "esm", "nats.js"), output);
         if (bundle is null) Prerequisites.Missing("tests/browser/node_modules/nats.ws is missing and npm could not install it", output);
 
         int pagePort = TestPorts.Next(), wsPort = TestPorts.Next();
         using var http = new HttpListener();
         http.Prefixes.Add($"http://127.0.0.1:{pagePort}/");
         http.Start();
-        var serving = ServePage(http, bundle!);
+        var serving = BrowserSupport.ServeAsync(http, Page, new Dictionary<string, string> { ["/nats.js"] = bundle! });
 
         await using var server = await ServerProcess.StartAsync(ServerKind.Ours, new ServerStartOptions
         {
@@ -129,39 +104,5 @@ public sealed class BrowserTests(ITestOutputHelper output)
         Assert.Equal("ok|from the page|hello, browser", state);
         http.Stop();
         await serving;
-    }
-
-    private static async Task ServePage(HttpListener http, string bundle)
-    {
-        while (http.IsListening)
-        {
-            HttpListenerContext ctx;
-            try
-            {
-                ctx = await http.GetContextAsync();
-            }
-            catch (Exception ex) when (ex is HttpListenerException or ObjectDisposedException or InvalidOperationException)
-            {
-                return;
-            }
-            byte[] body;
-            if (ctx.Request.Url!.AbsolutePath == "/nats.js")
-            {
-                body = await File.ReadAllBytesAsync(bundle);
-                ctx.Response.ContentType = "text/javascript";
-            }
-            else if (ctx.Request.Url.AbsolutePath == "/")
-            {
-                body = Encoding.UTF8.GetBytes(Page);
-                ctx.Response.ContentType = "text/html; charset=utf-8";
-            }
-            else
-            {
-                body = [];
-                ctx.Response.StatusCode = 404;
-            }
-            await ctx.Response.OutputStream.WriteAsync(body);
-            ctx.Response.Close();
-        }
     }
 }
