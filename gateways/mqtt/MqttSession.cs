@@ -178,8 +178,8 @@ internal sealed partial class MqttSession : INatsDelivery
             CertificateRevocationCheckMode = System.Security.Cryptography.X509Certificates.X509RevocationMode.NoCheck,
             RemoteCertificateValidationCallback = (_, cert, _, errors) => !tls.RequireClientCertificate
                 || (cert is not null && (errors & ~SslPolicyErrors.RemoteCertificateNameMismatch) == SslPolicyErrors.None),
+            CipherSuitesPolicy = tls.CipherPolicy,
         };
-        if (tls.CipherSuites is { } suites && !OperatingSystem.IsWindows()) auth.CipherSuitesPolicy = new CipherSuitesPolicy(suites);
         await ssl.AuthenticateAsServerAsync(auth, ct).ConfigureAwait(false);
         return ssl;
     }
@@ -384,7 +384,7 @@ internal sealed partial class MqttSession : INatsDelivery
         if (_client is SslStream ssl)
         {
             client.TlsVersion = ssl.SslProtocol == SslProtocols.Tls13 ? "1.3" : "1.2";
-            client.TlsCipherSuite = ssl.NegotiatedCipherSuite.ToString();
+            client.TlsCipherSuite = GoCipherSuites.Name(ssl.NegotiatedCipherSuite);
         }
         return client;
     }

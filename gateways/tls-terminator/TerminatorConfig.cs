@@ -12,13 +12,6 @@ namespace NatsBroker.TlsTerminator;
 /// </summary>
 public static class TerminatorConfig
 {
-    /// <summary>Go's names that differ from IANA's (crypto/tls cipher_suites.go).</summary>
-    private static readonly Dictionary<string, TlsCipherSuite> GoAliases = new(StringComparer.Ordinal)
-    {
-        ["TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305"] = TlsCipherSuite.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
-        ["TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305"] = TlsCipherSuite.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
-    };
-
     public static TerminatorOptions Load(ConfigTree tree) => Load(tree, relayOnly: false);
 
     /// <param name="relayOnly"><c>--relay-only</c>: plain NATS, no <c>tls {}</c> block needed (<see cref="TerminatorOptions.RelayOnly"/>).</param>
@@ -166,6 +159,7 @@ public static class TerminatorConfig
         errors.Add(new ConfigError(f.KeyPosition, $"invalid value for \"{f.Key}\": expected a boolean, \"auto\" or a duration, got {v.Describe()}"));
     }
 
+    /// <summary>nats-server's parseTLS: a non-empty array of Go's names (<see cref="GoCipherSuites"/>), its wording for errors.</summary>
     private static void CipherSuites(ConfigEntry f, TerminatorOptions o, List<ConfigError> errors)
     {
         if (f.Value.Kind != ConfigValueKind.Array)
@@ -173,14 +167,19 @@ public static class TerminatorConfig
             errors.Add(new ConfigError(f.KeyPosition, $"invalid value for \"{f.Key}\": expected an array, got {f.Value.Describe()}"));
             return;
         }
+        if (f.Value.AsArray().Count == 0)
+        {
+            errors.Add(new ConfigError(f.KeyPosition, "error parsing tls config, 'cipher_suites' cannot be empty"));
+            return;
+        }
         o.CipherSuites = [];
         foreach (var c in f.Value.AsArray())
         {
             var name = c.Kind == ConfigValueKind.String ? c.AsString() : "";
-            if (GoAliases.TryGetValue(name, out var suite) || Enum.TryParse(name, ignoreCase: false, out suite))
+            if (GoCipherSuites.TryParse(name, out var suite))
                 o.CipherSuites.Add(suite);
             else
-                errors.Add(new ConfigError(c.Position, $"unrecognized cipher suite: \"{name}\""));
+                errors.Add(new ConfigError(c.Position, $"unrecognized cipher {name}"));
         }
     }
 }

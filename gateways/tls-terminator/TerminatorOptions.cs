@@ -28,8 +28,13 @@ public sealed class TerminatorOptions : NatsBroker.Gateways.Link.IGatewayListenO
     /// <summary>With handshake_first as a duration (or "auto"): wait this long for a ClientHello, else INFO first.</summary>
     public TimeSpan? HandshakeFirstFallback { get; set; }
     public SslProtocols MinVersion { get; set; } = SslProtocols.Tls12;
-    /// <summary>null = the platform's defaults.</summary>
+    /// <summary><c>cipher_suites</c> (TLS 1.2); null = nats-server's defaults (<see cref="GoCipherSuites.Defaults"/>).</summary>
     public List<TlsCipherSuite>? CipherSuites { get; set; }
+
+    private CipherSuitesPolicy? _cipherPolicy;
+
+    /// <summary>The handshake's policy for <see cref="CipherSuites"/> (<see cref="GoCipherSuites.Policy"/>), built on first use.</summary>
+    public CipherSuitesPolicy? CipherPolicy => _cipherPolicy ??= GoCipherSuites.Policy(CipherSuites);
     /// <summary>Longest CONNECT line looked at (max_control_line); longer ones are passed on for the core to refuse.</summary>
     public int MaxControlLine { get; set; } = 4096;
     /// <summary>Bind with SO_REUSEPORT so several instances share the port (ours: <c>tls { reuse_port: true }</c>).</summary>

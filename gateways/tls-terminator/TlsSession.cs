@@ -67,7 +67,7 @@ internal sealed class TlsSession(Socket socket, TerminatorOptions options, Certi
                 Ip = RemoteIp,
                 Port = _remote.Port,
                 TlsVersion = ssl.SslProtocol switch { SslProtocols.Tls13 => "1.3", SslProtocols.Tls12 => "1.2", _ => ssl.SslProtocol.ToString() },
-                TlsCipherSuite = ssl.NegotiatedCipherSuite.ToString(),
+                TlsCipherSuite = GoCipherSuites.Name(ssl.NegotiatedCipherSuite),
                 TlsFirst = tlsFirst,
             };
             if (ssl.RemoteCertificate is X509Certificate remoteCert)
@@ -207,8 +207,8 @@ internal sealed class TlsSession(Socket socket, TerminatorOptions options, Certi
                 EnabledSslProtocols = options.MinVersion == SslProtocols.Tls13 ? SslProtocols.Tls13 : SslProtocols.Tls12 | SslProtocols.Tls13,
                 CertificateRevocationCheckMode = X509RevocationMode.NoCheck,
                 RemoteCertificateValidationCallback = ValidateClientCertificate,
+                CipherSuitesPolicy = options.CipherPolicy,
             };
-            if (options.CipherSuites is { } suites && !OperatingSystem.IsWindows()) auth.CipherSuitesPolicy = new CipherSuitesPolicy(suites);
             try
             {
                 await ssl.AuthenticateAsServerAsync(auth, timeout.Token).ConfigureAwait(false);

@@ -117,8 +117,8 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
             CertificateRevocationCheckMode = System.Security.Cryptography.X509Certificates.X509RevocationMode.NoCheck,
             RemoteCertificateValidationCallback = (_, cert, _, errors) => !tls.RequireClientCertificate
                 || (cert is not null && (errors & ~SslPolicyErrors.RemoteCertificateNameMismatch) == SslPolicyErrors.None),
+            CipherSuitesPolicy = tls.CipherPolicy,
         };
-        if (tls.CipherSuites is { } suites && !OperatingSystem.IsWindows()) auth.CipherSuitesPolicy = new CipherSuitesPolicy(suites);
         try
         {
             await ssl.AuthenticateAsServerAsync(auth, ct).ConfigureAwait(false);
@@ -376,7 +376,7 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
         if (_user is SslStream ssl)
         {
             client.TlsVersion = ssl.SslProtocol switch { SslProtocols.Tls13 => "1.3", SslProtocols.Tls12 => "1.2", _ => ssl.SslProtocol.ToString() };
-            client.TlsCipherSuite = ssl.NegotiatedCipherSuite.ToString();
+            client.TlsCipherSuite = GoCipherSuites.Name(ssl.NegotiatedCipherSuite);
         }
         var rewritten = CoreLink.RewriteConnect(line, signer, core.Nonce, client);
         if (rewritten is null && !HasCookies(_upgrade)) return;

@@ -1,3 +1,4 @@
+using System.Net.Security;
 using System.Security.Cryptography.X509Certificates;
 using NatsBroker.Configuration;
 using NatsBroker.TlsTerminator;
@@ -44,6 +45,45 @@ public sealed class TerminatorUnitTests
         Assert.Contains("missing 'cert_file' in TLS configuration", e.Message, StringComparison.Ordinal);
         Assert.Contains("missing 'key_file' in TLS configuration", e.Message, StringComparison.Ordinal);
         Assert.Contains("unknown field \"bogus\"", e.Message, StringComparison.Ordinal);
-        Assert.Contains("unrecognized cipher suite: \"NOPE\"", e.Message, StringComparison.Ordinal);
+        Assert.Contains("unrecognized cipher NOPE", e.Message, StringComparison.Ordinal);
+    }
+
+    /// <summary>
+    /// nats-server 2.9.10's parseTLS (checked with <c>nats-server -t</c>): Go's names only, so the IANA spelling
+    /// of a ChaCha20 suite and suites outside Go's list are refused; an empty list is an error.
+    /// </summary>
+    [Theory]
+    [InlineData("\"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256\"", "unrecognized cipher TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256")]
+    [InlineData("\"TLS_DHE_RSA_WITH_AES_128_GCM_SHA256\"", "unrecognized cipher TLS_DHE_RSA_WITH_AES_128_GCM_SHA256")]
+    [InlineData("", "error parsing tls config, 'cipher_suites' cannot be empty")]
+    public void Cipher_suites_takes_nats_servers_names_only(string list, string error)
+    {
+        var e = Assert.Throws<ConfigException>(() => TerminatorConfig.Load(ConfigParser.Parse(
+            $"tls {{ cert_file: c.pem, key_file: k.pem, cipher_suites: [{list}] }}")));
+        Assert.Contains(error, e.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void Connz_names_suites_as_nats_server_does()
+    {
+        Assert.Equal("TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305", GoCipherSuites.Name(TlsCipherSuite.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256));
+        Assert.Equal("TLS_AES_128_GCM_SHA256", GoCipherSuites.Name(TlsCipherSuite.TLS_AES_128_GCM_SHA256));
+        Assert.Equal("Unknown [0x9e]", GoCipherSuites.Name(TlsCipherSuite.TLS_DHE_RSA_WITH_AES_128_GCM_SHA256));
+    }
+
+    /// <summary>
+    /// The policy handed to OpenSSL: the configured TLS 1.2 suites (nats-server's defaults when none are) plus
+    /// every TLS 1.3 suite, which Go's crypto/tls never restricts.
+    /// </summary>
+    [SkippableFact]
+    [System.Runtime.Versioning.UnsupportedOSPlatform("windows")]
+    public void Policy_is_the_configured_tls12_suites_and_every_tls13_suite()
+    {
+        Skip.If(OperatingSystem.IsWindows(), "SslStream takes no cipher policy on Windows");
+        TlsCipherSuite[] tls13 = [TlsCipherSuite.TLS_AES_128_GCM_SHA256, TlsCipherSuite.TLS_AES_256_GCM_SHA384, TlsCipherSuite.TLS_CHACHA20_POLY1305_SHA256];
+        var one = GoCipherSuites.Policy([TlsCipherSuite.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384, TlsCipherSuite.TLS_AES_128_GCM_SHA256])!;
+        Assert.Equal([TlsCipherSuite.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384, .. tls13], one.AllowedCipherSuites);
+        var defaults = GoCipherSuites.Policy(null)!;
+        Assert.Equal([.. GoCipherSuites.Defaults, .. tls13], defaults.AllowedCipherSuites);
     }
 }

@@ -1,6 +1,7 @@
 using System.Net;
 using System.Net.Security;
 using System.Net.Sockets;
+using System.Security.Authentication;
 using System.Text;
 using System.Text.Json;
 using NATS.Client.Core;
@@ -255,6 +256,83 @@ public sealed class TlsTerminatorTests(ITestOutputHelper output) : IDisposable
         Assert.Equal("PONG", await reader.ReadLineAsync(cts.Token));
     }
 
+    /// <summary>
+    /// cipher_suites of one TLS 1.2 suite: a TLS 1.2 client offering another suite is refused, one offering it gets
+    /// it (and /connz says so), and a TLS 1.3 client is served with any TLS 1.3 suite, because Go's crypto/tls
+    /// applies cipher_suites to TLS 1.2 only.
+    /// </summary>
+    [SkippableTheory]
+    [MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    public async Task Cipher_suites_limit_TLS12_clients_and_leave_TLS13_alone(ServerKind kind)
+    {
+        Prerequisites.RequireServer(kind, output);
+        await using var server = await Start(kind, Config("cipher_suites: [\"TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384\"]"), monitoring: true);
+
+        Assert.Null(await OfferSuites(server.Port, SslProtocols.Tls12, TlsCipherSuite.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256));
+
+        await using (var tls12 = await OfferSuites(server.Port, SslProtocols.Tls12,
+            TlsCipherSuite.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, TlsCipherSuite.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384))
+        {
+            Assert.NotNull(tls12);
+            Assert.Equal(TlsCipherSuite.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384, tls12.Ssl.NegotiatedCipherSuite);
+            var conn = await Connection(server, tls12.LocalPort);
+            Assert.Equal("1.2", conn.GetProperty("tls_version").GetString());
+            Assert.Equal("TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384", conn.GetProperty("tls_cipher_suite").GetString());
+        }
+
+        await using var tls13 = await OfferSuites(server.Port, SslProtocols.Tls13, TlsCipherSuite.TLS_CHACHA20_POLY1305_SHA256);
+        Assert.NotNull(tls13);
+        Assert.Equal(SslProtocols.Tls13, tls13.Ssl.SslProtocol);
+        var conn13 = await Connection(server, tls13.LocalPort);
+        Assert.Equal("1.3", conn13.GetProperty("tls_version").GetString());
+        Assert.Equal("TLS_CHACHA20_POLY1305_SHA256", conn13.GetProperty("tls_cipher_suite").GetString());
+    }
+
+    /// <summary>
+    /// Without cipher_suites nats-server serves TLS 1.2 with its six ECDHE AEAD suites (defaultCipherSuites), not the
+    /// platform's list: a CBC suite that .NET's own defaults include is refused. /connz names a ChaCha20 suite as
+    /// Go does (no _SHA256).
+    /// </summary>
+    [SkippableTheory]
+    [MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    public async Task Without_cipher_suites_TLS12_clients_get_nats_servers_defaults(ServerKind kind)
+    {
+        Prerequisites.RequireServer(kind, output);
+        await using var server = await Start(kind, Config(), monitoring: true);
+
+        Assert.Null(await OfferSuites(server.Port, SslProtocols.Tls12, TlsCipherSuite.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256));
+
+        await using var chacha = await OfferSuites(server.Port, SslProtocols.Tls12, TlsCipherSuite.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256);
+        Assert.NotNull(chacha);
+        var conn = await Connection(server, chacha.LocalPort);
+        Assert.Equal("TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305", conn.GetProperty("tls_cipher_suite").GetString());
+    }
+
+    /// <summary>
+    /// cipher_suites naming only a TLS 1.3 suite: Go ignores it for TLS 1.3 (every TLS 1.3 suite stays on) and it
+    /// matches no TLS 1.2 suite, so TLS 1.2 clients are refused.
+    /// </summary>
+    [SkippableTheory]
+    [MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    public async Task Cipher_suites_of_TLS13_names_refuse_TLS12_and_do_not_narrow_TLS13(ServerKind kind)
+    {
+        Prerequisites.RequireServer(kind, output);
+        await using var server = await Start(kind, Config("cipher_suites: [\"TLS_AES_128_GCM_SHA256\"]"));
+
+        Assert.Null(await OfferSuites(server.Port, SslProtocols.Tls12, [.. GoDefaultTls12]));
+        await using var tls13 = await OfferSuites(server.Port, SslProtocols.Tls13, TlsCipherSuite.TLS_AES_256_GCM_SHA384);
+        Assert.NotNull(tls13);
+        Assert.Equal(TlsCipherSuite.TLS_AES_256_GCM_SHA384, tls13.Ssl.NegotiatedCipherSuite);
+    }
+
+    /// <summary>nats-server's defaultCipherSuites (server/ciphersuites.go), written out so the test does not take them from the code under test.</summary>
+    private static readonly TlsCipherSuite[] GoDefaultTls12 =
+    [
+        TlsCipherSuite.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, TlsCipherSuite.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+        TlsCipherSuite.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, TlsCipherSuite.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+        TlsCipherSuite.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, TlsCipherSuite.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+    ];
+
     [Fact]
     public async Task Supervisor_restarts_a_killed_terminator_and_clients_reconnect()
     {
@@ -334,6 +412,59 @@ public sealed class TlsTerminatorTests(ITestOutputHelper output) : IDisposable
         }
         output.WriteLine(string.Join("\n", lines));
         return (info, lines);
+    }
+
+    /// <summary>An established client session: the TLS stream (owning its socket) and the client's local port, which /connz shows.</summary>
+    private sealed class TlsClient(SslStream ssl, int localPort) : IAsyncDisposable
+    {
+        public SslStream Ssl { get; } = ssl;
+        public int LocalPort { get; } = localPort;
+        public ValueTask DisposeAsync() => Ssl.DisposeAsync();
+    }
+
+    /// <summary>
+    /// INFO-first TLS from a client that offers only <paramref name="suites"/> over <paramref name="protocol"/>.
+    /// Null when the server refuses the handshake; otherwise the session after CONNECT and PING got PONG.
+    /// </summary>
+    private async Task<TlsClient?> OfferSuites(int port, SslProtocols protocol, params TlsCipherSuite[] suites)
+    {
+        Skip.If(OperatingSystem.IsWindows(), "a client offering chosen suites needs CipherSuitesPolicy, not on Windows");
+        var socket = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp);
+        await socket.ConnectAsync(IPAddress.Loopback, port);
+        int localPort = ((IPEndPoint)socket.LocalEndPoint!).Port;
+        Assert.StartsWith("INFO ", await ReadLine(socket), StringComparison.Ordinal);
+        var ssl = new SslStream(new NetworkStream(socket, ownsSocket: true), false, TrustTestCa);
+        try
+        {
+            using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(10));
+            await ssl.AuthenticateAsClientAsync(new SslClientAuthenticationOptions
+            {
+                TargetHost = "localhost",
+                EnabledSslProtocols = protocol,
+                CipherSuitesPolicy = OperatingSystem.IsWindows() ? null : new CipherSuitesPolicy(suites),
+            }, cts.Token);
+        }
+        catch (Exception ex) when (ex is System.Security.Authentication.AuthenticationException or IOException)
+        {
+            output.WriteLine($"{protocol} offering {string.Join(", ", suites)}: refused ({ex.Message})");
+            await ssl.DisposeAsync();
+            return null;
+        }
+        output.WriteLine($"{protocol} offering {string.Join(", ", suites)}: {ssl.SslProtocol} {ssl.NegotiatedCipherSuite}");
+        await ssl.WriteAsync("CONNECT {\"verbose\":false}\r\nPING\r\n"u8.ToArray());
+        var pong = new byte[6];
+        using (var cts = new CancellationTokenSource(TimeSpan.FromSeconds(10)))
+            await ssl.ReadExactlyAsync(pong, cts.Token);
+        Assert.Equal("PONG\r\n", Encoding.ASCII.GetString(pong));
+        return new TlsClient(ssl, localPort);
+    }
+
+    /// <summary>The /connz entry of the client connected from <paramref name="clientPort"/>.</summary>
+    private static async Task<JsonElement> Connection(ServerProcess server, int clientPort)
+    {
+        using var http = new HttpClient();
+        var connz = JsonDocument.Parse(await http.GetStringAsync(await GatewayTestHelpers.ConnzUri(server)));
+        return Assert.Single(connz.RootElement.GetProperty("connections").EnumerateArray(), c => c.GetProperty("port").GetInt32() == clientPort).Clone();
     }
 
     /// <summary>The server certificate must chain to the test CA.</summary>
