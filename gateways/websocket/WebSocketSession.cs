@@ -42,6 +42,8 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
     private bool _connectForwarded;
     private bool _closeSent;
     private bool _userClosed;
+    // Writes of the core's bytes to the user completed (CoreHangupWatch: a user who takes none after the core hung up is closed).
+    private long _userWrites;
 
     private string RemoteIp => _remote.Address.IsIPv4MappedToIPv6 ? _remote.Address.MapToIPv4().ToString() : _remote.Address.ToString();
 
@@ -204,6 +206,7 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
 
     private async Task RelayAsync(CoreLink core, CancellationToken drain)
     {
+        using var hangup = new CoreHangupWatch(core, () => Volatile.Read(ref _userWrites), socket);
         var fromCore = Task.Run(() => CoreToUserAsync(core), CancellationToken.None);
         using var authTimer = StartAuthTimer(core);
         await UserToCoreAsync(core, drain).ConfigureAwait(false);
@@ -463,6 +466,7 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
                 {
                     _writeLock.Release();
                 }
+                Volatile.Write(ref _userWrites, _userWrites + 1);
             }
         }
         catch (Exception ex) when (ex is IOException or ObjectDisposedException or SocketException or InvalidOperationException)
