@@ -229,6 +229,83 @@ public sealed class GatewayBackpressureTests(ITestOutputHelper output) : IDispos
         output.WriteLine($"gateway RSS after the flood: {VmRssKb(gateway) / 1024} MiB");
     }
 
+    /// <summary>
+    /// One user stuck both ways does not hold up another user of the same gateway: a WebSocket user floods a subject
+    /// it subscribes to itself and reads nothing, so the core stops reading it (its own outbound is full) and the
+    /// backpressure reaches its socket through the gateway; meanwhile a second WebSocket user's round trips
+    /// (PUB to its own subscription, PING) go through the same gateway promptly.
+    /// </summary>
+    [SkippableTheory]
+    [MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    public async Task A_user_stuck_both_ways_does_not_hold_up_another_user_of_the_same_gateway(ServerKind kind)
+    {
+        Prerequisites.RequireServer(kind, output);
+        int wsPort = TestPorts.Next();
+        await using var server = await ServerProcess.StartAsync(kind, new ServerStartOptions
+        {
+            // A long write_deadline: the stuck user stays connected (and stuck) for the whole check.
+            Config = $"write_deadline: \"60s\"\nwebsocket {{ port: {wsPort}, no_tls: true }}\n",
+            Port = TestPorts.Next(),
+        }, output);
+        await GatewayTestHelpers.WaitListeningAsync(wsPort);
+        using var stuck = await Peer.WebSocket(wsPort);
+        await stuck.Handshake("stuck", "SUB self.> 1\r\n");
+        using var other = await Peer.WebSocket(wsPort);
+        await other.Handshake("other", "SUB mine 1\r\n");
+
+        long written = 0;
+        var pub = Encoding.ASCII.GetBytes($"PUB self.x {PayloadSize}\r\n" + new string('s', PayloadSize) + "\r\n");
+        var batch = new byte[pub.Length * Batch];
+        for (int i = 0; i < Batch; i++) pub.CopyTo(batch, i * pub.Length);
+        using var stop = new CancellationTokenSource();
+        var flood = Task.Run(async () =>
+        {
+            try
+            {
+                while (true)
+                {
+                    await stuck.Send(batch, stop.Token);
+                    Interlocked.Add(ref written, batch.Length);
+                }
+            }
+            catch (Exception ex) when (ex is OperationCanceledException or IOException or ObjectDisposedException) { }
+        });
+        try
+        {
+            long last = -1;
+            await Poll(async () =>
+            {
+                await Task.Delay(1000);
+                long now = Interlocked.Read(ref written);
+                bool stalled = now == last && now > 0;
+                last = now;
+                return stalled ? (object)true : null;
+            }, TimeSpan.FromSeconds(30), "the stuck user's writes to stall");
+            output.WriteLine($"{kind}: the stuck user is held after {Interlocked.Read(ref written) / 1024} KiB");
+
+            var sw = Stopwatch.StartNew();
+            long worst = 0;
+            for (int i = 0; i < 20; i++)
+            {
+                var one = Stopwatch.StartNew();
+                using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(5));
+                await other.Send(Encoding.ASCII.GetBytes($"PUB mine 5\r\nhello\r\nPING\r\n"), cts.Token);
+                await other.ReadUntil("PONG\r\n", cts.Token);
+                // The message to its own subscription came before the PONG.
+                Assert.Equal(1, other.MessagesSeen);
+                worst = Math.Max(worst, one.ElapsedMilliseconds);
+                other.ResetSeen();
+            }
+            output.WriteLine($"{kind}: 20 round trips of the other user in {sw.ElapsedMilliseconds} ms, slowest {worst} ms");
+        }
+        finally
+        {
+            await stop.CancelAsync();
+            stuck.Dispose();
+            await flood;
+        }
+    }
+
     /// <summary>A message over max_payload through the WebSocket gateway: the -ERR and the close as nats-server sends them.</summary>
     [SkippableTheory]
     [MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
@@ -415,6 +492,15 @@ public sealed class GatewayBackpressureTests(ITestOutputHelper output) : IDispos
         /// <summary>Protocol text read so far other than MSG payloads (INFO, PONG, -ERR ...), after the handshake.</summary>
         public string Seen => _seen.ToString();
 
+        /// <summary>MSGs parsed since the last <see cref="ResetSeen"/> (or the handshake).</summary>
+        public int MessagesSeen { get; private set; }
+
+        public void ResetSeen()
+        {
+            _seen.Clear();
+            MessagesSeen = 0;
+        }
+
         public static async Task<Peer> Plain(int port)
         {
             var tcp = new TcpClient { NoDelay = true };
@@ -463,7 +549,7 @@ public sealed class GatewayBackpressureTests(ITestOutputHelper output) : IDispos
             if (!_infoRead) await ReadUntil("\r\n", cts.Token); // INFO
             await Send(Encoding.ASCII.GetBytes($"CONNECT {{\"verbose\":false,\"pedantic\":false,\"name\":\"{name}\"}}\r\n{more}PING\r\n"), cts.Token);
             await ReadUntil("PONG\r\n", cts.Token);
-            _seen.Clear();
+            ResetSeen();
         }
 
         public async Task Send(byte[] nats, CancellationToken ct)
@@ -600,6 +686,7 @@ public sealed class GatewayBackpressureTests(ITestOutputHelper output) : IDispos
                     if (lf + 1 + size + 2 > buffer.Length) break;
                     at = lf + 1 + size + 2;
                     messages++;
+                    MessagesSeen++;
                     continue;
                 }
                 _seen.Append(line);
