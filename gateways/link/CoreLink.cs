@@ -37,6 +37,13 @@ public sealed class CoreLink : IAsyncDisposable
     /// <c>NATSBROKER_LINK_POLLING=0</c> a NetworkStream on the runtime's socket engine.
     /// </summary>
     public Stream Stream { get; }
+
+    /// <summary>
+    /// Cancelled when the core hangs up this link (it closed the user: a slow consumer, an -ERR and close, shutdown),
+    /// even while bytes it sent before are still unread; <see cref="CoreHangupWatch"/> uses it. Never cancelled with
+    /// <c>NATSBROKER_LINK_POLLING=0</c> (the runtime's socket engine reports no hang-up to a socket nobody reads).
+    /// </summary>
+    public CancellationToken Closed => Stream is LinkSocketStream polled ? polled.PeerClosed : CancellationToken.None;
     // The INFO's JSON, parsed into Info only when a session asks (the MQTT gateway never does: it needs the nonce
     // alone). A parsed tree is about 2 KiB per connection, garbage or, kept, held for the link's lifetime (heap dumps
     // of 8,000 idle MQTT sessions).

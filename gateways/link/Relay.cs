@@ -5,21 +5,24 @@ namespace NatsBroker.Gateways.Link;
 /// completed, so a slow reader on either side stops the other side's reads (TCP/Unix-socket backpressure, one
 /// buffer per direction, nothing queued without bound). When the user's input ends, the core sees end of input
 /// (half-close) and what it still sends is delivered before the user's side closes; when the core's side ends,
-/// the user's side is closed after the last bytes.
+/// the user's side is closed after the last bytes, or at once when the user takes none of them (CoreHangupWatch).
 /// </summary>
 public static class Relay
 {
     /// <param name="user">The end user's stream (after TLS, if any).</param>
     /// <param name="core">The link to the core.</param>
     /// <param name="closeUser">Ends the user's connection (TLS close_notify, socket close).</param>
+    /// <param name="userSocket">The user's socket, shut down when the user takes nothing after the core hung up (CoreHangupWatch).</param>
     /// <param name="ct">Cancelled to stop reading from the user (drain): the core side still flushes to the user.</param>
-    public static async Task RunAsync(Stream user, CoreLink core, Func<Task> closeUser, CancellationToken ct)
+    public static async Task RunAsync(Stream user, CoreLink core, Func<Task> closeUser, System.Net.Sockets.Socket userSocket, CancellationToken ct)
     {
         ArgumentNullException.ThrowIfNull(user);
         ArgumentNullException.ThrowIfNull(core);
         ArgumentNullException.ThrowIfNull(closeUser);
-        var fromCore = PumpAsync(core.Stream, user, CancellationToken.None);
-        var fromUser = PumpAsync(user, core.Stream, ct);
+        var toUser = new Progress();
+        using var hangup = new CoreHangupWatch(core, () => Volatile.Read(ref toUser.Writes), userSocket);
+        var fromCore = PumpAsync(core.Stream, user, toUser, CancellationToken.None);
+        var fromUser = PumpAsync(user, core.Stream, null, ct);
         var first = await Task.WhenAny(fromCore, fromUser).ConfigureAwait(false);
         if (first == fromUser)
         {
@@ -33,7 +36,13 @@ public static class Relay
         await Task.WhenAll(Quiet(fromCore), Quiet(fromUser)).ConfigureAwait(false);
     }
 
-    private static async Task PumpAsync(Stream from, Stream to, CancellationToken ct)
+    /// <summary>Writes completed by one direction (read by the hang-up watch on a timer thread).</summary>
+    private sealed class Progress
+    {
+        public long Writes;
+    }
+
+    private static async Task PumpAsync(Stream from, Stream to, Progress? progress, CancellationToken ct)
     {
         using var buffer = new AdaptiveReadBuffer();
         try
@@ -43,6 +52,7 @@ public static class Relay
                 int n = await from.ReadAsync(buffer.Memory, ct).ConfigureAwait(false);
                 if (n == 0) return;
                 await to.WriteAsync(buffer.Filled(n), CancellationToken.None).ConfigureAwait(false);
+                if (progress is not null) Volatile.Write(ref progress.Writes, progress.Writes + 1);
                 buffer.Read(n);
             }
         }

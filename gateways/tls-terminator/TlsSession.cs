@@ -89,7 +89,7 @@ internal sealed class TlsSession(Socket socket, TerminatorOptions options, Certi
                 try { await ssl.ShutdownAsync().ConfigureAwait(false); }
                 catch (Exception ex) when (ex is IOException or ObjectDisposedException or InvalidOperationException) { }
                 await ssl.DisposeAsync().ConfigureAwait(false);
-            }, drain).ConfigureAwait(false);
+            }, socket, drain).ConfigureAwait(false);
         }
         catch (Exception ex) when (ex is IOException or SocketException or ObjectDisposedException or OperationCanceledException
             or System.Text.Json.JsonException)
@@ -125,7 +125,7 @@ internal sealed class TlsSession(Socket socket, TerminatorOptions options, Certi
         {
             socket.Shutdown(SocketShutdown.Both);
             return Task.CompletedTask;
-        }, drain).ConfigureAwait(false);
+        }, socket, drain).ConfigureAwait(false);
     }
 
     /// <summary>The core's INFO as the user must see it: our listener, TLS required, the user's own address.</summary>

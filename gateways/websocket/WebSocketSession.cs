@@ -42,6 +42,8 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
     private bool _connectForwarded;
     private bool _closeSent;
     private bool _userClosed;
+    // Writes of the core's bytes to the user completed (CoreHangupWatch: a user who takes none after the core hung up is closed).
+    private long _userWrites;
 
     private string RemoteIp => _remote.Address.IsIPv4MappedToIPv6 ? _remote.Address.MapToIPv4().ToString() : _remote.Address.ToString();
 
@@ -204,6 +206,7 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
 
     private async Task RelayAsync(CoreLink core, CancellationToken drain)
     {
+        using var hangup = new CoreHangupWatch(core, () => Volatile.Read(ref _userWrites), socket);
         var fromCore = Task.Run(() => CoreToUserAsync(core), CancellationToken.None);
         using var authTimer = StartAuthTimer(core);
         await UserToCoreAsync(core, drain).ConfigureAwait(false);
@@ -463,6 +466,7 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
                 {
                     _writeLock.Release();
                 }
+                Volatile.Write(ref _userWrites, _userWrites + 1);
             }
         }
         catch (Exception ex) when (ex is IOException or ObjectDisposedException or SocketException or InvalidOperationException)
@@ -471,7 +475,9 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
         }
         finally
         {
-            var (status, reason) = CloseFor(buffer.AsSpan(WsOpcode.MaxServerHeader, last));
+            // The core's last words may have come with its INFO (max_connections: INFO and -ERR in one write), when
+            // they went to the user with our INFO and no read here saw them.
+            var (status, reason) = last > 0 ? CloseFor(buffer.AsSpan(WsOpcode.MaxServerHeader, last)) : CloseFor(core.Leftover);
             PinnedBuffers.Return(buffer);
             try
             {
@@ -528,7 +534,9 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
 
     /// <summary>
     /// The close status nats-server would send (wsEnqueueCloseMessage) for the reason behind the core's last -ERR;
-    /// the core closing without one is the server going away.
+    /// the core closing without one is the server going away. Compared ignoring case: nats-server's -ERR texts are not
+    /// all capitalised as its close reasons are (2.9.10 sends "-ERR 'maximum connections exceeded'" and closes with
+    /// 1008 "Maximum Connections Exceeded"; the core sends the same -ERR, which fell through to 1011 here).
     /// </summary>
     internal static (ushort Status, string Reason) CloseFor(ReadOnlySpan<byte> lastChunk)
     {
@@ -537,15 +545,15 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
         var text = Encoding.ASCII.GetString(lastChunk[(err + 6)..]).TrimEnd('\r', '\n', '\'');
         return text switch
         {
-            _ when text.StartsWith("Authorization Violation", StringComparison.Ordinal) => (WsCloseStatus.PolicyViolation, "Authentication Failure"),
-            _ when text.StartsWith("Authentication Timeout", StringComparison.Ordinal) => (WsCloseStatus.PolicyViolation, "Authentication Timeout"),
-            _ when text.StartsWith("Slow Consumer", StringComparison.Ordinal) => (WsCloseStatus.PolicyViolation, "Slow Consumer (Pending Bytes)"),
-            _ when text.StartsWith("Maximum Connections Exceeded", StringComparison.Ordinal) => (WsCloseStatus.PolicyViolation, "Maximum Connections Exceeded"),
-            _ when text.StartsWith("Maximum Control Line Exceeded", StringComparison.Ordinal) => (WsCloseStatus.PolicyViolation, "Maximum Control Line Exceeded"),
-            _ when text.StartsWith("Maximum Subscriptions Exceeded", StringComparison.Ordinal) => (WsCloseStatus.PolicyViolation, "Maximum Subscriptions Exceeded"),
-            _ when text.StartsWith("Maximum Payload", StringComparison.Ordinal) => (WsCloseStatus.MessageTooBig, "Maximum Message Payload Exceeded"),
-            _ when text.StartsWith("Stale Connection", StringComparison.Ordinal) => (WsCloseStatus.Abnormal, "Stale Connection"),
-            _ when text.StartsWith("Unknown Protocol Operation", StringComparison.Ordinal) || text.StartsWith("Parser Error", StringComparison.Ordinal)
+            _ when text.StartsWith("Authorization Violation", StringComparison.OrdinalIgnoreCase) => (WsCloseStatus.PolicyViolation, "Authentication Failure"),
+            _ when text.StartsWith("Authentication Timeout", StringComparison.OrdinalIgnoreCase) => (WsCloseStatus.PolicyViolation, "Authentication Timeout"),
+            _ when text.StartsWith("Slow Consumer", StringComparison.OrdinalIgnoreCase) => (WsCloseStatus.PolicyViolation, "Slow Consumer (Pending Bytes)"),
+            _ when text.StartsWith("Maximum Connections Exceeded", StringComparison.OrdinalIgnoreCase) => (WsCloseStatus.PolicyViolation, "Maximum Connections Exceeded"),
+            _ when text.StartsWith("Maximum Control Line Exceeded", StringComparison.OrdinalIgnoreCase) => (WsCloseStatus.PolicyViolation, "Maximum Control Line Exceeded"),
+            _ when text.StartsWith("Maximum Subscriptions Exceeded", StringComparison.OrdinalIgnoreCase) => (WsCloseStatus.PolicyViolation, "Maximum Subscriptions Exceeded"),
+            _ when text.StartsWith("Maximum Payload", StringComparison.OrdinalIgnoreCase) => (WsCloseStatus.MessageTooBig, "Maximum Message Payload Exceeded"),
+            _ when text.StartsWith("Stale Connection", StringComparison.OrdinalIgnoreCase) => (WsCloseStatus.Abnormal, "Stale Connection"),
+            _ when text.StartsWith("Unknown Protocol Operation", StringComparison.OrdinalIgnoreCase) || text.StartsWith("Parser Error", StringComparison.OrdinalIgnoreCase)
                 => (WsCloseStatus.ProtocolError, "Parse Error"),
             _ => (WsCloseStatus.InternalError, text),
         };

@@ -27,6 +27,8 @@ public sealed class LinkSocketStream : Stream
     // data's and is consumed by the read that takes the data, and no edge follows end of input, so a drained read
     // must not wait for one after this; it calls recv, which returns 0 (or the error).
     private volatile bool _peerClosed;
+    // Cancelled when _peerClosed is set; made only when someone asks (PeerClosed).
+    private CancellationTokenSource? _peerClosedSource;
     private int _disposed;
 
     /// <param name="socket">Connected; owned (disposed with the stream). Every call here passes MSG_DONTWAIT, so
@@ -64,11 +66,45 @@ public sealed class LinkSocketStream : Stream
     public override long Length => throw new NotSupportedException();
     public override long Position { get => throw new NotSupportedException(); set => throw new NotSupportedException(); }
 
+    /// <summary>
+    /// Cancelled once the poller reports that the other end hung up (or the socket failed), even while input it sent
+    /// before is still unread: a relay whose reads from this link wait behind a write elsewhere (an end user who
+    /// does not read) learns that the other end is gone. Its callbacks run on the poller's thread: keep them short.
+    /// </summary>
+    public CancellationToken PeerClosed
+    {
+        get
+        {
+            var source = Volatile.Read(ref _peerClosedSource);
+            if (source is null)
+            {
+                var made = new CancellationTokenSource();
+                source = Interlocked.CompareExchange(ref _peerClosedSource, made, null) ?? made;
+                if (!ReferenceEquals(source, made)) made.Dispose();
+            }
+            // The hang-up may have come before the source existed (OnEvents then had nothing to cancel).
+            if (_peerClosed) CancelPeerClosed(source);
+            return source.Token;
+        }
+    }
+
+    private static void CancelPeerClosed(CancellationTokenSource source)
+    {
+        try { source.Cancel(); }
+        catch (ObjectDisposedException) { } // the stream was disposed meanwhile: nobody is watching any more
+    }
+
     /// <summary>Called on the poller's thread.</summary>
     internal void OnEvents(uint events)
     {
         // Hang-up and errors end both directions: the next call sees end of input or the error.
-        if ((events & (Epoll.RdHup | Epoll.Hup | Epoll.Err)) != 0) _peerClosed = true;
+        if ((events & (Epoll.RdHup | Epoll.Hup | Epoll.Err)) != 0)
+        {
+            _peerClosed = true;
+            // Against PeerClosed's getter, which publishes the source and then reads _peerClosed: one of the two sees the other.
+            Interlocked.MemoryBarrier();
+            if (Volatile.Read(ref _peerClosedSource) is { } source) CancelPeerClosed(source);
+        }
         if ((events & (Epoll.In | Epoll.RdHup | Epoll.Hup | Epoll.Err)) != 0) _readable.Signal();
         if ((events & (Epoll.Out | Epoll.Hup | Epoll.Err)) != 0) _writable.Signal();
     }
@@ -249,6 +285,7 @@ public sealed class LinkSocketStream : Stream
             _readable.Fail(reason);
             _writable.Fail(reason);
             _socket.Dispose();
+            Volatile.Read(ref _peerClosedSource)?.Dispose();
         }
         base.Dispose(disposing);
     }
