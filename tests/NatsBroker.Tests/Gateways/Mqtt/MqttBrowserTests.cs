@@ -14,7 +14,8 @@ namespace NatsBroker.Tests.Gateways.Mqtt;
 /// compressed). The page exchanges messages with NATS.Net both ways, round-trips a QoS 1 message, stays connected
 /// through idle keep-alive periods, gets a retained message on a second connection and a QoS 1 message queued for
 /// its persistent session while it was away. The test checks what the page shows and what NATS.Net received, and
-/// saves a screenshot. Skipped (failed under CI=true) without chromium or npm.
+/// saves a screenshot. nats-server 2.9.10 (in-process MQTT over WebSocket, MQTT 3.1.1 only) runs the MQTT 3.1.1 cases as
+/// the oracle: the page must show exactly the same. Skipped (failed under CI=true) without chromium or npm.
 /// </summary>
 [Collection("Gateways")]
 public sealed class MqttBrowserTests(ITestOutputHelper output)
@@ -124,12 +125,15 @@ public sealed class MqttBrowserTests(ITestOutputHelper output)
         """;
 
     [SkippableTheory]
-    [InlineData(4, false)]
-    [InlineData(5, false)]
-    [InlineData(5, true)]
-    public async Task Chromium_with_mqtt_js_over_websocket_exchanges_messages_with_NatsNet_and_keeps_retained_and_session_state(int protocolVersion, bool compression)
+    [InlineData(ServerKind.Ours, 4, false)]
+    [InlineData(ServerKind.Ours, 5, false)]
+    [InlineData(ServerKind.Ours, 5, true)]
+    // The oracle: nats-server 2.9.10 serves MQTT 3.1.1 over WebSocket in-process (no MQTT 5).
+    [InlineData(ServerKind.Go, 4, false)]
+    [InlineData(ServerKind.Go, 4, true)]
+    public async Task Chromium_with_mqtt_js_over_websocket_exchanges_messages_with_NatsNet_and_keeps_retained_and_session_state(ServerKind kind, int protocolVersion, bool compression)
     {
-        Prerequisites.RequireServer(ServerKind.Ours, output);
+        Prerequisites.RequireServer(kind, output);
         var chromium = BrowserSupport.Chromium();
         if (chromium is null) Prerequisites.Missing("chromium not found (apt-get install chromium, or set CHROMIUM_PATH)", output);
         var bundle = await BrowserSupport.BundleAsync(Path.Combine("mqtt", "dist", "mqtt.min.js"), output);
@@ -142,7 +146,7 @@ public sealed class MqttBrowserTests(ITestOutputHelper output)
         var serving = BrowserSupport.ServeAsync(http, Page, new Dictionary<string, string> { ["/mqtt.min.js"] = bundle! });
 
         // JetStream is on (MqttTestServer): QoS 1 messages, retained messages and sessions live in streams.
-        await using var s = await MqttTestServer.StartAsync(ServerKind.Ours, output, rest: MqttTestServer.Users + $$"""
+        await using var s = await MqttTestServer.StartAsync(kind, output, rest: MqttTestServer.Users + $$"""
 
             websocket {
               host: "127.0.0.1"
@@ -181,7 +185,7 @@ public sealed class MqttBrowserTests(ITestOutputHelper output)
             new PageWaitForFunctionOptions { Timeout = 90000 });
         var state = await page.TextContentAsync("#state");
         foreach (var line in await page.Locator("#log li").AllTextContentsAsync()) output.WriteLine("page log: " + line);
-        var shot = Path.Combine(AppContext.BaseDirectory, $"browser-mqtt-v{protocolVersion}{(compression ? "-deflate" : "")}.png");
+        var shot = Path.Combine(AppContext.BaseDirectory, $"browser-mqtt-{kind}-v{protocolVersion}{(compression ? "-deflate" : "")}.png");
         await page.ScreenshotAsync(new PageScreenshotOptions { Path = shot });
         output.WriteLine("screenshot: " + shot);
 
