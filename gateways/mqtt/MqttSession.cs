@@ -176,8 +176,7 @@ internal sealed partial class MqttSession : INatsDelivery
             ClientCertificateRequired = tls.RequireClientCertificate,
             EnabledSslProtocols = tls.MinVersion == SslProtocols.Tls13 ? SslProtocols.Tls13 : SslProtocols.Tls12 | SslProtocols.Tls13,
             CertificateRevocationCheckMode = System.Security.Cryptography.X509Certificates.X509RevocationMode.NoCheck,
-            RemoteCertificateValidationCallback = (_, cert, _, errors) => !tls.RequireClientCertificate
-                || (cert is not null && (errors & ~SslPolicyErrors.RemoteCertificateNameMismatch) == SslPolicyErrors.None),
+            RemoteCertificateValidationCallback = (_, cert, chain, errors) => _certificates!.AcceptsClient(tls.RequireClientCertificate, cert, chain, errors),
             CipherSuitesPolicy = tls.CipherPolicy,
         };
         await ssl.AuthenticateAsServerAsync(auth, ct).ConfigureAwait(false);

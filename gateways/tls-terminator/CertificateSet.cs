@@ -34,6 +34,30 @@ public sealed class CertificateSet
     /// <summary>Client certificate authorities from ca_file; null = the system's trust store.</summary>
     public X509Certificate2Collection? Authorities => _current.Authorities;
 
+    /// <summary>
+    /// <c>verify</c>: whether a client's certificate is accepted, as nats-server checks it (a chain to <c>ca_file</c>,
+    /// or to the system roots without one). Shared by every gateway with a <c>tls {}</c> block, so that a private CA
+    /// in ca_file is honoured everywhere (the websocket and MQTT gateways checked the system roots only, and so refused
+    /// every client certificate from a private CA).
+    /// </summary>
+    public bool AcceptsClient(bool required, X509Certificate? certificate, X509Chain? chain, SslPolicyErrors errors)
+    {
+        if (!required) return true;
+        if (certificate is null) return false;
+        if (Authorities is not { } cas)
+            return (errors & ~SslPolicyErrors.RemoteCertificateNameMismatch) == SslPolicyErrors.None;
+        using var custom = new X509Chain();
+        custom.ChainPolicy.TrustMode = X509ChainTrustMode.CustomRootTrust;
+        custom.ChainPolicy.CustomTrustStore.AddRange(cas);
+        custom.ChainPolicy.RevocationMode = X509RevocationMode.NoCheck;
+        if (chain is not null)
+        {
+            foreach (var element in chain.ChainElements) custom.ChainPolicy.ExtraStore.Add(element.Certificate);
+        }
+        using var leaf = new X509Certificate2(certificate);
+        return custom.Build(leaf);
+    }
+
     /// <summary>Builds the chain before swapping, so a reload that fails keeps the current certificates.</summary>
     public void Reload() => _current = Load(buildChainLater: false);
 

@@ -233,23 +233,8 @@ internal sealed class TlsSession(Socket socket, TerminatorOptions options, Certi
     }
 
     /// <summary>verify: a client certificate that chains to ca_file (or the system roots without ca_file).</summary>
-    private bool ValidateClientCertificate(object sender, X509Certificate? certificate, X509Chain? chain, SslPolicyErrors errors)
-    {
-        if (!options.RequireClientCertificate) return true;
-        if (certificate is null) return false;
-        if (certificates!.Authorities is not { } cas)
-            return (errors & ~SslPolicyErrors.RemoteCertificateNameMismatch) == SslPolicyErrors.None;
-        using var custom = new X509Chain();
-        custom.ChainPolicy.TrustMode = X509ChainTrustMode.CustomRootTrust;
-        custom.ChainPolicy.CustomTrustStore.AddRange(cas);
-        custom.ChainPolicy.RevocationMode = X509RevocationMode.NoCheck;
-        if (chain is not null)
-        {
-            foreach (var element in chain.ChainElements) custom.ChainPolicy.ExtraStore.Add(element.Certificate);
-        }
-        using var leaf = new X509Certificate2(certificate);
-        return custom.Build(leaf);
-    }
+    private bool ValidateClientCertificate(object sender, X509Certificate? certificate, X509Chain? chain, SslPolicyErrors errors) =>
+        certificates!.AcceptsClient(options.RequireClientCertificate, certificate, chain, errors);
 
     /// <summary>
     /// A write to the core that fails because the core already closed the link still goes on to the relay, which

@@ -117,8 +117,7 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
             ClientCertificateRequired = tls.RequireClientCertificate,
             EnabledSslProtocols = tls.MinVersion == SslProtocols.Tls13 ? SslProtocols.Tls13 : SslProtocols.Tls12 | SslProtocols.Tls13,
             CertificateRevocationCheckMode = System.Security.Cryptography.X509Certificates.X509RevocationMode.NoCheck,
-            RemoteCertificateValidationCallback = (_, cert, _, errors) => !tls.RequireClientCertificate
-                || (cert is not null && (errors & ~SslPolicyErrors.RemoteCertificateNameMismatch) == SslPolicyErrors.None),
+            RemoteCertificateValidationCallback = (_, cert, chain, errors) => certificates!.AcceptsClient(tls.RequireClientCertificate, cert, chain, errors),
             CipherSuitesPolicy = tls.CipherPolicy,
         };
         try
