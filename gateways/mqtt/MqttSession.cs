@@ -169,16 +169,7 @@ internal sealed partial class MqttSession : INatsDelivery
     private async Task<Stream> TlsAsync(Stream plain, CancellationToken ct)
     {
         var ssl = new SslStream(plain, leaveInnerStreamOpen: false);
-        var tls = _options.Tls!;
-        var auth = new SslServerAuthenticationOptions
-        {
-            ServerCertificateContext = await _certificates!.GetServerContextAsync().ConfigureAwait(false),
-            ClientCertificateRequired = tls.RequireClientCertificate,
-            EnabledSslProtocols = tls.MinVersion == SslProtocols.Tls13 ? SslProtocols.Tls13 : SslProtocols.Tls12 | SslProtocols.Tls13,
-            CertificateRevocationCheckMode = System.Security.Cryptography.X509Certificates.X509RevocationMode.NoCheck,
-            RemoteCertificateValidationCallback = (_, cert, chain, errors) => _certificates!.AcceptsClient(tls.RequireClientCertificate, cert, chain, errors),
-            CipherSuitesPolicy = tls.CipherPolicy,
-        };
+        var auth = await _certificates!.ServerAuthenticationAsync().ConfigureAwait(false);
         await ssl.AuthenticateAsServerAsync(auth, ct).ConfigureAwait(false);
         return ssl;
     }

@@ -35,6 +35,23 @@ public sealed class CertificateSet
     public X509Certificate2Collection? Authorities => _current.Authorities;
 
     /// <summary>
+    /// The server side of a handshake as every TLS gateway does it (the terminator, wss, MQTT over TLS): this set's
+    /// certificate, <c>verify</c> against ca_file, <c>min_version</c>, <c>cipher_suites</c>. One place, so the
+    /// gateways cannot drift apart (the websocket and MQTT gateways once checked client certificates differently).
+    /// </summary>
+    public async ValueTask<SslServerAuthenticationOptions> ServerAuthenticationAsync() => new()
+    {
+        ServerCertificateContext = await GetServerContextAsync().ConfigureAwait(false),
+        ClientCertificateRequired = _options.RequireClientCertificate,
+        EnabledSslProtocols = _options.MinVersion == System.Security.Authentication.SslProtocols.Tls13
+            ? System.Security.Authentication.SslProtocols.Tls13
+            : System.Security.Authentication.SslProtocols.Tls12 | System.Security.Authentication.SslProtocols.Tls13,
+        CertificateRevocationCheckMode = X509RevocationMode.NoCheck,
+        RemoteCertificateValidationCallback = (_, cert, chain, errors) => AcceptsClient(_options.RequireClientCertificate, cert, chain, errors),
+        CipherSuitesPolicy = _options.CipherPolicy,
+    };
+
+    /// <summary>
     /// <c>verify</c>: whether a client's certificate is accepted, as nats-server checks it (a chain to <c>ca_file</c>,
     /// or to the system roots without one). Shared by every gateway with a <c>tls {}</c> block, so that a private CA
     /// in ca_file is honoured everywhere (the websocket and MQTT gateways checked the system roots only, and so refused

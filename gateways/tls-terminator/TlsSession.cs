@@ -200,15 +200,7 @@ internal sealed class TlsSession(Socket socket, TerminatorOptions options, Certi
                 return null;
             }
             var ssl = new SslStream(network, leaveInnerStreamOpen: true);
-            var auth = new SslServerAuthenticationOptions
-            {
-                ServerCertificateContext = await certificates!.GetServerContextAsync().ConfigureAwait(false),
-                ClientCertificateRequired = options.RequireClientCertificate,
-                EnabledSslProtocols = options.MinVersion == SslProtocols.Tls13 ? SslProtocols.Tls13 : SslProtocols.Tls12 | SslProtocols.Tls13,
-                CertificateRevocationCheckMode = X509RevocationMode.NoCheck,
-                RemoteCertificateValidationCallback = ValidateClientCertificate,
-                CipherSuitesPolicy = options.CipherPolicy,
-            };
+            var auth = await certificates!.ServerAuthenticationAsync().ConfigureAwait(false);
             try
             {
                 await ssl.AuthenticateAsServerAsync(auth, timeout.Token).ConfigureAwait(false);
@@ -231,10 +223,6 @@ internal sealed class TlsSession(Socket socket, TerminatorOptions options, Certi
             return null;
         }
     }
-
-    /// <summary>verify: a client certificate that chains to ca_file (or the system roots without ca_file).</summary>
-    private bool ValidateClientCertificate(object sender, X509Certificate? certificate, X509Chain? chain, SslPolicyErrors errors) =>
-        certificates!.AcceptsClient(options.RequireClientCertificate, certificate, chain, errors);
 
     /// <summary>
     /// A write to the core that fails because the core already closed the link still goes on to the relay, which

@@ -110,16 +110,7 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
     private async Task<Stream> TlsAsync(CancellationToken ct)
     {
         var ssl = new SslStream(_user, leaveInnerStreamOpen: false);
-        var tls = options.Tls!;
-        var auth = new SslServerAuthenticationOptions
-        {
-            ServerCertificateContext = await certificates!.GetServerContextAsync().ConfigureAwait(false),
-            ClientCertificateRequired = tls.RequireClientCertificate,
-            EnabledSslProtocols = tls.MinVersion == SslProtocols.Tls13 ? SslProtocols.Tls13 : SslProtocols.Tls12 | SslProtocols.Tls13,
-            CertificateRevocationCheckMode = System.Security.Cryptography.X509Certificates.X509RevocationMode.NoCheck,
-            RemoteCertificateValidationCallback = (_, cert, chain, errors) => certificates!.AcceptsClient(tls.RequireClientCertificate, cert, chain, errors),
-            CipherSuitesPolicy = tls.CipherPolicy,
-        };
+        var auth = await certificates!.ServerAuthenticationAsync().ConfigureAwait(false);
         try
         {
             await ssl.AuthenticateAsServerAsync(auth, ct).ConfigureAwait(false);
