@@ -63,6 +63,9 @@ internal sealed unsafe class IndexChunk
 
     public int Length => Entries;
 
+    /// <summary>The first entry (the index caches it per slot; valid while this chunk is reachable).</summary>
+    public IndexEntry* Pointer => _p;
+
     public Span<IndexEntry> Span => new(_p, Entries);
 
     /// <summary>Touches every page, so the faults of fresh memory happen on the thread that made the chunk ahead.</summary>

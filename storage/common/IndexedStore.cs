@@ -557,6 +557,7 @@ internal abstract class IndexedStore : IStreamStore
         return StoreStatus.Ok;
     }
 
+    /// <summary>The message at <see cref="First"/> was just removed: First moves to the next live one.</summary>
     private void AdvanceFirst()
     {
         FloorDirty = true;
@@ -566,7 +567,8 @@ internal abstract class IndexedStore : IStreamStore
             Index.Reset(Last + 1);
             return;
         }
-        ulong next = Index.NextLive(First, Last);
+        // From First + 1: First is dead now, and NextLive finds the usual answer (the next sequence) inline.
+        ulong next = Index.NextLive(First + 1, Last);
         First = next != 0 ? next : Last + 1;
         Index.TrimBelow(First);
     }
@@ -875,8 +877,8 @@ internal abstract class IndexedStore : IStreamStore
         ulong found = 0;
         if (SubjectMatch.IsAll(filter))
         {
-            // A sequential reader mostly asks for a live sequence: checked here before the walk (a call).
-            found = seq <= Last && Index.Holds(seq) && Index.Get(seq).IsLive ? seq : Index.NextLive(seq, Last);
+            // A sequential reader mostly asks for a live sequence: NextLive checks that one inline before its walk.
+            found = Index.NextLive(seq, Last);
         }
         else if (SubjectMatch.IsLiteral(filter))
         {

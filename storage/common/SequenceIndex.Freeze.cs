@@ -16,14 +16,23 @@ namespace NatsBroker.Storage.Internal;
 /// </summary>
 internal sealed partial class SequenceIndex
 {
-    /// <summary>A chunk's flag went from clean to changed: it is listed for the next capture (see <see cref="_dirtyList"/>).</summary>
+    /// <summary>A chunk is written: if its flag goes from clean to changed, it is listed for the next capture (see <see cref="_dirtyList"/>).</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     private void MarkDirty(int slot, ulong chunkNo)
     {
-        if (_dirty[slot]) return;
-        _dirty[slot] = true;
+        if (!_slots[slot].Dirty) MarkChanged(slot, chunkNo);
+    }
+
+    /// <summary>
+    /// The first write to a chunk since the last capture (out of line: the memory engine never captures, so for it
+    /// this runs once per chunk, and the write paths stay small).
+    /// </summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void MarkChanged(int slot, ulong chunkNo)
+    {
+        _slots[slot].Dirty = true;
         if (_dirtyOverflow) return;
-        if (_dirtyList.Count >= _chunks.Length)
+        if (_dirtyList.Count >= _slots.Length)
         {
             _dirtyList.Clear();
             _dirtyOverflow = true;
@@ -50,7 +59,7 @@ internal sealed partial class SequenceIndex
         public readonly List<(ulong Chunk, int Live, ChunkSource Source)> Chunks = [];
         /// <summary>Per position in <see cref="Chunks"/>: the position of a frozen chunk in <see cref="Frozen"/> (-1 otherwise).</summary>
         internal readonly List<int> FrozenAt = [];
-        /// <summary>Chunk numbers frozen by this capture; a chunk's <see cref="_frozen"/> slot holds 1 + its position here.</summary>
+        /// <summary>Chunk numbers frozen by this capture; a chunk's <see cref="ChunkSlot.Frozen"/> holds 1 + its position here.</summary>
         internal readonly List<ulong> Frozen = [];
         /// <summary>
         /// Per position in <see cref="Frozen"/>: the captured content once a writer or a release took it off the live
@@ -152,16 +161,20 @@ internal sealed partial class SequenceIndex
             Live = _captureLive,
             Paged = _capturePaged,
         };
-        CopyRing(_live, f.Live);
-        CopyRing(_paged, f.Paged);
+        for (int k = 0; k < _count; k++)
+        {
+            ref readonly var s = ref _slots[Slot(k)];
+            f.Live[k] = s.Live;
+            f.Paged[k] = s.Paged;
+        }
         if (f.AppendChunk >= _baseChunk && f.AppendChunk - _baseChunk < (ulong)_count)
-            f.AppendPresent = _chunks[Slot((int)(f.AppendChunk - _baseChunk))] is not null;
+            f.AppendPresent = _slots[Slot((int)(f.AppendChunk - _baseChunk))].Dense is not null;
         if (all || _dirtyOverflow)
         {
             for (int k = 0; k < _count; k++)
             {
                 int slot = Slot(k);
-                if (all || _dirty[slot]) FreezeSlot(f, slot, _baseChunk + (ulong)k);
+                if (all || _slots[slot].Dirty) FreezeSlot(f, slot, _baseChunk + (ulong)k);
             }
         }
         else
@@ -170,7 +183,7 @@ internal sealed partial class SequenceIndex
             {
                 if (no < _baseChunk || no - _baseChunk >= (ulong)_count) continue; // trimmed since
                 int slot = Slot((int)(no - _baseChunk));
-                if (_dirty[slot]) FreezeSlot(f, slot, no);
+                if (_slots[slot].Dirty) FreezeSlot(f, slot, no);
             }
         }
         _dirtyList.Clear();
@@ -182,11 +195,11 @@ internal sealed partial class SequenceIndex
     /// <summary>Under the lock, at a capture: the chunk's change is consumed; a chunk the image keeps and holds in memory is frozen.</summary>
     private void FreezeSlot(IndexFreeze f, int slot, ulong no)
     {
-        _dirty[slot] = false;
-        if ((_chunks[slot] is null && _sparse[slot] is null) || _frozen[slot] != 0 || !Kept(no, _live[slot], true, _paged[slot], f.AppendChunk)) return;
+        _slots[slot].Dirty = false;
+        if ((_slots[slot].Dense is null && _slots[slot].Sparse is null) || _slots[slot].Frozen != 0 || !Kept(no, _slots[slot].Live, true, _slots[slot].Paged, f.AppendChunk)) return;
         f.Frozen.Add(no);
         f.Preserved.Add(null);
-        _frozen[slot] = f.Frozen.Count;
+        _slots[slot].Frozen = f.Frozen.Count;
     }
 
     /// <summary>
@@ -201,10 +214,10 @@ internal sealed partial class SequenceIndex
         {
             if (no < _baseChunk || no - _baseChunk >= (ulong)_count) return false;
             int slot = Slot((int)(no - _baseChunk));
-            if (_dirty[slot] || _frozen[slot] != 0 || (_chunks[slot] is null && _sparse[slot] is null) || _live[slot] != live) return false;
+            if (_slots[slot].Dirty || _slots[slot].Frozen != 0 || (_slots[slot].Dense is null && _slots[slot].Sparse is null) || _slots[slot].Live != live) return false;
             f.Frozen.Add(no);
             f.Preserved.Add(null);
-            _frozen[slot] = f.Frozen.Count;
+            _slots[slot].Frozen = f.Frozen.Count;
         }
         // Fill in FrozenAt for the late chunks, in the order Classify queued them.
         int next = f.Frozen.Count - f.Late.Count;
@@ -218,14 +231,6 @@ internal sealed partial class SequenceIndex
 
     private int[] _captureLive = [];
     private bool[] _capturePaged = [];
-
-    /// <summary>Copies the ring's slots 0..count-1 (lowest chunk first) into <paramref name="into"/>.</summary>
-    private void CopyRing<T>(T[] ring, T[] into)
-    {
-        int first = Math.Min(_count, ring.Length - _head);
-        Array.Copy(ring, _head, into, 0, first);
-        Array.Copy(ring, 0, into, first, _count - first);
-    }
 
     /// <summary>
     /// Under the lock: the captured content of kept chunk <paramref name="k"/> (a position in <see cref="IndexFreeze.Chunks"/>),
@@ -243,9 +248,9 @@ internal sealed partial class SequenceIndex
         if (src is null)
         {
             int slot = Slot((int)(no - _baseChunk));
-            if (_freeze != f || no < _baseChunk || _frozen[slot] != at + 1) throw new InvalidOperationException($"index chunk {no} is not frozen");
-            src = (object?)_chunks[slot] ?? _sparse[slot] ?? throw new InvalidOperationException($"index chunk {no} is not in memory");
-            _frozen[slot] = 0;
+            if (_freeze != f || no < _baseChunk || _slots[slot].Frozen != at + 1) throw new InvalidOperationException($"index chunk {no} is not frozen");
+            src = (object?)_slots[slot].Dense ?? _slots[slot].Sparse ?? throw new InvalidOperationException($"index chunk {no} is not in memory");
+            _slots[slot].Frozen = 0;
         }
         f.Preserved[at] = null;
         // A dense chunk: the index's own (frozen, or handed over when dropped) or a copy taken before a write (Thaw).
@@ -292,7 +297,7 @@ internal sealed partial class SequenceIndex
             ulong no = f.Frozen[i];
             if (no < _baseChunk || no - _baseChunk >= (ulong)_count) continue;
             int slot = Slot((int)(no - _baseChunk));
-            if (_frozen[slot] == i + 1) _frozen[slot] = 0;
+            if (_slots[slot].Frozen == i + 1) _slots[slot].Frozen = 0;
         }
         _freeze = null;
     }
@@ -301,9 +306,9 @@ internal sealed partial class SequenceIndex
     [MethodImpl(MethodImplOptions.NoInlining)]
     private void Thaw(int slot)
     {
-        int f = _frozen[slot];
-        _frozen[slot] = 0;
-        var c = _chunks[slot];
-        _freeze!.Preserved[f - 1] = c is not null ? c.ToArray() : _sparse[slot]!.Clone();
+        int f = _slots[slot].Frozen;
+        _slots[slot].Frozen = 0;
+        var c = _slots[slot].Dense;
+        _freeze!.Preserved[f - 1] = c is not null ? c.ToArray() : _slots[slot].Sparse!.Clone();
     }
 }

@@ -1,4 +1,5 @@
 using System.Numerics;
+using System.Runtime.CompilerServices;
 
 namespace NatsBroker.Storage.Internal;
 
@@ -37,7 +38,6 @@ internal sealed partial class SequenceIndex
     /// <summary>Sparse chunks kept for reuse per capacity class (powers of two up to <see cref="SparseMax"/>).</summary>
     private const int SparsePoolPerClass = 8;
 
-    private SparseChunk?[] _sparse = new SparseChunk?[16];
     private readonly Stack<SparseChunk>[] _sparsePool = NewSparsePool();
     private long _sparseBytes;
     private long _sparsePoolBytes;
@@ -54,13 +54,13 @@ internal sealed partial class SequenceIndex
 
     /// <summary>
     /// Approximate managed bytes the index holds: dense chunks (48 KiB each), sparse chunks, both pools, and the
-    /// per-chunk ring (slots from the lowest chunk to the newest, about 26 bytes each). What a stats endpoint and the
+    /// per-chunk ring (slots from the lowest chunk to the newest, 32 bytes each). What a stats endpoint and the
     /// memory tests read.
     /// </summary>
     public long MemoryBytes =>
         (long)(AllocatedChunks + _free.Count) * ChunkSize * EntrySize
         + _sparseBytes + _sparsePoolBytes
-        + (long)_chunks.Length * (2 * IntPtr.Size + sizeof(int) * 2 + 2 * sizeof(bool));
+        + (long)_slots.Length * Unsafe.SizeOf<ChunkSlot>();
 
     /// <summary>Whether chunk slot <paramref name="slot"/> (chunk <paramref name="chunkNo"/>) may be held sparse.</summary>
     /// Neither the chunk of <see cref="End"/> nor that of End - 1: an append failed after <see cref="Add"/> moves End
@@ -73,8 +73,8 @@ internal sealed partial class SequenceIndex
     /// </summary>
     private void CompactIfSparse(int slot, ulong chunkNo)
     {
-        var c = _chunks[slot];
-        if (c is null || _live[slot] > SparseMax || _live[slot] <= 0 || !MayBeSparse(slot, chunkNo)) return;
+        var c = _slots[slot].Dense;
+        if (c is null || _slots[slot].Live > SparseMax || _slots[slot].Live <= 0 || !MayBeSparse(slot, chunkNo)) return;
         int live = 0;
         foreach (ref readonly var e in c.Span) if (e.IsLive) live++;
         if (live > SparseMax) return; // counts disagree (cannot happen): stay dense rather than lose an entry
@@ -86,8 +86,8 @@ internal sealed partial class SequenceIndex
     /// <summary>A sparse chunk mostly dead (live at most a quarter of its capacity): rebuilt with a smaller capacity.</summary>
     private void ShrinkIfSparse(int slot)
     {
-        var sp = _sparse[slot];
-        int live = _live[slot];
+        var sp = _slots[slot].Sparse;
+        int live = _slots[slot].Live;
         if (sp is null || live <= 0 || live > sp.Capacity / 4 || slot == _head) return;
         var n = RentSparse(live);
         n.FillFrom(sp);
@@ -98,7 +98,7 @@ internal sealed partial class SequenceIndex
     private void Install(int slot, SparseChunk sp)
     {
         ReleaseSlot(slot);
-        _sparse[slot] = sp;
+        _slots[slot].Sparse = sp;
         SparseChunks++;
         _sparseBytes += sp.HeapBytes;
     }

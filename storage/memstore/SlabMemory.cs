@@ -1,3 +1,5 @@
+using System.Runtime.CompilerServices;
+using System.Runtime.InteropServices;
 using NatsBroker.Storage.Internal;
 
 namespace NatsBroker.Storage.Memory;
@@ -20,19 +22,22 @@ internal sealed unsafe class SlabMemory
     /// <summary>The size of a huge slab: one transparent huge page on x86-64 and arm64 (4 KiB base pages).</summary>
     public const int HugeSize = HugePages.Size;
 
+    // A managed slab is a pinned array (so both kinds are read through one pointer: Span stays a two-field
+    // constructor on the append and load paths); _array keeps it alive.
     private readonly byte[]? _array;
-    private byte* _native;
+    private byte* _p;
 
-    private SlabMemory(byte[] array)
+    private SlabMemory(byte[] pinned)
     {
-        _array = array;
-        Length = array.Length;
+        _array = pinned;
+        _p = (byte*)Unsafe.AsPointer(ref MemoryMarshal.GetArrayDataReference(pinned));
+        Length = pinned.Length;
         GC.SuppressFinalize(this); // nothing native to free
     }
 
     private SlabMemory(byte* native, int length)
     {
-        _native = native;
+        _p = native;
         Length = length;
     }
 
@@ -45,10 +50,10 @@ internal sealed unsafe class SlabMemory
     public bool IsHuge => _array is null;
 
     /// <summary>The slab's bytes. Must not be used after <see cref="Free"/>.</summary>
-    public Span<byte> Span => _array is not null ? _array : new Span<byte>(_native, Length);
+    public Span<byte> Span => new(_p, Length);
 
-    /// <summary>A managed slab (ordinary pages, not zeroed: every byte read was written first).</summary>
-    public static SlabMemory Managed(int size) => new(GC.AllocateUninitializedArray<byte>(size));
+    /// <summary>A managed slab (ordinary pages, pinned, not zeroed: every byte read was written first).</summary>
+    public static SlabMemory Managed(int size) => new(GC.AllocateUninitializedArray<byte>(size, pinned: true));
 
     /// <summary>A 2 MiB slab advised for huge pages, or null where that is not available (not Linux, THP off, allocation refused).</summary>
     public static SlabMemory? TryHuge()
@@ -77,8 +82,8 @@ internal sealed unsafe class SlabMemory
 
     private void FreeNative()
     {
-        if (_native is null) return;
-        HugePages.Free(_native);
-        _native = null;
+        if (_array is not null || _p is null) return;
+        HugePages.Free(_p);
+        _p = null;
     }
 }
