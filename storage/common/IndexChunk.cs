@@ -40,10 +40,25 @@ internal sealed unsafe class IndexChunk
     /// <summary>A chunk in a pinned managed array (not zeroed: entries are written before they are read).</summary>
     public static IndexChunk Managed() => new(GC.AllocateUninitializedArray<IndexEntry>(Entries, pinned: true));
 
-    /// <summary>A chunk in huge-page memory, or a managed one where huge pages are not available.</summary>
+    /// <summary>
+    /// A chunk in huge-page memory, or a managed one where huge pages are not available. May map a 2 MiB block on the
+    /// calling thread (whose first touch then clears it): for the make-ahead thread and readers, not for appends.
+    /// </summary>
     public static IndexChunk Take()
     {
-        var p = IndexChunkMemory.TryTake();
+        var p = IndexChunkMemory.TryTake(mapHere: true);
+        return p is null ? Managed() : new IndexChunk(p);
+    }
+
+    /// <summary>
+    /// For an appending thread whose chunk made ahead was not ready: a chunk of a block already mapped and touched, or
+    /// else a managed one (4 KiB pages, faulted in as the entries are written) rather than clearing a whole 2 MiB huge
+    /// page here. Clearing huge pages runs at 0.46 GB/s on some VMs we measure on (4 KiB pages: ~1.5 GB/s), so an
+    /// append that did it waited ~4 ms (bench/results/session-2026-11-29).
+    /// </summary>
+    public static IndexChunk TakeReady()
+    {
+        var p = IndexChunkMemory.TryTake(mapHere: false);
         return p is null ? Managed() : new IndexChunk(p);
     }
 

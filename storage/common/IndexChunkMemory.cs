@@ -44,8 +44,11 @@ internal static unsafe class IndexChunkMemory
         }
     }
 
-    /// <summary>A chunk's memory (not zeroed), or null where huge pages are not available.</summary>
-    public static IndexEntry* TryTake()
+    /// <summary>
+    /// A chunk's memory (not zeroed), or null where huge pages are not available, or when no block has a free chunk
+    /// and <paramref name="mapHere"/> is false (the block mapped ahead is not ready yet).
+    /// </summary>
+    public static IndexEntry* TryTake(bool mapHere)
     {
         if (!HugePages.Supported) return null;
         IndexEntry* p;
@@ -57,7 +60,7 @@ internal static unsafe class IndexChunkMemory
         }
         if (ahead && Interlocked.CompareExchange(ref _mappingAhead, 1, 0) == 0)
             MakeAheadThread.Queue(Ahead);
-        if (p is not null) return p;
+        if (p is not null || !mapHere) return p;
         // None free and the block ahead not ready: map one here (outside the lock: the finalizer thread returns
         // chunks under it).
         var start = Map(touch: false);

@@ -530,7 +530,7 @@ internal sealed partial class SequenceIndex
         // first touch was a quarter of the appending thread's time in a fast-ingest batch into a memory stream. Only an
         // index past its first chunks asks for the next one, so a small stream does not hold a spare chunk.
         if (AllocatedChunks <= ManagedChunksFirst) return IndexChunk.Managed();
-        return _spare.Take(makeNext: true) ?? IndexChunk.Take();
+        return _spare.Take(makeNext: true) ?? IndexChunk.TakeReady();
     }
 
     private const int ManagedChunksFirst = 2;

@@ -129,7 +129,10 @@ internal sealed class MemoryStore : IndexedStore
     private SlabMemory MakeSlabMemory()
     {
         if (++_slabsMade <= ManagedSlabsFirst || _slabSize > SlabMemory.HugeSize) return SlabMemory.Managed(_slabSize);
-        return _spare.Take(makeNext: true) ?? SlabMemory.TryHuge() ?? SlabMemory.Managed(_slabSize);
+        // Not ready: a managed slab (4 KiB pages, faulted in as messages are copied in) instead of a huge slab cleared
+        // here. Clearing a 2 MiB huge page ran at 0.46 GB/s on a VM we measure on, ~4 ms for one slab on the appending
+        // thread: the memory append row fell to 0.63x of managed slabs alone (bench/results/session-2026-11-29).
+        return _spare.Take(makeNext: true) ?? SlabMemory.Managed(_slabSize);
     }
 
     private static SlabMemory? MakeSpare()

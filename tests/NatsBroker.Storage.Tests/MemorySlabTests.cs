@@ -5,7 +5,7 @@ namespace NatsBroker.Storage.Tests;
 
 /// <summary>
 /// The memory engine keeps message bytes in slabs: managed arrays first, then 2 MiB huge-page slabs (native memory,
-/// one prepared ahead on the thread pool) once a store grows. Every byte must read back the same across both
+/// one prepared ahead on the make-ahead thread) once a store grows, and managed ones whenever none is ready. Every byte must read back the same across both
 /// kinds, through removals, erases, purges and recycling.
 /// </summary>
 public sealed class MemorySlabTests
@@ -47,12 +47,16 @@ public sealed class MemorySlabTests
         const int n = 12_000; // ~18 MB: two managed 64 KiB slabs, then huge slabs
         for (int i = 0; i < n; i++)
         {
+            // Past the managed slabs, give the make-ahead thread time to have a huge slab ready (it runs concurrently).
+            if (i % 3_000 == 2_000) Thread.Sleep(100);
             string hdr = i % 5 == 0 ? "NATS/1.0\r\nI: " + i + "\r\n\r\n" : "";
             Assert.Equal(StoreStatus.Ok, s.Append(B("slab." + (i % 7)), B(hdr), Payload(i)).Status);
         }
 
+        // Huge slabs are made ahead on another thread; an append that finds none ready takes a managed slab instead
+        // (MemoryStore.MakeSlabMemory), so how many of the ~9 slabs are huge depends on timing: at least one is.
         int huge = HugeSlabs(s);
-        if (HugePagesOn()) Assert.True(huge >= 8, $"huge slabs in use: {huge}");
+        if (HugePagesOn()) Assert.True(huge >= 1, $"huge slabs in use: {huge}");
         else Assert.Equal(0, huge);
 
         void Check(ulong seq)
