@@ -15,7 +15,7 @@ namespace NatsBroker.Storage.Internal;
 /// chunk) is what makes a use after free impossible without an explicit ownership protocol between the index, its
 /// captures and the readers that page chunks in without the lock. The flip side: a <see cref="Span"/> or a ref into a
 /// chunk is only valid while the chunk object itself is reachable; code that holds nothing but the span keeps the
-/// chunk alive with <see cref="GC.KeepAlive"/> (SequenceIndex.CopyFrozen).
+/// chunk alive with <see cref="GC.KeepAlive"/> (SequenceIndex.EncodeFrozen).
 /// </remarks>
 internal sealed unsafe class IndexChunk
 {
@@ -90,6 +90,4 @@ internal sealed unsafe class IndexChunk
         for (int i = 0; i < Entries * sizeof(IndexEntry); i += 4096) bytes[i] = 0;
     }
 
-    /// <summary>A managed copy (a running capture's view of a chunk about to change).</summary>
-    public IndexEntry[] ToArray() => Span.ToArray();
 }

@@ -62,8 +62,8 @@ internal sealed partial class SequenceIndex
         /// <summary>Chunk numbers frozen by this capture; a chunk's <see cref="ChunkSlot.Frozen"/> holds 1 + its position here.</summary>
         internal readonly List<ulong> Frozen = [];
         /// <summary>
-        /// Per position in <see cref="Frozen"/>: the captured content once a writer or a release took it off the live
-        /// chunk: an <see cref="IndexEntry"/>[] (dense) or a <see cref="SparseChunk"/>.
+        /// Per position in <see cref="Frozen"/>: the captured chunk once the index let go of it (a writer swapped in a
+        /// copy, or the chunk was dropped): an <see cref="IndexChunk"/> or a <see cref="SparseChunk"/>, written by nobody.
         /// </summary>
         internal readonly List<object?> Preserved = [];
         /// <summary>In-memory chunks unchanged since the last capture that the previous image lacks: frozen late by <see cref="FreezeLate"/>.</summary>
@@ -234,58 +234,84 @@ internal sealed partial class SequenceIndex
 
     /// <summary>
     /// Under the lock: the captured content of kept chunk <paramref name="k"/> (a position in <see cref="IndexFreeze.Chunks"/>),
-    /// which must be frozen, into <paramref name="into"/> (at least <see cref="EntriesPerChunk"/> x <see cref="EntrySize"/>
-    /// bytes) as an image page; returns the page's length. A chunk with at most <see cref="CompactIndexPage.MaxEntries"/>
-    /// live entries is written as a compact page (50 bytes per live entry, <see cref="CompactIndexPage"/>), any other as
-    /// the dense 48 KiB page.
+    /// which must be frozen, into <paramref name="into"/> as an image page (see <see cref="EncodeFrozen"/>); returns the
+    /// page's length. <see cref="TakeFrozen"/>, <see cref="EncodeFrozen"/> and <see cref="ReleaseFrozen"/> in one call.
     /// </summary>
     public int CopyFrozen(IndexFreeze f, int k, Span<byte> into)
+    {
+        var src = TakeFrozen(f, k);
+        int length = EncodeFrozen(f, k, src, into);
+        ReleaseFrozen(f, k);
+        return length;
+    }
+
+    /// <summary>
+    /// Under the lock: what holds the captured content of kept chunk <paramref name="k"/> (which must be frozen): the
+    /// chunk handed over to the capture, or the index's own chunk, which stays frozen until <see cref="ReleaseFrozen"/>.
+    /// Nobody writes either until then (a writer of a frozen chunk swaps in a copy first, <see cref="Thaw"/>), so the
+    /// caller may encode it WITHOUT the lock: an image checkpoint copying ~1,000 chunks of 48 KiB under the lock
+    /// held appends up ~15 µs each, 0.88x of the file engine's append rate without checkpoints.
+    /// </summary>
+    public object TakeFrozen(IndexFreeze f, int k)
     {
         int at = f.FrozenAt[k];
         ulong no = f.Chunks[k].Chunk;
         if (at < 0) throw new InvalidOperationException($"index chunk {no} is not frozen");
-        var src = f.Preserved[at];
-        if (src is null)
-        {
-            int slot = Slot((int)(no - _baseChunk));
-            if (_freeze != f || no < _baseChunk || _slots[slot].Frozen != at + 1) throw new InvalidOperationException($"index chunk {no} is not frozen");
-            src = (object?)_slots[slot].Dense ?? _slots[slot].Sparse ?? throw new InvalidOperationException($"index chunk {no} is not in memory");
-            _slots[slot].Frozen = 0;
-        }
+        if (f.Preserved[at] is { } handed) return handed;
+        if (_freeze != f || no < _baseChunk || no - _baseChunk >= (ulong)_count) throw new InvalidOperationException($"index chunk {no} is not frozen");
+        int slot = Slot((int)(no - _baseChunk));
+        if (_slots[slot].Frozen != at + 1) throw new InvalidOperationException($"index chunk {no} is not frozen");
+        return (object?)_slots[slot].Dense ?? _slots[slot].Sparse ?? throw new InvalidOperationException($"index chunk {no} is not in memory");
+    }
+
+    /// <summary>Under the lock, once the page of kept chunk <paramref name="k"/> is encoded: the chunk is no longer frozen for this capture.</summary>
+    public void ReleaseFrozen(IndexFreeze f, int k)
+    {
+        int at = f.FrozenAt[k];
+        ulong no = f.Chunks[k].Chunk;
+        if (at < 0) return;
         f.Preserved[at] = null;
-        // A dense chunk: the index's own (frozen, or handed over when dropped) or a copy taken before a write (Thaw).
-        ReadOnlySpan<IndexEntry> dense = src switch
+        if (_freeze != f || no < _baseChunk || no - _baseChunk >= (ulong)_count) return;
+        int slot = Slot((int)(no - _baseChunk));
+        if (_slots[slot].Frozen == at + 1) _slots[slot].Frozen = 0;
+    }
+
+    /// <summary>
+    /// With or without the lock: the image page of kept chunk <paramref name="k"/> from <paramref name="src"/> (what
+    /// <see cref="TakeFrozen"/> returned) into <paramref name="into"/> (at least <see cref="EntriesPerChunk"/> x
+    /// <see cref="EntrySize"/> bytes); returns the page's length. A chunk with at most
+    /// <see cref="CompactIndexPage.MaxEntries"/> live entries is written as a compact page (50 bytes per live entry,
+    /// <see cref="CompactIndexPage"/>), any other as the dense 48 KiB page.
+    /// </summary>
+    public static int EncodeFrozen(IndexFreeze f, int k, object src, Span<byte> into)
+    {
+        ulong no = f.Chunks[k].Chunk;
+        if (src is SparseChunk sp)
         {
-            IndexChunk c => c.Span,
-            IndexEntry[] copy => copy,
-            _ => default,
-        };
-        if (src is not SparseChunk)
-        {
-            // In the chunk being appended to, the entries from End on are not written yet: a pooled chunk may hold
-            // anything there, which a compact page must not list (a dense page carries it along, unread).
-            var held = dense;
-            if (no == f.AppendChunk && f.End > no << Shift) held = held[..(int)Math.Min((ulong)ChunkSize, f.End - (no << Shift))];
-            int live = 0;
-            foreach (ref readonly var e in held) if (e.IsLive) live++;
-            int length;
-            if (live <= CompactIndexPage.MaxEntries) length = CompactIndexPage.Encode(held, live, into);
-            else
-            {
-                MemoryMarshal.AsBytes(dense).CopyTo(into);
-                length = ChunkSize * EntrySize;
-            }
-            // A chunk handed over to the capture is referenced by nothing else now (Preserved was cleared above): its
-            // native memory must not be finalized back to the allocator while the span over it is read.
-            GC.KeepAlive(src);
-            return length;
+            int spLive = 0;
+            for (int i = 0; i < sp.Count; i++) if (sp.Entries[i].IsLive) spLive++;
+            if (spLive <= CompactIndexPage.MaxEntries) return CompactIndexPage.Encode(sp, spLive, into);
+            sp.ExpandInto(MemoryMarshal.Cast<byte, IndexEntry>(into)[..ChunkSize]); // a sparse chunk that grew past the bound cannot happen; dense then
+            return ChunkSize * EntrySize;
         }
-        var sp = (SparseChunk)src;
-        int spLive = 0;
-        for (int i = 0; i < sp.Count; i++) if (sp.Entries[i].IsLive) spLive++;
-        if (spLive <= CompactIndexPage.MaxEntries) return CompactIndexPage.Encode(sp, spLive, into);
-        sp.ExpandInto(MemoryMarshal.Cast<byte, IndexEntry>(into)[..ChunkSize]); // a sparse chunk that grew past the bound cannot happen; dense then
-        return ChunkSize * EntrySize;
+        var dense = ((IndexChunk)src).Span;
+        // In the chunk being appended to, the entries from End on are not written yet: a pooled chunk may hold
+        // anything there, which a compact page must not list (a dense page carries it along, unread).
+        var held = dense;
+        if (no == f.AppendChunk && f.End > no << Shift) held = held[..(int)Math.Min((ulong)ChunkSize, f.End - (no << Shift))];
+        int live = 0;
+        foreach (ref readonly var e in held) if (e.IsLive) live++;
+        int length;
+        if (live <= CompactIndexPage.MaxEntries) length = CompactIndexPage.Encode(held, live, into);
+        else
+        {
+            MemoryMarshal.AsBytes(dense).CopyTo(into);
+            length = ChunkSize * EntrySize;
+        }
+        // The span points into the chunk's memory, which goes back to the allocator when the chunk object is finalized:
+        // keep the object alive until the span is no longer read.
+        GC.KeepAlive(src);
+        return length;
     }
 
     /// <summary>Under the lock: ends a capture (done or abandoned); chunks still frozen are released from it (O(chunks frozen)).</summary>
@@ -302,13 +328,28 @@ internal sealed partial class SequenceIndex
         _freeze = null;
     }
 
-    /// <summary>A writer touches a frozen chunk: the capture gets a copy of it as it is now, before the write.</summary>
+    /// <summary>
+    /// A writer touches a frozen chunk: the chunk, as it is now, is handed over to the capture, and the index continues
+    /// with a copy of it, which the write then changes. The capture may be reading the chunk without the lock
+    /// (<see cref="TakeFrozen"/>): nobody writes a chunk once it is handed over.
+    /// </summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
     private void Thaw(int slot)
     {
         int f = _slots[slot].Frozen;
         _slots[slot].Frozen = 0;
         var c = _slots[slot].Dense;
-        _freeze!.Preserved[f - 1] = c is not null ? c.ToArray() : _slots[slot].Sparse!.Clone();
+        if (c is not null)
+        {
+            var copy = Rent();
+            c.Span.CopyTo(copy.Span);
+            _slots[slot].Dense = copy;
+            AllocatedChunks--; // the original now belongs to the capture (its memory goes back when it is collected)
+            _freeze!.Preserved[f - 1] = c;
+            return;
+        }
+        var sp = _slots[slot].Sparse!;
+        _slots[slot].Sparse = sp.Clone(); // same capacity: the sparse counters do not change
+        _freeze!.Preserved[f - 1] = sp;
     }
 }

@@ -344,7 +344,11 @@ internal sealed partial class SequenceIndex
                 c = _slots[slot].Dense ?? (_slots[slot].Dense = Rent());
             }
         }
-        if (_slots[slot].Frozen != 0) Thaw(slot);
+        if (_slots[slot].Frozen != 0)
+        {
+            Thaw(slot);
+            c = _slots[slot].Dense!; // the writer's copy: the chunk read above now belongs to the capture
+        }
         MarkDirty(slot, seq >> Shift);
         End = seq + 1;
         // The previous chunk is no longer appended to: if removals left few entries in it, it becomes sparse now

@@ -9,7 +9,7 @@ namespace NatsBroker.Storage.File;
 /// O(blocks + subjects + index chunks changed since the last checkpoint), plus one array copy of the per-chunk
 /// counters, without copying index entries: the changed chunks are frozen (<see cref="SequenceIndex.Freeze"/>,
 /// copy-on-write for a writer that touches one first). The rest runs WITHOUT the store lock: the page list is
-/// built (<see cref="SequenceIndex.IndexFreeze.Classify"/>), each frozen chunk is copied under the lock for a moment (one 48 KiB copy), the
+/// built (<see cref="SequenceIndex.IndexFreeze.Classify"/>), each frozen chunk is encoded into its page (taken and released under the lock), the
 /// pages and the head are appended to <c>idx/index.img</c> and fsynced, the blocks the image covers are fsynced,
 /// and only then is the superblock written and fsynced (the commit). Unchanged pages are not written again: the
 /// new head points at their previous copy. When the file holds more than twice its live pages (plus 64 MiB), or
@@ -245,12 +245,16 @@ internal sealed partial class FileStore
         switch (source)
         {
             case SequenceIndex.ChunkSource.Frozen:
-                int length;
+                // The lock only to take the chunk and to release it: the page is encoded without it (writers that
+                // touch the chunk meanwhile work on a copy, SequenceIndex.Thaw), so appends are not held up by it.
+                object src;
                 lock (Sync)
                 {
                     if ((IsClosed && !atClose) || Failure is not null) return null;
-                    length = Index.CopyFrozen(freeze, k, page);
+                    src = Index.TakeFrozen(freeze, k);
                 }
+                int length = SequenceIndex.EncodeFrozen(freeze, k, src, page);
+                lock (Sync) Index.ReleaseFrozen(freeze, k);
                 return PageWritten(length);
             case SequenceIndex.ChunkSource.Clean:
                 return current is not null && current.TryGetPage(chunk, out var r) ? r : null;

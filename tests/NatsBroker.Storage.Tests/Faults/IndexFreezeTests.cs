@@ -114,6 +114,73 @@ public sealed class IndexFreezeTests
     private static int IndexEntrySize => System.Runtime.CompilerServices.Unsafe.SizeOf<IndexEntry>();
 
     [Fact]
+    public void A_chunk_taken_for_encoding_without_the_lock_keeps_the_captured_content_while_writers_change_it()
+    {
+        // The checkpoint takes a frozen chunk under the lock and encodes it without the lock (FileStore.ImageCheckpoint.cs):
+        // writers meanwhile must work on a copy (SequenceIndex.Thaw), never on the chunk being encoded. Chunk 1 dense,
+        // chunk 2 sparse (few live entries left), chunk 3 the one being appended to.
+        var ix = Filled(3);
+        for (ulong q = 2UL * Chunk; q < 3UL * Chunk; q++)
+        {
+            if (q % 8 == 0) continue;
+            ix.GetForWrite(q).SubjectId = -1;
+            ix.MarkDead(q);
+        }
+        ulong next = ix.End;
+        ix.Add().SubjectId = 3;
+        ix.MarkLive(next);
+        CaptureAll(ix);
+        ix.GetForWrite(1UL * Chunk + 5).Timestamp = -1;
+        ix.GetForWrite(2UL * Chunk + 8).Timestamp = -2;
+        next = ix.End;
+        ix.Add().SubjectId = 4;
+        ix.MarkLive(next);
+
+        ulong endAtCapture = ix.End;
+        var f = ix.Freeze(all: false);
+        f.Classify(_ => true);
+        Assert.Equal(new[] { 1UL, 2UL, 3UL }, f.Frozen.Order());
+        var taken = new Dictionary<ulong, (int K, object Src, byte[] Page)>();
+        var page = new byte[Chunk * IndexEntrySize];
+        foreach (ulong no in new[] { 1UL, 2UL, 3UL })
+        {
+            int k = f.Chunks.FindIndex(c => c.Chunk == no);
+            var src = ix.TakeFrozen(f, k);
+            // What the page must be: encoded now, before any writer runs.
+            int length = SequenceIndex.EncodeFrozen(f, k, src, page);
+            taken[no] = (k, src, page.AsSpan(0, length).ToArray());
+        }
+        Assert.IsType<SparseChunk>(taken[2].Src);
+
+        // Writers go on (under the lock, in the store) while the pages are encoded (without it).
+        ix.GetForWrite(1UL * Chunk + 6).Timestamp = -3;
+        ix.GetForWrite(2UL * Chunk + 16).Timestamp = -4;
+        ix.GetForWrite(2UL * Chunk + 24).SubjectId = -1;
+        ix.MarkDead(2UL * Chunk + 24);
+        next = ix.End;
+        ix.Add().SubjectId = 5;
+        ix.MarkLive(next);
+        Assert.True(next < 4UL * Chunk);
+
+        foreach (var (no, (k, src, want)) in taken)
+        {
+            int length = SequenceIndex.EncodeFrozen(f, k, src, page);
+            Assert.True(page.AsSpan(0, length).SequenceEqual(want), $"chunk {no}: the page changed after the capture");
+            ix.ReleaseFrozen(f, k);
+        }
+        ix.EndFreeze(f);
+        Assert.True(endAtCapture <= next);
+
+        // The index has every write, made on its copies.
+        Assert.Equal(-3, ix.Get(1UL * Chunk + 6).Timestamp);
+        Assert.Equal(-1, ix.Get(1UL * Chunk + 5).Timestamp);
+        Assert.Equal(-4, ix.Get(2UL * Chunk + 16).Timestamp);
+        Assert.False(ix.Get(2UL * Chunk + 24).IsLive);
+        Assert.Equal(5, ix.Get(next).SubjectId);
+        Assert.Equal((int)((1UL * Chunk + 7) % 7), ix.Get(1UL * Chunk + 7).SubjectId);
+    }
+
+    [Fact]
     public void A_clean_chunk_the_previous_image_lacks_is_frozen_late_only_while_it_is_unchanged()
     {
         var ix = Filled(40);
