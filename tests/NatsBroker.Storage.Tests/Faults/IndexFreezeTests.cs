@@ -35,6 +35,18 @@ public sealed class IndexFreezeTests
         throw new InvalidOperationException($"chunk {chunk} not in memory");
     }
 
+    /// <summary>What writers do to the index meanwhile: an entry rewritten, a message removed, one appended (its sequence returned).</summary>
+    private static ulong RewriteRemoveAppend(SequenceIndex ix, ulong rewrite, long timestamp, ulong remove, int subject)
+    {
+        ix.GetForWrite(rewrite).Timestamp = timestamp;
+        ix.GetForWrite(remove).SubjectId = -1;
+        ix.MarkDead(remove);
+        ulong next = ix.End;
+        ix.Add().SubjectId = subject;
+        ix.MarkLive(next);
+        return next;
+    }
+
     /// <summary>A first capture freezes everything; then one freeze each time so the next capture starts clean.</summary>
     private static void CaptureAll(SequenceIndex ix)
     {
@@ -64,12 +76,7 @@ public sealed class IndexFreezeTests
         // Under the lock: exactly the changed chunks, not the 300 others.
         Assert.Equal(expected.Keys.Order(), f.Frozen.Order());
         // Writers go on before the page copies: each frozen chunk is copied as it was at the capture.
-        ix.GetForWrite(5UL * Chunk + 4).Timestamp = -6;
-        ix.GetForWrite(120UL * Chunk + 10).SubjectId = -1;
-        ix.MarkDead(120UL * Chunk + 10);
-        next = ix.End;
-        ix.Add().SubjectId = 2;
-        ix.MarkLive(next);
+        next = RewriteRemoveAppend(ix, rewrite: 5UL * Chunk + 4, timestamp: -6, remove: 120UL * Chunk + 10, subject: 2);
 
         f.Classify(_ => true);
         Assert.Empty(f.Late);
@@ -153,13 +160,8 @@ public sealed class IndexFreezeTests
         Assert.IsType<SparseChunk>(taken[2].Src);
 
         // Writers go on (under the lock, in the store) while the pages are encoded (without it).
-        ix.GetForWrite(1UL * Chunk + 6).Timestamp = -3;
         ix.GetForWrite(2UL * Chunk + 16).Timestamp = -4;
-        ix.GetForWrite(2UL * Chunk + 24).SubjectId = -1;
-        ix.MarkDead(2UL * Chunk + 24);
-        next = ix.End;
-        ix.Add().SubjectId = 5;
-        ix.MarkLive(next);
+        next = RewriteRemoveAppend(ix, rewrite: 1UL * Chunk + 6, timestamp: -3, remove: 2UL * Chunk + 24, subject: 5);
         Assert.True(next < 4UL * Chunk);
 
         foreach (var (no, (k, src, want)) in taken)
