@@ -6,7 +6,7 @@ namespace NatsBroker.Storage.File;
 /// <summary>
 /// Index image checkpoints (FORMAT.md "Index image"): every <c>image_interval_bytes</c> written (default 128 MiB),
 /// at an explicit flush and at a clean close, the store's state is captured under the store lock in
-/// O(blocks + subjects + index chunks changed since the last checkpoint), plus one array copy of the per-chunk
+/// O(blocks + subjects + index chunks changed since the last checkpoint), plus one pass over the per-chunk
 /// counters, without copying index entries: the changed chunks are frozen (<see cref="SequenceIndex.Freeze"/>,
 /// copy-on-write for a writer that touches one first). The rest runs WITHOUT the store lock: the page list is
 /// built (<see cref="SequenceIndex.IndexFreeze.Classify"/>), each frozen chunk is encoded into its page (taken and released under the lock), the
