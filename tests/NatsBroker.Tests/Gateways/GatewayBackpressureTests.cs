@@ -38,19 +38,35 @@ public sealed class GatewayBackpressureTests(ITestOutputHelper output) : IDispos
 
     public void Dispose() => _pki.Dispose();
 
+    /// <summary>A server with <paramref name="config"/> and a plain <c>websocket {}</c> block, once its gateway listens.</summary>
+    private async Task<(ServerProcess Server, int WsPort)> StartWithWebSocket(ServerKind kind, string config = "", bool monitoring = false)
+    {
+        int wsPort = TestPorts.Next();
+        var server = await ServerProcess.StartAsync(kind, new ServerStartOptions
+        {
+            Config = config + $"\nwebsocket {{ port: {wsPort}, no_tls: true }}\n",
+            Port = TestPorts.Next(),
+            Monitoring = monitoring,
+        }, output);
+        try
+        {
+            await GatewayTestHelpers.WaitListeningAsync(wsPort);
+        }
+        catch
+        {
+            await server.DisposeAsync();
+            throw;
+        }
+        return (server, wsPort);
+    }
+
     [SkippableTheory]
     [MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task A_websocket_user_who_stops_reading_is_cut_as_a_slow_consumer_as_a_direct_client_is(ServerKind kind)
     {
         Prerequisites.RequireServer(kind, output);
-        int wsPort = TestPorts.Next();
-        await using var server = await ServerProcess.StartAsync(kind, new ServerStartOptions
-        {
-            Config = Limits + $"\nwebsocket {{ port: {wsPort}, no_tls: true }}\n",
-            Port = TestPorts.Next(),
-            Monitoring = true,
-        }, output);
-        await GatewayTestHelpers.WaitListeningAsync(wsPort);
+        var (server, wsPort) = await StartWithWebSocket(kind, Limits, monitoring: true);
+        await using var owned = server;
 
         using var slowWs = await Peer.WebSocket(wsPort);
         using var slowTcp = await Peer.Plain(server.Port);
@@ -166,13 +182,8 @@ public sealed class GatewayBackpressureTests(ITestOutputHelper output) : IDispos
     [Fact]
     public async Task A_websocket_user_flooding_a_core_that_does_not_read_is_held_at_its_socket_and_the_gateway_stays_bounded()
     {
-        int wsPort = TestPorts.Next();
-        await using var server = await ServerProcess.StartAsync(ServerKind.Ours, new ServerStartOptions
-        {
-            Config = $"websocket {{ port: {wsPort}, no_tls: true }}\n",
-            Port = TestPorts.Next(),
-        }, output);
-        await GatewayTestHelpers.WaitListeningAsync(wsPort);
+        var (server, wsPort) = await StartWithWebSocket(ServerKind.Ours);
+        await using var owned = server;
         int gateway = await Poll(() => Task.FromResult(ChildProcess(server.Pid, "WebSocketGateway")), TimeSpan.FromSeconds(30), "the supervised websocket gateway");
 
         using var subscriber = await Peer.Plain(server.Port);
@@ -240,14 +251,9 @@ public sealed class GatewayBackpressureTests(ITestOutputHelper output) : IDispos
     public async Task A_user_stuck_both_ways_does_not_hold_up_another_user_of_the_same_gateway(ServerKind kind)
     {
         Prerequisites.RequireServer(kind, output);
-        int wsPort = TestPorts.Next();
-        await using var server = await ServerProcess.StartAsync(kind, new ServerStartOptions
-        {
-            // A long write_deadline: the stuck user stays connected (and stuck) for the whole check.
-            Config = $"write_deadline: \"60s\"\nwebsocket {{ port: {wsPort}, no_tls: true }}\n",
-            Port = TestPorts.Next(),
-        }, output);
-        await GatewayTestHelpers.WaitListeningAsync(wsPort);
+        // A long write_deadline: the stuck user stays connected (and stuck) for the whole check.
+        var (server, wsPort) = await StartWithWebSocket(kind, "write_deadline: \"60s\"");
+        await using var owned = server;
         using var stuck = await Peer.WebSocket(wsPort);
         await stuck.Handshake("stuck", "SUB self.> 1\r\n");
         using var other = await Peer.WebSocket(wsPort);
@@ -312,13 +318,8 @@ public sealed class GatewayBackpressureTests(ITestOutputHelper output) : IDispos
     public async Task Max_payload_through_the_websocket_gateway_is_refused_as_nats_server_refuses_it(ServerKind kind)
     {
         Prerequisites.RequireServer(kind, output);
-        int wsPort = TestPorts.Next();
-        await using var server = await ServerProcess.StartAsync(kind, new ServerStartOptions
-        {
-            Config = $"max_payload: 1024\nwebsocket {{ port: {wsPort}, no_tls: true }}\n",
-            Port = TestPorts.Next(),
-        }, output);
-        await GatewayTestHelpers.WaitListeningAsync(wsPort);
+        var (server, wsPort) = await StartWithWebSocket(kind, "max_payload: 1024");
+        await using var owned = server;
         using var user = await Peer.WebSocket(wsPort);
         await user.Handshake("big", "");
         await user.Send(Encoding.ASCII.GetBytes("PUB big 2000\r\n" + new string('z', 2000) + "\r\n"), CancellationToken.None);
@@ -337,13 +338,8 @@ public sealed class GatewayBackpressureTests(ITestOutputHelper output) : IDispos
     public async Task Max_connections_through_the_websocket_gateway_is_refused_as_nats_server_refuses_it(ServerKind kind)
     {
         Prerequisites.RequireServer(kind, output);
-        int wsPort = TestPorts.Next();
-        await using var server = await ServerProcess.StartAsync(kind, new ServerStartOptions
-        {
-            Config = $"max_connections: 1\nwebsocket {{ port: {wsPort}, no_tls: true }}\n",
-            Port = TestPorts.Next(),
-        }, output);
-        await GatewayTestHelpers.WaitListeningAsync(wsPort);
+        var (server, wsPort) = await StartWithWebSocket(kind, "max_connections: 1");
+        await using var owned = server;
         using var first = await Peer.WebSocket(wsPort);
         await first.Handshake("first", "");
         using var second = await Peer.WebSocket(wsPort);

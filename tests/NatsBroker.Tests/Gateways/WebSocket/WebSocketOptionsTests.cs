@@ -39,55 +39,44 @@ public sealed class WebSocketOptionsTests(ITestOutputHelper output) : IDisposabl
     [SkippableTheory]
     [InlineData(ServerKind.Ours)]
     [InlineData(ServerKind.Go)]
-    public async Task NatsNet_over_wss(ServerKind kind)
-    {
-        var (server, port) = await Start(kind, $$"""
-            tls {
-              cert_file: "{{_pki.ServerCert}}"
-              key_file: "{{_pki.ServerKey}}"
-            }
-            """);
-        await using var _ = server;
-        await using var nc = new NatsConnection(new NatsOpts
-        {
-            Url = $"wss://localhost:{port}",
-            TlsOpts = new NatsTlsOpts { CaFile = _pki.CaFile },
-            ConnectTimeout = TimeSpan.FromSeconds(10),
-        });
-        await nc.ConnectAsync();
-        await using var sub = await nc.SubscribeCoreAsync<string>("secure");
-        await nc.PublishAsync("secure", "over wss");
-        using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(10));
-        Assert.Equal("over wss", (await sub.Msgs.ReadAsync(cts.Token)).Data);
-    }
+    public Task NatsNet_over_wss(ServerKind kind)
+        => WssRoundTrip(kind, extraTls: "", new NatsTlsOpts { CaFile = _pki.CaFile }, "over wss");
 
     /// <summary>wss with verify: a client certificate from ca_file's CA is accepted (a private CA, not the system's).</summary>
     [SkippableTheory]
     [InlineData(ServerKind.Ours)]
     [InlineData(ServerKind.Go)]
-    public async Task NatsNet_over_wss_with_a_client_certificate_under_verify(ServerKind kind)
+    public Task NatsNet_over_wss_with_a_client_certificate_under_verify(ServerKind kind)
+    {
+        var cert = _pki.Issue("ws-client", "CN=ws-client");
+        return WssRoundTrip(kind, extraTls: $$"""
+            ca_file: "{{_pki.CaFile}}"
+            verify: true
+            """, new NatsTlsOpts { CaFile = _pki.CaFile, CertFile = cert.Cert, KeyFile = cert.Key }, "verified");
+    }
+
+    /// <summary>A NATS.Net client over wss (the gateway's tls block plus <paramref name="extraTls"/>) publishes to its own subscription.</summary>
+    private async Task WssRoundTrip(ServerKind kind, string extraTls, NatsTlsOpts clientTls, string text)
     {
         var (server, port) = await Start(kind, $$"""
             tls {
               cert_file: "{{_pki.ServerCert}}"
               key_file: "{{_pki.ServerKey}}"
-              ca_file: "{{_pki.CaFile}}"
-              verify: true
+              {{extraTls}}
             }
             """);
         await using var _ = server;
-        var cert = _pki.Issue("ws-client", "CN=ws-client");
         await using var nc = new NatsConnection(new NatsOpts
         {
             Url = $"wss://localhost:{port}",
-            TlsOpts = new NatsTlsOpts { CaFile = _pki.CaFile, CertFile = cert.Cert, KeyFile = cert.Key },
+            TlsOpts = clientTls,
             ConnectTimeout = TimeSpan.FromSeconds(10),
         });
         await nc.ConnectAsync();
         await using var sub = await nc.SubscribeCoreAsync<string>("secure");
-        await nc.PublishAsync("secure", "verified");
+        await nc.PublishAsync("secure", text);
         using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(10));
-        Assert.Equal("verified", (await sub.Msgs.ReadAsync(cts.Token)).Data);
+        Assert.Equal(text, (await sub.Msgs.ReadAsync(cts.Token)).Data);
     }
 
     /// <summary>same_origin: the Origin must match the request's Host (scheme default ports), as nats-server checks.</summary>
