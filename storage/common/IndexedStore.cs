@@ -201,7 +201,9 @@ internal abstract class IndexedStore : IStreamStore
         long ticket;
         lock (Sync)
         {
-            long now = NowNanos();
+            // One clock read per append at most: a caller's timestamp (JetStream passes one) saves it, and expiry
+            // reads the clock itself when it has anything to expire (AppendLocked).
+            long now = timestamp == 0 ? NowNanos() : 0;
             if (timestamp == 0) timestamp = now;
             seq = Last + 1;
             st = AppendLocked(seq, timestamp, now, subject, headers, payload, ttl);
@@ -237,7 +239,7 @@ internal abstract class IndexedStore : IStreamStore
             var refused = WriteRefusal();
             if (refused != StoreStatus.Ok) return refused;
             if (sequence <= Last) return StoreStatus.SequenceMismatch;
-            long now = NowNanos();
+            long now = timestamp == 0 ? NowNanos() : 0;
             if (timestamp == 0) timestamp = now;
             if (sequence > Last + 1)
             {
@@ -329,7 +331,7 @@ internal abstract class IndexedStore : IStreamStore
         for (int i = 0; i < n; i++)
         {
             var subj = Subjects.Find(batch.Subject(i));
-            if (subj is not null) EnforceLimitsAfterAppend(subj, now);
+            if (subj is not null) EnforceLimitsAfterAppend(subj);
         }
         return StoreStatus.Ok;
     }
@@ -343,6 +345,7 @@ internal abstract class IndexedStore : IStreamStore
     /// <summary>Called after the records of a batch (or on failure).</summary>
     protected virtual void EndBatch() { }
 
+    /// <param name="now">The clock read by the caller, or 0 when it did not read it (read here if expiry needs it).</param>
     private StoreStatus AppendLocked(ulong seq, long ts, long now, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> headers, ReadOnlySpan<byte> payload, long ttl, bool inBatch = false)
     {
         var refused = WriteRefusal();
@@ -353,7 +356,7 @@ internal abstract class IndexedStore : IStreamStore
         if (lim.MaxMessageSize > 0 && size > lim.MaxMessageSize) return StoreStatus.MessageTooLarge;
         if (size > int.MaxValue / 2) return StoreStatus.MessageTooLarge;
         bool ageOrTtl = lim.MaxAge > TimeSpan.Zero || _ttl.Count > 0;
-        if (ageOrTtl && !inBatch) ExpireLocked(now);
+        if (ageOrTtl && !inBatch) ExpireLocked(now != 0 ? now : NowNanos());
 
         SubjectInfo? existing = null;
         if (lim.Discard == DiscardPolicy.New && !inBatch)
@@ -402,11 +405,11 @@ internal abstract class IndexedStore : IStreamStore
             _ttl.Enqueue(seq, ts + ttl);
             if (_expiryTimer is null) StartExpiryTimer();
         }
-        if (!inBatch) EnforceLimitsAfterAppend(subj, now);
+        if (!inBatch) EnforceLimitsAfterAppend(subj);
         return StoreStatus.Ok;
     }
 
-    private void EnforceLimitsAfterAppend(SubjectInfo subj, long now)
+    private void EnforceLimitsAfterAppend(SubjectInfo subj)
     {
         var lim = Limits;
         if (lim.MaxMessagesPerSubject > 0)
@@ -422,7 +425,6 @@ internal abstract class IndexedStore : IStreamStore
         {
             while (Bytes > (ulong)lim.MaxBytes && Msgs > 0) RemoveLocked(First, RemoveKind.Lazy);
         }
-        _ = now;
     }
 
     /// <summary>Re-applies every limit (after recovery or a limits update).</summary>

@@ -27,6 +27,9 @@ internal sealed partial class FileStore
     /// </summary>
     private StoreStatus NewTailBlock(ulong startSeq)
     {
+        // The old tail's image may be released below (KeepCached): its write in flight ends first.
+        var wst = CompleteWriteBehindLocked();
+        if (wst != StoreStatus.Ok) return wst;
         if (_opt.DiskLimitBytes > 0 && _diskBytes + _opt.BlockSize > _opt.DiskLimitBytes && !_recovering)
         {
             // Emptied blocks still count until the deleter (FileStore.BlockDeletion.cs) got to them: rather than
@@ -97,6 +100,9 @@ internal sealed partial class FileStore
         }
         if (t.Size + len > t.Cache!.Length)
         {
+            // The image is replaced and its array pooled: no write may still be reading it.
+            var wst = CompleteWriteBehindLocked();
+            if (wst != StoreStatus.Ok) return wst;
             var bigger = new byte[t.Size + len];
             t.Cache.AsSpan(0, (int)t.Size).CopyTo(bigger);
             ReturnBuffer(t.Cache);
@@ -121,11 +127,11 @@ internal sealed partial class FileStore
         int off = (int)t.Size;
         Format.WriteRecord(t.Cache.AsSpan(off, len), Format.TypeMessage, seq, ts, ttl, subject, headers, payload, _batchContinues ? Format.FlagBatchContinues : (byte)0);
         t.Size += len;
-        // Sync-always appends are written and fsynced by the group-commit leader (WaitDurable), outside the lock.
-        // A batch is written to the OS whole, at its end (EndBatch).
+        // Sync-always appends are written and fsynced by the group-commit leader (WaitDurable), outside the lock;
+        // others are handed to the write-behind (FileStore.WriteBehind.cs). A batch is handed over whole, at its end (EndBatch).
         if (_sync != SyncPolicy.Always && !_inBatch && t.Size - t.Flushed >= _opt.CoalesceBytes)
         {
-            st = FlushTailLocked();
+            st = WriteBehindLocked(t);
             if (st != StoreStatus.Ok)
             {
                 // Not acknowledged: forget the record.
@@ -179,7 +185,7 @@ internal sealed partial class FileStore
         _inBatch = false;
         _batchContinues = false;
         var t = _tail;
-        if (_sync != SyncPolicy.Always && t.Size - t.Flushed >= _opt.CoalesceBytes && FlushTailLocked() != StoreStatus.Ok && Failure is null)
+        if (_sync != SyncPolicy.Always && t.Size - t.Flushed >= _opt.CoalesceBytes && WriteBehindLocked(t) != StoreStatus.Ok && Failure is null)
             ArmFlush(); // refused by the disk limit: retried by the flush timer like any buffered append
     }
 
@@ -213,6 +219,9 @@ internal sealed partial class FileStore
     /// </summary>
     private StoreStatus FlushTailLocked()
     {
+        // Every caller relies on the bytes being in the file when this returns: the write in flight ends first.
+        var wst = CompleteWriteBehindLocked();
+        if (wst != StoreStatus.Ok) return wst;
         if (Failure is not null)
         {
             LastError = Failure;

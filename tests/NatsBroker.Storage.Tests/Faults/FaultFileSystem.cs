@@ -42,6 +42,9 @@ internal sealed class FaultFileSystem
     /// <summary>Called with the path before a file read, outside the file system's lock (tests stall a reader here).</summary>
     public Action<string>? BeforeRead { get; set; }
 
+    /// <summary>Called with the path and length of a file write after its bytes were taken and before they land, outside the file system's lock (tests stall a write-behind here).</summary>
+    public Action<string, int>? BeforeWrite { get; set; }
+
     /// <summary>Called with the path before a file fsync, outside the file system's lock (tests stall a checkpoint here).</summary>
     public Action<string>? BeforeSync { get; set; }
 
@@ -472,11 +475,15 @@ internal sealed class FaultFileSystem
 
         public void Write(ReadOnlySpan<byte> data, long offset)
         {
+            // The bytes are taken before the hook: a write stalled there lands what the caller's buffer held when it
+            // was issued (as write(2) copies them at once), not what the buffer holds when the stall ends.
+            var bytes = data.ToArray();
+            fs.BeforeWrite?.Invoke(path, bytes.Length);
             lock (fs._gate)
             {
                 Alive();
                 fs.Check(epoch, "write", path);
-                var op = new FileOp(offset, data.ToArray(), Truncate: false);
+                var op = new FileOp(offset, bytes, Truncate: false);
                 op.Apply(f.Data, op.Bytes.Length);
                 f.Pending.Add(op);
             }
