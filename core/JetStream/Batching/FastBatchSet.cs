@@ -15,6 +15,8 @@ internal sealed class FastBatch(string id, bool gapOk, ushort maxAckMessages)
     public ushort MaxAckMessages { get; } = maxAckMessages;
     /// <summary>Flow acknowledgement every this many messages (the server's current choice).</summary>
     public ushort AckMessages { get; set; }
+    /// <summary>Under the set's lock: the batch left the set (ended, abandoned or swept); it never comes back.</summary>
+    public bool Removed { get; set; }
     /// <summary>Highest batch sequence received.</summary>
     public ulong LastSeq { get; set; }
     /// <summary>Highest batch sequence stored (or skipped as a duplicate).</summary>
@@ -68,8 +70,10 @@ internal sealed class FastBatchSet : IDisposable
         {
             lock (_lock)
             {
-                if (_batches.TryGetValue(hint.Id, out batch!) && batch == hint)
+                // A batch is in the set from Start until RemoveLocked: the flag answers without hashing the id.
+                if (!hint.Removed)
                 {
+                    batch = hint;
                     batch.LastActivity = Environment.TickCount64;
                     return true;
                 }
@@ -117,6 +121,7 @@ internal sealed class FastBatchSet : IDisposable
 
     private void RemoveLocked(FastBatch batch)
     {
+        batch.Removed = true;
         _batches.Remove(batch.Id);
         _counters.RemoveFast();
         if (_batches.Count == 0)
