@@ -25,6 +25,11 @@ internal sealed partial class JsStream
     private string _lastMsgId = "";
     /// <summary>PubAck destinations of the current ingest batch, flushed once per batch (inside the ingest gate only).</summary>
     private readonly NatsBroker.Routing.DeliveryBatch _ackBatch = new();
+    /// <summary>
+    /// Inside the ingest gate: the batch replies are published into. The worker's own <see cref="_ackBatch"/> (flushed
+    /// after each drain), or during an inline ingest the publisher's batch (JsStream.InlineIngest.cs).
+    /// </summary>
+    private NatsBroker.Routing.DeliveryBatch _replyBatch;
     private long _droppedInbound;
     // The outcome of the last StoreOne (inside the ingest gate only).
     private ApiError? _lastIngestError;
@@ -41,7 +46,7 @@ internal sealed partial class JsStream
         msg.Reply.CopyTo(buf.AsSpan(msg.Subject.Length));
         msg.Payload.CopyTo(buf.AsSpan(msg.Subject.Length + msg.Reply.Length));
         var inbound = new Inbound(buf, msg.Subject.Length, msg.Reply.Length, hdr, (int)msg.Payload.Length - hdr);
-        if (_inlineIngest && msg.Origin is not null && TryIngestInline(inbound))
+        if (_inlineIngest && msg.Origin is not null && TryIngestInline(inbound, msg.Batch))
         {
             inbound.Return();
             return;
@@ -226,7 +231,7 @@ internal sealed partial class JsStream
             if (rollup.SequenceEqual("sub"u8)) Store.Purge(subject, result.Sequence, 0);
             else if (rollup.SequenceEqual("all"u8)) Store.Purge(default, result.Sequence, 0);
         }
-        if (!reply.IsEmpty) Js.Router.PublishInternal(reply, reply, default, default, counter ? CounterPubAck(result.Sequence) : PubAck(result.Sequence, duplicate: false), _ackBatch);
+        if (!reply.IsEmpty) Js.Router.PublishInternal(reply, reply, default, default, counter ? CounterPubAck(result.Sequence) : PubAck(result.Sequence, duplicate: false), _replyBatch);
         Republish(subject, hdr, payload, result.Sequence, now, republishLast, cfg);
         foreach (var c in _consumerSnapshot) c.OnStored(subject);
         // Schedules: a schedule message, a produced one, or any message on a stream that holds schedules (a plain

@@ -28,7 +28,13 @@ internal sealed partial class JsStream
     /// another publish (publish nesting is bounded, and a chain of streams would run into the bound), and never
     /// re-entered by the gate's own holder.
     /// </summary>
-    private bool TryIngestInline(in Inbound m)
+    /// <param name="publisherBatch">
+    /// The publisher's delivery batch: the PubAck goes into it and is written when the publisher's read loop flushes
+    /// its batch, once per read (nats-server queues the ack on the client and flushes it at the end of its read loop).
+    /// Flushing each ack on its own cost an asynchronous publisher one send and one wake-up of its reader per message
+    /// (js-asyncpub-256-mem: 150 K/s, against 860 K/s into a file stream, whose worker flushes once per drain).
+    /// </param>
+    private bool TryIngestInline(in Inbound m, DeliveryBatch publisherBatch)
     {
         if (Router.Depth > 1 || _ingestGate.IsHeldByCurrentThread || !_ingestGate.TryEnter()) return false;
         try
@@ -36,8 +42,16 @@ internal sealed partial class JsStream
             // Inside the gate every message the worker took off the queue is counted handled: equal counts mean
             // nothing published before this message is still waiting to be stored.
             if (_inlineStopped || Volatile.Read(ref _ingestQueued) != Volatile.Read(ref _ingestHandled)) return false;
-            bool stored = ProcessGuarded(m);
-            FlushAcks();
+            _replyBatch = publisherBatch;
+            bool stored;
+            try
+            {
+                stored = ProcessGuarded(m);
+            }
+            finally
+            {
+                _replyBatch = _ackBatch;
+            }
             if (stored) KickConsumers();
             return true;
         }

@@ -49,6 +49,7 @@ internal sealed partial class JsStream : IAsyncDisposable
         Dir = dir;
         NameBytes = Encoding.UTF8.GetBytes(Name);
         _inlineIngest = config.Storage == "memory";
+        _replyBatch = _ackBatch;
         _inbound = Channel.CreateBounded<Inbound>(new BoundedChannelOptions(InboundLimit)
         {
             // Wait, not DropWrite: with DropWrite TryWrite reports success while dropping, so a full queue would

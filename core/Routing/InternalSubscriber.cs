@@ -12,8 +12,9 @@ public delegate void InternalMessageHandler(Subscription sub, in InternalMessage
 /// <summary>What an internal subscriber sees of a routed message.</summary>
 public readonly ref struct InternalMessage
 {
-    internal InternalMessage(ref RoutedMessage msg)
+    internal InternalMessage(ref RoutedMessage msg, DeliveryBatch batch)
     {
+        Batch = batch;
         Origin = msg.Origin;
         Subject = msg.Subject;
         Reply = msg.Reply;
@@ -23,6 +24,12 @@ public readonly ref struct InternalMessage
 
     /// <summary>The publishing client; null when the server published it.</summary>
     public IPublisher? Origin { get; }
+    /// <summary>
+    /// The publisher's delivery batch (this thread's): a handler that answers on the publisher's thread can publish
+    /// into it, so its reply is written with the rest of the publisher's read batch (once per read, as nats-server
+    /// flushes its clients) and the publisher's back-pressure applies to it.
+    /// </summary>
+    public DeliveryBatch Batch { get; }
     public ReadOnlySpan<byte> Subject { get; }
     public ReadOnlySpan<byte> Reply { get; }
     /// <summary>Size of the header block at the start of <see cref="Payload"/>; -1 when there is none.</summary>
@@ -45,7 +52,7 @@ internal sealed class InternalSubscriber(InternalMessageHandler handler, Action<
         Interlocked.Increment(ref sub.Delivered);
         try
         {
-            handler(sub, new InternalMessage(ref msg));
+            handler(sub, new InternalMessage(ref msg, batch));
         }
         catch (Exception ex)
         {

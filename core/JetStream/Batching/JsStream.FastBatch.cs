@@ -181,7 +181,7 @@ internal sealed partial class JsStream
     private void EndFastBatch(FastBatchSet set, FastBatch b, ReadOnlySpan<byte> reply)
     {
         set.Remove(b);
-        if (!reply.IsEmpty) Js.Router.PublishInternal(reply, reply, default, default, BatchPubAck(b.StreamSeq, b.Id, b.LastSeq), _ackBatch);
+        if (!reply.IsEmpty) Js.Router.PublishInternal(reply, reply, default, default, BatchPubAck(b.StreamSeq, b.Id, b.LastSeq), _replyBatch);
     }
 
     /// <summary>Sends a flow acknowledgement once AckMessages more messages were stored, adjusting the flow (nats-server checkFlowControl).</summary>
@@ -208,7 +208,7 @@ internal sealed partial class JsStream
         Utf8Formatter.TryFormat(msgs, buf[n..], out w);
         n += w;
         buf[n++] = (byte)'}';
-        Js.Router.PublishInternal(reply, reply, default, default, buf[..n], _ackBatch);
+        Js.Router.PublishInternal(reply, reply, default, default, buf[..n], _replyBatch);
     }
 
     /// <summary>{"type":"gap","last_seq":E,"seq":C} (nats-server BatchFlowGap): E up to C-1 were lost.</summary>
@@ -223,7 +223,7 @@ internal sealed partial class JsStream
         Utf8Formatter.TryFormat(current, buf[n..], out w);
         n += w;
         buf[n++] = (byte)'}';
-        Js.Router.PublishInternal(reply, reply, default, default, buf[..n], _ackBatch);
+        Js.Router.PublishInternal(reply, reply, default, default, buf[..n], _replyBatch);
     }
 
     /// <summary>{"type":"err","seq":N,"error":{...}} (nats-server BatchFlowErr).</summary>
@@ -231,7 +231,7 @@ internal sealed partial class JsStream
     {
         if (reply.IsEmpty) return;
         var json = JsonSerializer.SerializeToUtf8Bytes(new BatchFlowErr { Seq = seq, Error = error }, BatchJsonContext.Default.BatchFlowErr);
-        Js.Router.PublishInternal(reply, reply, default, default, json, _ackBatch);
+        Js.Router.PublishInternal(reply, reply, default, default, json, _replyBatch);
     }
 
     /// <summary>{"stream":"S", "seq":N,"duplicate": true,"batch":"id","count":C} for a batch whose only message was a duplicate.</summary>
