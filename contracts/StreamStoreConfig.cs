@@ -24,8 +24,9 @@ public enum SyncPolicy
     /// nats-server 2.12's <c>persist_mode: async</c>: appends are acknowledged before they reach the OS, a background
     /// flush writes them, and fsync runs every <see cref="StreamStoreConfig.SyncInterval"/> (filestore.go AsyncFlush:
     /// the flush loop writes, the sync timer fsyncs; async persist turns sync always off). An engine whose
-    /// <see cref="Periodic"/> mode writes each append inline (as nats-server's default does) defers the write here;
-    /// the filestore's periodic mode already writes in the background, so for it the two modes are the same.
+    /// <see cref="Periodic"/> mode writes on the appender's thread (as nats-server's default does) defers the write
+    /// here: the filestore's periodic mode writes every coalesce_bytes on the appender's thread, its async persist
+    /// mode hands those writes to a write-behind (storage/filestore/FileStore.WriteBehind.cs).
     /// </summary>
     AsyncPersist = 2,
 }

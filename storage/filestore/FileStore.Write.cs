@@ -128,10 +128,11 @@ internal sealed partial class FileStore
         Format.WriteRecord(t.Cache.AsSpan(off, len), Format.TypeMessage, seq, ts, ttl, subject, headers, payload, _batchContinues ? Format.FlagBatchContinues : (byte)0);
         t.Size += len;
         // Sync-always appends are written and fsynced by the group-commit leader (WaitDurable), outside the lock;
-        // others are handed to the write-behind (FileStore.WriteBehind.cs). A batch is handed over whole, at its end (EndBatch).
+        // periodic ones are written here every CoalesceBytes, async-persist ones handed to the write-behind
+        // (FileStore.WriteBehind.cs). A batch is written or handed over whole, at its end (EndBatch).
         if (_sync != SyncPolicy.Always && !_inBatch && t.Size - t.Flushed >= _opt.CoalesceBytes)
         {
-            st = WriteBehindLocked(t);
+            st = _sync == SyncPolicy.AsyncPersist ? WriteBehindLocked(t) : FlushTailLocked();
             if (st != StoreStatus.Ok)
             {
                 // Not acknowledged: forget the record.
@@ -185,7 +186,8 @@ internal sealed partial class FileStore
         _inBatch = false;
         _batchContinues = false;
         var t = _tail;
-        if (_sync != SyncPolicy.Always && t.Size - t.Flushed >= _opt.CoalesceBytes && WriteBehindLocked(t) != StoreStatus.Ok && Failure is null)
+        if (_sync != SyncPolicy.Always && t.Size - t.Flushed >= _opt.CoalesceBytes
+            && (_sync == SyncPolicy.AsyncPersist ? WriteBehindLocked(t) : FlushTailLocked()) != StoreStatus.Ok && Failure is null)
             ArmFlush(); // refused by the disk limit: retried by the flush timer like any buffered append
     }
 

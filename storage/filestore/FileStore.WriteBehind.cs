@@ -3,22 +3,28 @@ using NatsBroker.Contracts;
 namespace NatsBroker.Storage.File;
 
 /// <summary>
-/// Write-behind of buffered appends (sync periodic and async persist; never <see cref="SyncPolicy.Always"/>, whose
-/// bytes the group-commit leader writes and fsyncs). When the newest block holds
+/// Write-behind of <see cref="SyncPolicy.AsyncPersist"/> appends (nats-server 2.12's <c>persist_mode: async</c>, its
+/// filestore's AsyncFlush: the flush loop writes the block caches, not the appender). When the newest block holds
 /// <see cref="FileStoreOptions.CoalesceBytes"/> not yet handed to the OS, the appender passes that run to a
 /// thread-pool work item instead of copying it into the page cache itself under the store lock. On the 2-core
 /// bench machine that write(2) was ~15% of a fast-ingest stream's ingest thread, the serial part of the row
-/// (perf, bench/results/session-2026-11-29-b). nats-server's filestore writes its block caches from a flusher
-/// goroutine for the same reason.
+/// (perf, bench/results/session-2026-11-29-b).
 /// <para>
-/// Acknowledgement does not change: a buffered append was already acknowledged before its bytes reached the OS,
-/// and a failed write still stops the store (fail-stop), when its outcome is folded in.
+/// Periodic mode keeps the write on the appender's thread, as nats-server's default (flush in place) does: with the
+/// raw engine appending ~6 M messages/s on one thread (storage bench, "append 128 B (stream grows)") the write-behind
+/// measured 0.85-0.87x, its pool thread competing for the second core with the appender's background work.
+/// </para>
+/// <para>
+/// Acknowledgement does not change: an async-persist append is acknowledged before its bytes reach the OS, and a
+/// failed write still stops the store (fail-stop), when its outcome is folded in.
 /// </para>
 /// <para>
 /// Invariants, under the store lock:
 /// <list type="bullet">
 /// <item>At most one write in flight: bytes [From, To) of the array that was the block's cache at the hand-off, with
-/// the block's <c>Flushed</c> still at From until the outcome is folded in (<see cref="CompleteWriteBehindLocked"/>).</item>
+/// the block's <c>Flushed</c> still at From until the outcome is folded in (<see cref="CompleteWriteBehindLocked"/>).
+/// Bytes past To may meanwhile be written by the appender itself (<see cref="WriteAheadLocked"/>), recorded in
+/// <c>_writtenAhead</c> and folded in with it.</item>
 /// <item>Those bytes do not change while the write is in flight: appends go after <c>Size</c>, and everything else
 /// that rewrites, writes, fsyncs, replaces or releases the block's bytes completes the write first
 /// (<see cref="FlushTailLocked"/>, EraseInPlace, a new tail, the growth of the tail's image, detaching a block, closing).</item>
@@ -30,18 +36,30 @@ namespace NatsBroker.Storage.File;
 internal sealed partial class FileStore
 {
     private WriteBehind? _writeBehind;
+    /// <summary>
+    /// Under the lock: the end of bytes the appender wrote itself while a write was in flight on the same block, 0 when
+    /// none. They follow the write in flight directly ([To, _writtenAhead)); the block's Flushed moves here when that
+    /// write is folded in.
+    /// </summary>
+    private long _writtenAhead;
 
     /// <summary>
     /// Under the lock, after an append or a batch left <paramref name="t"/> with CoalesceBytes or more pending: hands
     /// the pending bytes to the write-behind work item. While the previous write is still in flight the bytes stay
-    /// buffered, up to four times CoalesceBytes; beyond that the appender waits for (or does) the previous write.
+    /// buffered, up to four times CoalesceBytes past what is written or in flight; beyond that the appender writes
+    /// them itself, beside the write in flight, instead of waiting for it: on 2 cores the pool thread may not get a
+    /// core soon, and waiting measured up to 150 ms per second of appends in the storage bench.
     /// </summary>
     private StoreStatus WriteBehindLocked(MsgBlock t)
     {
         var wb = _writeBehind ??= new WriteBehind();
         if (wb.Block is not null)
         {
-            if (!wb.IsDone && t.Size - t.Flushed < 4L * _opt.CoalesceBytes) return StoreStatus.Ok;
+            if (!wb.IsDone && wb.Block == t)
+            {
+                long handed = _writtenAhead > 0 ? _writtenAhead : wb.To;
+                return t.Size - handed < 4L * _opt.CoalesceBytes ? StoreStatus.Ok : WriteAheadLocked(t, handed);
+            }
             var st = CompleteWriteBehindLocked();
             if (st != StoreStatus.Ok) return st;
             if (t.Size - t.Flushed < _opt.CoalesceBytes) return StoreStatus.Ok;
@@ -55,6 +73,30 @@ internal sealed partial class FileStore
         return StoreStatus.Ok;
     }
 
+    /// <summary>Under the lock: writes <paramref name="t"/>'s bytes from <paramref name="from"/> on (past the write in flight) on this thread.</summary>
+    private StoreStatus WriteAheadLocked(MsgBlock t, long from)
+    {
+        long n = t.Size - from;
+        long grow = Math.Max(0, t.Size - Math.Max(t.Reserved, from));
+        // Past the disk limit (or already failed): the synchronous path, after the write in flight, refuses and says why.
+        if (Failure is not null || _writeRefused || (grow > 0 && _opt.DiskLimitBytes > 0 && _diskBytes + grow > _opt.DiskLimitBytes))
+            return FlushTailLocked();
+        try
+        {
+            t.WriteGen++;
+            t.File.Write(t.Cache.AsSpan((int)from, (int)n), from);
+        }
+        catch (Exception e) when (e is IOException or UnauthorizedAccessException or ObjectDisposedException)
+        {
+            return Fail($"write of {n} bytes to {t.Path}", e);
+        }
+        _diskBytes += grow;
+        _bytesSinceImage += n;
+        _writtenAhead = t.Size;
+        ArmSync();
+        return StoreStatus.Ok;
+    }
+
     /// <summary>
     /// Under the lock: waits for the write in flight (doing it on this thread if no pool thread has started it) and
     /// folds its outcome into the block. A failed write stops the store. Ok when nothing is in flight.
@@ -64,10 +106,12 @@ internal sealed partial class FileStore
         var wb = _writeBehind;
         if (wb?.Block is not { } b) return StoreStatus.Ok;
         var error = wb.Finish(out long from, out long to, out long grow);
+        long ahead = _writtenAhead;
+        _writtenAhead = 0;
         if (error is not null) return Fail($"write of {to - from} bytes to {b.Path}", error);
         _diskBytes += grow;
         _bytesSinceImage += to - from;
-        b.Flushed = to;
+        b.Flushed = ahead > to ? ahead : to;
         ArmSync();
         return StoreStatus.Ok;
     }
@@ -89,6 +133,9 @@ internal sealed partial class FileStore
         public MsgBlock? Block { get; private set; }
 
         public bool IsDone => Volatile.Read(ref _state) == Done;
+
+        /// <summary>End of the bytes in flight (under the store lock, while <see cref="Block"/> is set).</summary>
+        public long To => _to;
 
         public void Start(MsgBlock block, byte[] buffer, long from, long to, long grow)
         {

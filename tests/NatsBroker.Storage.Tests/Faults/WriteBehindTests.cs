@@ -6,7 +6,7 @@ using static NatsBroker.Storage.Tests.U;
 namespace NatsBroker.Storage.Tests.Faults;
 
 /// <summary>
-/// The file engine's write-behind (FileStore.WriteBehind.cs): buffered appends handed to a pool thread every
+/// The file engine's write-behind (FileStore.WriteBehind.cs): async-persist appends handed to a pool thread every
 /// CoalesceBytes. A write is stalled in the fault file system (<see cref="FaultFileSystem.BeforeWrite"/>) to check
 /// what may and may not go on while it is in flight; the random power-cut workloads with it on are in
 /// <see cref="PowerCutTests"/>.
@@ -19,7 +19,7 @@ public sealed class WriteBehindTests
     private static IStreamStore Open(FaultFileSystem fs, string dir)
     {
         // No flush or sync tick: every write to a block is the write-behind's (or the explicit flush's).
-        var cfg = new StreamStoreConfig { StreamName = "W", Sync = SyncPolicy.Periodic, SyncInterval = TimeSpan.FromHours(1), FlushInterval = TimeSpan.FromHours(1) };
+        var cfg = new StreamStoreConfig { StreamName = "W", Sync = SyncPolicy.AsyncPersist, SyncInterval = TimeSpan.FromHours(1), FlushInterval = TimeSpan.FromHours(1) };
         var opt = new FileStoreOptions { BlockSize = 1 << 16, CacheBlocks = 1, CoalesceBytes = 1024, FileSystem = fs.Session(), ConsumerWriteInterval = TimeSpan.Zero };
         var r = FileStore.Open(cfg, dir, opt);
         Assert.True(r.IsOk, $"open of {dir}: {r.Status} {r.Error}");
@@ -81,6 +81,15 @@ public sealed class WriteBehindTests
         });
         await more.WaitAsync(Bound); // a TimeoutException here: an append waited for the write in flight
         last = inFlight + 10;
+
+        // Past four times CoalesceBytes pending the appender writes the newer bytes itself, beside the stalled write,
+        // still without waiting for it.
+        var many = Task.Run(() =>
+        {
+            for (ulong q = last + 1; q <= last + 60; q++) Assert.True(s.Append(B("w.a"), default, B(Payload(q))).IsOk);
+        });
+        await many.WaitAsync(Bound);
+        last += 60;
 
         // An erase of a record in flight must not let the stalled write put its old bytes back afterwards: it waits
         // (still running after 300 ms; a wrong implementation completes at once).
