@@ -17,8 +17,8 @@ namespace NatsBroker.Storage.File;
 /// <see cref="IStoreFileSystem"/>.
 /// </para>
 /// The class is split by concern: FileStore.cs (open, lifetime, consumers), FileStore.Recovery.cs,
-/// FileStore.Write.cs (newest block, records), FileStore.WriteBehind.cs (buffered bytes written off the appender's
-/// thread), FileStore.Durability.cs (fsync bookkeeping, group commit, timers),
+/// FileStore.Write.cs (newest block, records), FileStore.WriteBehind.cs (async persist's bytes written off the
+/// appender's thread), FileStore.Durability.cs (fsync bookkeeping, group commit, timers),
 /// FileStore.Read.cs (reads, block cache), FileStore.Compaction.cs (removal, block deletion, purge),
 /// FileStore.IndexSnapshots.cs (per-block index snapshots), FileStore.FastOpen.cs (open from the index image, lazy
 /// index pages), FileStore.ImageCheckpoint.cs (writing index image checkpoints), FileStore.BlockDeletion.cs
@@ -28,9 +28,9 @@ namespace NatsBroker.Storage.File;
 /// and of the deletion of emptied blocks run outside the store lock.
 /// <para>
 /// Disk I/O an append still does under the store lock (bench/results/session-2026-11-27-night-fslock.md): the
-/// write(2) of the newest block's buffered bytes at a roll (under sync always, every append's; otherwise the
-/// write every <see cref="FileStoreOptions.CoalesceBytes"/> is a write-behind, FileStore.WriteBehind.cs, unless the
-/// previous one is still in flight with four times that pending), the rename of the prepared spare at a roll (or the inline
+/// write(2) of the newest block's buffered bytes (every <see cref="FileStoreOptions.CoalesceBytes"/> and at a roll;
+/// a copy into the page cache, the data path itself; under async persist the CoalesceBytes writes are a write-behind,
+/// FileStore.WriteBehind.cs, unless four times that is pending past the write in flight), the rename of the prepared spare at a roll (or the inline
 /// create + fallocate when none is ready), and the first read of an index page still on disk after a fast open that
 /// the append touches (once per page; 50 bytes per live entry for a compact page). The flush and sync ticks write the
 /// buffered bytes under the lock too, and a checkpoint renames its snapshot or image file under it (the rename must be
