@@ -22,9 +22,7 @@ namespace NatsBroker.Storage.File;
 /// Invariants, under the store lock:
 /// <list type="bullet">
 /// <item>At most one write in flight: bytes [From, To) of the array that was the block's cache at the hand-off, with
-/// the block's <c>Flushed</c> still at From until the outcome is folded in (<see cref="CompleteWriteBehindLocked"/>).
-/// Bytes past To may meanwhile be written by the appender itself (<see cref="WriteAheadLocked"/>), recorded in
-/// <c>_writtenAhead</c> and folded in with it.</item>
+/// the block's <c>Flushed</c> still at From until the outcome is folded in (<see cref="CompleteWriteBehindLocked"/>).</item>
 /// <item>Those bytes do not change while the write is in flight: appends go after <c>Size</c>, and everything else
 /// that rewrites, writes, fsyncs, replaces or releases the block's bytes completes the write first
 /// (<see cref="FlushTailLocked"/>, EraseInPlace, a new tail, the growth of the tail's image, detaching a block, closing).</item>
@@ -36,30 +34,20 @@ namespace NatsBroker.Storage.File;
 internal sealed partial class FileStore
 {
     private WriteBehind? _writeBehind;
-    /// <summary>
-    /// Under the lock: the end of bytes the appender wrote itself while a write was in flight on the same block, 0 when
-    /// none. They follow the write in flight directly ([To, _writtenAhead)); the block's Flushed moves here when that
-    /// write is folded in.
-    /// </summary>
-    private long _writtenAhead;
 
     /// <summary>
     /// Under the lock, after an append or a batch left <paramref name="t"/> with CoalesceBytes or more pending: hands
     /// the pending bytes to the write-behind work item. While the previous write is still in flight the bytes stay
-    /// buffered, up to four times CoalesceBytes past what is written or in flight; beyond that the appender writes
-    /// them itself, beside the write in flight, instead of waiting for it: on 2 cores the pool thread may not get a
-    /// core soon, and waiting measured up to 150 ms per second of appends in the storage bench.
+    /// buffered, up to four times CoalesceBytes; beyond that the appender waits for (or does) the previous write.
+    /// Writing the newer bytes itself beside the write in flight instead of waiting was tried: 0.93-1.0x on the
+    /// fast-ingest async-persist rows (same-run A/B, both orders), so not kept.
     /// </summary>
     private StoreStatus WriteBehindLocked(MsgBlock t)
     {
         var wb = _writeBehind ??= new WriteBehind();
         if (wb.Block is not null)
         {
-            if (!wb.IsDone && wb.Block == t)
-            {
-                long handed = _writtenAhead > 0 ? _writtenAhead : wb.To;
-                return t.Size - handed < 4L * _opt.CoalesceBytes ? StoreStatus.Ok : WriteAheadLocked(t, handed);
-            }
+            if (!wb.IsDone && t.Size - t.Flushed < 4L * _opt.CoalesceBytes) return StoreStatus.Ok;
             var st = CompleteWriteBehindLocked();
             if (st != StoreStatus.Ok) return st;
             if (t.Size - t.Flushed < _opt.CoalesceBytes) return StoreStatus.Ok;
@@ -73,30 +61,6 @@ internal sealed partial class FileStore
         return StoreStatus.Ok;
     }
 
-    /// <summary>Under the lock: writes <paramref name="t"/>'s bytes from <paramref name="from"/> on (past the write in flight) on this thread.</summary>
-    private StoreStatus WriteAheadLocked(MsgBlock t, long from)
-    {
-        long n = t.Size - from;
-        long grow = Math.Max(0, t.Size - Math.Max(t.Reserved, from));
-        // Past the disk limit (or already failed): the synchronous path, after the write in flight, refuses and says why.
-        if (Failure is not null || _writeRefused || (grow > 0 && _opt.DiskLimitBytes > 0 && _diskBytes + grow > _opt.DiskLimitBytes))
-            return FlushTailLocked();
-        try
-        {
-            t.WriteGen++;
-            t.File.Write(t.Cache.AsSpan((int)from, (int)n), from);
-        }
-        catch (Exception e) when (e is IOException or UnauthorizedAccessException or ObjectDisposedException)
-        {
-            return Fail($"write of {n} bytes to {t.Path}", e);
-        }
-        _diskBytes += grow;
-        _bytesSinceImage += n;
-        _writtenAhead = t.Size;
-        ArmSync();
-        return StoreStatus.Ok;
-    }
-
     /// <summary>
     /// Under the lock: waits for the write in flight (doing it on this thread if no pool thread has started it) and
     /// folds its outcome into the block. A failed write stops the store. Ok when nothing is in flight.
@@ -106,12 +70,10 @@ internal sealed partial class FileStore
         var wb = _writeBehind;
         if (wb?.Block is not { } b) return StoreStatus.Ok;
         var error = wb.Finish(out long from, out long to, out long grow);
-        long ahead = _writtenAhead;
-        _writtenAhead = 0;
         if (error is not null) return Fail($"write of {to - from} bytes to {b.Path}", error);
         _diskBytes += grow;
         _bytesSinceImage += to - from;
-        b.Flushed = ahead > to ? ahead : to;
+        b.Flushed = to;
         ArmSync();
         return StoreStatus.Ok;
     }
@@ -134,8 +96,6 @@ internal sealed partial class FileStore
 
         public bool IsDone => Volatile.Read(ref _state) == Done;
 
-        /// <summary>End of the bytes in flight (under the store lock, while <see cref="Block"/> is set).</summary>
-        public long To => _to;
 
         public void Start(MsgBlock block, byte[] buffer, long from, long to, long grow)
         {

@@ -82,15 +82,6 @@ public sealed class WriteBehindTests
         await more.WaitAsync(Bound); // a TimeoutException here: an append waited for the write in flight
         last = inFlight + 10;
 
-        // Past four times CoalesceBytes pending the appender writes the newer bytes itself, beside the stalled write,
-        // still without waiting for it.
-        var many = Task.Run(() =>
-        {
-            for (ulong q = last + 1; q <= last + 60; q++) Assert.True(s.Append(B("w.a"), default, B(Payload(q))).IsOk);
-        });
-        await many.WaitAsync(Bound);
-        last += 60;
-
         // An erase of a record in flight must not let the stalled write put its old bytes back afterwards: it waits
         // (still running after 300 ms; a wrong implementation completes at once).
         var erase = Task.Run(() => s.Erase(3));
