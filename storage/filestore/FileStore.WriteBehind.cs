@@ -96,7 +96,6 @@ internal sealed partial class FileStore
 
         public bool IsDone => Volatile.Read(ref _state) == Done;
 
-
         public void Start(MsgBlock block, byte[] buffer, long from, long to, long grow)
         {
             Block = block;
