@@ -203,8 +203,8 @@ internal abstract class IndexedStore : IStreamStore
         {
             // One clock read per append at most: a caller's timestamp (JetStream passes one) saves it, and expiry
             // reads the clock itself when it has anything to expire (AppendLocked).
-            long now = timestamp == 0 ? NowNanos() : 0;
-            if (timestamp == 0) timestamp = now;
+            long now = 0;
+            if (timestamp == 0) timestamp = now = NowNanos();
             seq = Last + 1;
             st = AppendLocked(seq, timestamp, now, subject, headers, payload, ttl);
             ticket = TakeDurabilityTicket();
@@ -239,8 +239,8 @@ internal abstract class IndexedStore : IStreamStore
             var refused = WriteRefusal();
             if (refused != StoreStatus.Ok) return refused;
             if (sequence <= Last) return StoreStatus.SequenceMismatch;
-            long now = timestamp == 0 ? NowNanos() : 0;
-            if (timestamp == 0) timestamp = now;
+            long now = 0;
+            if (timestamp == 0) timestamp = now = NowNanos();
             if (sequence > Last + 1)
             {
                 var sk = SkipLocked(sequence - 1, persist: false);

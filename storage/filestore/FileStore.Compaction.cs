@@ -29,7 +29,7 @@ internal sealed partial class FileStore
     private void EraseInPlace(MsgBlock b, int off, int len, ulong seq)
     {
         // The erased record may be in the write in flight, which must not put the old bytes back after this.
-        if (_writeBehind?.Block == b) CompleteWriteBehindLocked();
+        CompleteWriteBehindOf(b);
         b.EraseGen++;
         var buf = new byte[len];
         Format.WriteRecord(buf, Format.TypeErased, seq, 0, 0, default, default, new byte[len - Format.RecordOverhead]);
@@ -165,7 +165,7 @@ internal sealed partial class FileStore
     /// <summary>Under the store lock: the block leaves the store's lists and its space and cache are released (its file may still be there).</summary>
     private void DetachBlockLocked(MsgBlock b)
     {
-        if (_writeBehind?.Block == b) CompleteWriteBehindLocked(); // before its image goes back to the pool
+        CompleteWriteBehindOf(b); // before its image goes back to the pool
         _blocks.Remove(b);
         _byId.Remove(b.Id);
         ForgetReadBlock(b.Id);

@@ -196,7 +196,7 @@ internal sealed partial class FileStore
                 if (IsClosed || Failure is not null) return;
                 if (_persistedFloor < First) WriteFloorRecord();
                 // A write-behind still in flight is not waited for here, under the lock: the next tick writes the rest.
-                if (_writeBehind is { Block: not null, IsDone: false }) ArmFlush();
+                if (WriteBehindBusy) ArmFlush();
                 else if (FlushTailLocked() == StoreStatus.DiskFull) ArmFlush(); // retry (a full disk may clear)
                 // Consumer files cost an fsync each; unless every write is synced they are rewritten at most every ConsumerWriteInterval.
                 long now = Environment.TickCount64;

@@ -132,7 +132,7 @@ internal sealed partial class FileStore
         // (FileStore.WriteBehind.cs). A batch is written or handed over whole, at its end (EndBatch).
         if (_sync != SyncPolicy.Always && !_inBatch && t.Size - t.Flushed >= _opt.CoalesceBytes)
         {
-            st = _sync == SyncPolicy.AsyncPersist ? WriteBehindLocked(t) : FlushTailLocked();
+            st = WriteCoalescedLocked(t);
             if (st != StoreStatus.Ok)
             {
                 // Not acknowledged: forget the record.
@@ -186,8 +186,7 @@ internal sealed partial class FileStore
         _inBatch = false;
         _batchContinues = false;
         var t = _tail;
-        if (_sync != SyncPolicy.Always && t.Size - t.Flushed >= _opt.CoalesceBytes
-            && (_sync == SyncPolicy.AsyncPersist ? WriteBehindLocked(t) : FlushTailLocked()) != StoreStatus.Ok && Failure is null)
+        if (_sync != SyncPolicy.Always && t.Size - t.Flushed >= _opt.CoalesceBytes && WriteCoalescedLocked(t) != StoreStatus.Ok && Failure is null)
             ArmFlush(); // refused by the disk limit: retried by the flush timer like any buffered append
     }
 

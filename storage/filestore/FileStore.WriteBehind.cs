@@ -35,6 +35,22 @@ internal sealed partial class FileStore
 {
     private WriteBehind? _writeBehind;
 
+    /// <summary>A write-behind is in flight and not finished (under the lock).</summary>
+    private bool WriteBehindBusy => _writeBehind is { Block: not null, IsDone: false };
+
+    /// <summary>
+    /// Under the lock, after an append or a batch left CoalesceBytes or more pending in <paramref name="t"/>: periodic
+    /// mode writes them here, async persist hands them to the write-behind.
+    /// </summary>
+    private StoreStatus WriteCoalescedLocked(MsgBlock t)
+        => _sync == SyncPolicy.AsyncPersist ? WriteBehindLocked(t) : FlushTailLocked();
+
+    /// <summary>Under the lock: before <paramref name="b"/>'s bytes are rewritten or released, its write in flight (if any) ends.</summary>
+    private void CompleteWriteBehindOf(MsgBlock b)
+    {
+        if (_writeBehind?.Block == b) CompleteWriteBehindLocked();
+    }
+
     /// <summary>
     /// Under the lock, after an append or a batch left <paramref name="t"/> with CoalesceBytes or more pending: hands
     /// the pending bytes to the write-behind work item. While the previous write is still in flight the bytes stay

@@ -29,9 +29,9 @@ namespace NatsBroker.Storage.File;
 /// <para>
 /// Disk I/O an append still does under the store lock (bench/results/session-2026-11-27-night-fslock.md): the
 /// write(2) of the newest block's buffered bytes (every <see cref="FileStoreOptions.CoalesceBytes"/> and at a roll;
-/// a copy into the page cache, the data path itself; under async persist the CoalesceBytes writes are a write-behind,
-/// FileStore.WriteBehind.cs, unless four times that is pending with the previous one still in flight), the rename of the prepared spare at a roll (or the inline
-/// create + fallocate when none is ready), and the first read of an index page still on disk after a fast open that
+/// a copy into the page cache, the data path itself; under async persist the CoalesceBytes writes are a
+/// write-behind, FileStore.WriteBehind.cs, unless four times that is pending with the previous one still in
+/// flight), the rename of the prepared spare at a roll (or the inline create + fallocate when none is ready), and the first read of an index page still on disk after a fast open that
 /// the append touches (once per page; 50 bytes per live entry for a compact page). The flush and sync ticks write the
 /// buffered bytes under the lock too, and a checkpoint renames its snapshot or image file under it (the rename must be
 /// atomic with the Erase checks).
