@@ -652,12 +652,39 @@ internal abstract class IndexedStore : IStreamStore
         }
     }
 
+    /// <summary>
+    /// Removes the oldest messages of <paramref name="s"/> until <paramref name="keep"/> remain or the next is at or
+    /// above <paramref name="upTo"/> (0 = no bound). The run is unlinked from the subject's list once, at its end:
+    /// each removed entry's successor is removed too, so rewriting its back link per removal (as
+    /// <see cref="RemoveLocked"/> does) would be wasted (measured: the memory engine's purge row, 20 removals per
+    /// purge, was 0.88x of the code before the sparse index with one <see cref="RemoveLocked"/> per message).
+    /// </summary>
     private void PurgeSubjectLocked(SubjectInfo s, ulong upTo, ulong keep)
     {
-        while (s.Count > keep && s.First != 0 && (upTo == 0 || s.First < upTo))
+        ulong seq = s.First;
+        ulong removed = 0;
+        while (s.Count - removed > keep && seq != 0 && (upTo == 0 || seq < upTo))
         {
-            RemoveLocked(s.First, RemoveKind.Durable);
+            ref var e = ref Index.GetForWrite(seq);
+            ulong next = e.Next;
+            // As RemoveLocked: a removal at the stream's first sequence is covered by the floor, not a tombstone.
+            OnRemoved(seq, ref e, seq == First ? RemoveKind.Lazy : RemoveKind.Durable);
+            Msgs--;
+            Bytes -= (ulong)e.Size;
+            e.SubjectId = -1;
+            e.Prev = e.Next = 0;
+            Index.MarkDead(seq); // may release the chunk: 'e' is not used after this
+            removed++;
+            // The subject's list still starts at a removed entry here; AdvanceFirst reads only liveness.
+            if (seq == First) AdvanceFirst();
+            seq = next;
         }
+        if (removed == 0) return;
+        s.Count -= removed;
+        s.First = seq;
+        if (seq != 0) Index.GetForWrite(seq).Prev = 0;
+        else s.Last = 0;
+        if (s.Count == 0) Subjects.Remove(s);
     }
 
     public PurgeResult Compact(ulong sequence)
