@@ -29,7 +29,7 @@ internal sealed partial class JsStream
     private bool TryQueue(in Inbound m)
     {
         Interlocked.Increment(ref _ingestQueued);
-        if (_inbound.Writer.TryWrite(m)) return true;
+        if (_inbound.TryWrite(m)) return true;
         Interlocked.Decrement(ref _ingestQueued);
         return false;
     }

@@ -61,20 +61,19 @@ internal sealed partial class JsStream
 
     private async Task IngestLoopAsync()
     {
-        var reader = _inbound.Reader;
-        while (await reader.WaitToReadAsync().ConfigureAwait(false))
+        while (await _inbound.WaitToReadAsync().ConfigureAwait(false))
         {
             // The gate makes the worker and an inline ingest (JsStream.InlineIngest.cs) take turns; the whole drain
             // runs inside it, so a publisher that gets the gate finds every message read here counted as handled.
-            lock (_ingestGate) DrainInbound(reader);
+            lock (_ingestGate) DrainInbound();
         }
     }
 
     /// <summary>Handles everything queued now (worker, inside the ingest gate).</summary>
-    private void DrainInbound(System.Threading.Channels.ChannelReader<Inbound> reader)
+    private void DrainInbound()
     {
         int stored = 0, handled = 0;
-        while (reader.TryRead(out var m))
+        while (_inbound.TryRead(out var m))
         {
             handled++;
             try

@@ -132,7 +132,7 @@ internal sealed partial class JsStream
         {
             while (!TryQueue(inbound))
             {
-                if (!await _inbound.Writer.WaitToWriteAsync(token).ConfigureAwait(false)) throw new OperationCanceledException();
+                if (!await _inbound.WaitToWriteAsync(token).ConfigureAwait(false)) throw new OperationCanceledException();
             }
         }
         catch

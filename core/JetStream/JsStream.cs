@@ -2,7 +2,6 @@ using System.Buffers;
 using System.Runtime.CompilerServices;
 using System.Text;
 using System.Text.Json;
-using System.Threading.Channels;
 using Microsoft.Extensions.Logging;
 using NatsBroker.Contracts;
 using NatsBroker.JetStream.Api;
@@ -30,7 +29,7 @@ internal sealed partial class JsStream : IAsyncDisposable
     private readonly JsAccount _account;
     private readonly Dictionary<string, JsConsumer> _consumers = new(StringComparer.Ordinal);
     private readonly Lock _consumersLock = new();
-    private readonly Channel<Inbound> _inbound;
+    private readonly InboundQueue<Inbound> _inbound;
     private readonly List<Subscription> _subs = [];
     private Subscription? _ackSub;
     private Task? _worker;
@@ -50,14 +49,9 @@ internal sealed partial class JsStream : IAsyncDisposable
         NameBytes = Encoding.UTF8.GetBytes(Name);
         _inlineIngest = config.Storage == "memory";
         _replyBatch = _ackBatch;
-        _inbound = Channel.CreateBounded<Inbound>(new BoundedChannelOptions(InboundLimit)
-        {
-            // Wait, not DropWrite: with DropWrite TryWrite reports success while dropping, so a full queue would
-            // lose publishes silently instead of answering 429; Wait makes TryWrite fail (publishers) and lets
-            // mirror/source copies wait for room (WaitToWriteAsync).
-            FullMode = BoundedChannelFullMode.Wait,
-            SingleReader = true,
-        });
+        // Full: TryWrite fails (the publisher gets 429; nothing is dropped silently), and mirror/source copies wait
+        // for room (WaitToWriteAsync).
+        _inbound = new InboundQueue<Inbound>(InboundLimit);
         // nats-server formats PubAcks with Sprintf, spaces included: {"stream":"S", ["domain":"D", ]"seq":N[,"duplicate": true]}
         string quotedName = JsonSerializer.Serialize(Name, JsJsonContextStrings.Default.String);
         string domain = account.Domain is { Length: > 0 } d ? $"\"domain\":{JsonSerializer.Serialize(d, JsJsonContextStrings.Default.String)}, " : "";
@@ -307,7 +301,7 @@ internal sealed partial class JsStream : IAsyncDisposable
         StopSchedules();
         Unsubscribe();
         if (_ackSub is not null) Js.Router.Unsubscribe(_ackSub);
-        _inbound.Writer.TryComplete();
+        _inbound.Complete();
         if (_worker is not null) await _worker.ConfigureAwait(false);
         StopInlineIngest();
         _atomicBatches?.Dispose();
