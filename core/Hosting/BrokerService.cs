@@ -3,6 +3,7 @@ using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Hosting.Systemd;
 using Microsoft.Extensions.Logging;
 using NatsBroker.Configuration;
+using NatsBroker.Contracts.Runtime;
 using NatsBroker.Monitoring;
 using NatsBroker.Server;
 
@@ -30,7 +31,7 @@ public sealed class BrokerService(ServerOptions options, Func<ServerOptions?> re
         var logger = loggers.CreateLogger("nats");
         var server = new NatsServer(options, logger);
         // Signals first: a SIGHUP sent as soon as the port accepts must reload, not kill the process (default action).
-        _signals.Add(PosixSignalRegistration.Create(PosixSignal.SIGHUP, ctx =>
+        _signals.Add(Signals.Register(PosixSignal.SIGHUP, ctx =>
         {
             ctx.Cancel = true;
             try
@@ -43,7 +44,7 @@ public sealed class BrokerService(ServerOptions options, Func<ServerOptions?> re
                 logger.LogError("Failed to reload server configuration: {Error}", ex.Message);
             }
         }));
-        _signals.Add(PosixSignalRegistration.Create((PosixSignal)SigUsr2, ctx =>
+        _signals.Add(Signals.Register((PosixSignal)SigUsr2, ctx =>
         {
             ctx.Cancel = true;
             _ = Task.Run(async () =>
@@ -52,10 +53,10 @@ public sealed class BrokerService(ServerOptions options, Func<ServerOptions?> re
                 lifetime.StopApplication();
             });
         }));
-        _signals.Add(PosixSignalRegistration.Create((PosixSignal)SigUsr1, ctx => ctx.Cancel = true));
+        _signals.Add(Signals.Register((PosixSignal)SigUsr1, ctx => ctx.Cancel = true));
         foreach (var sig in new[] { PosixSignal.SIGINT, PosixSignal.SIGTERM, PosixSignal.SIGQUIT })
         {
-            _signals.Add(PosixSignalRegistration.Create(sig, ctx =>
+            _signals.Add(Signals.Register(sig, ctx =>
             {
                 ctx.Cancel = true;
                 lifetime.StopApplication();

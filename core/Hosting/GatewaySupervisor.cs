@@ -3,6 +3,7 @@ using System.Runtime.InteropServices;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 using NatsBroker.Configuration;
+using NatsBroker.Contracts.Runtime;
 using NatsBroker.Server;
 
 namespace NatsBroker.Hosting;
@@ -90,7 +91,7 @@ public sealed partial class GatewaySupervisor : IHostedService
                 $"{kind.Name}: the gateway was not found (build gateways/{kind.Folder} or set {kind.PathVariable})");
             loops.Add(Task.Run(() => SuperviseAsync(kind, start)));
         }
-        _hup = PosixSignalRegistration.Create(PosixSignal.SIGHUP, _ => Signal(SigHup));
+        _hup = Signals.Register(PosixSignal.SIGHUP, _ => Signal(SigHup));
         _loop = Task.WhenAll(loops);
         return Task.CompletedTask;
     }

@@ -4,6 +4,7 @@ using System.Runtime.InteropServices;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 using NatsBroker.Contracts.Networking;
+using NatsBroker.Contracts.Runtime;
 
 namespace NatsBroker.Gateways.Link;
 
@@ -65,7 +66,7 @@ public abstract class GatewayListenerService(IGatewayListenOptions listen, Gatew
         listener.Listen(1024);
         _listener = listener;
         Port = ((IPEndPoint)listener.LocalEndPoint!).Port;
-        _hup = PosixSignalRegistration.Create(PosixSignal.SIGHUP, ctx =>
+        _hup = Signals.Register(PosixSignal.SIGHUP, ctx =>
         {
             ctx.Cancel = true;
             OnReload();

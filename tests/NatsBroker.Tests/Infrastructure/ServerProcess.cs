@@ -27,6 +27,9 @@ public sealed record ServerStartOptions
 
     /// <summary>Fixed client port; null = random (-p -1).</summary>
     public int? Port { get; init; }
+
+    /// <summary>Start through <c>nohup</c>, so the server inherits SIGHUP ignored (as <c>nohup nats-server ... &amp;</c> does).</summary>
+    public bool UnderNohup { get; init; }
 }
 
 /// <summary>
@@ -230,6 +233,12 @@ public sealed partial class ServerProcess : IAsyncDisposable
         }
 
         var (file, args) = BuildCommand(port);
+        if (Options.UnderNohup)
+        {
+            // nohup sets SIGHUP to ignored and execs the server in the same process (the pid stays the server's).
+            args.Insert(0, file);
+            file = "nohup";
+        }
         var psi = new ProcessStartInfo(file)
         {
             UseShellExecute = false,
