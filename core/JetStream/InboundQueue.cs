@@ -25,7 +25,8 @@ namespace NatsBroker.JetStream;
 internal sealed class InboundQueue<T> : IValueTaskSource<bool>
 {
     private const int ProgressEvery = 256;
-    private const int InitialSize = 64;
+    // Small: every stream has a queue, and most streams see few messages at a time (the buffers grow by doubling).
+    private const int InitialSize = 4;
 
     private readonly Lock _lock = new();
     private readonly int _limit;

@@ -19,7 +19,7 @@ internal sealed partial class JsStream
     private volatile FastBatchSet? _fastBatches;
     private readonly byte[] _flowScratch = new byte[96];
     private FastBatch? _lastFastBatch; // inside the ingest gate only
-    private readonly FastBatchReplyParser _fastReplies = new(); // inside the ingest gate only
+    private FastBatchReplyParser? _fastReplies; // inside the ingest gate only; made by the stream's first fast-ingest message
 
     private FastBatchSet FastBatches => _fastBatches ??= new FastBatchSet(Js.BatchCounters, Js.Options);
 
@@ -35,7 +35,7 @@ internal sealed partial class JsStream
         if (cfg.MaxMsgSize >= 0 && (hdr.Length > cfg.MaxMsgSize || m.Payload.Length > cfg.MaxMsgSize - hdr.Length))
             return Fail(reply, JsErrors.StreamMessageExceedsMaximum);
         if (cfg.AllowBatched != true) return Fail(reply, BatchErrors.BatchPublishDisabled);
-        if (!_fastReplies.TryParse(reply, out var fb)) return Fail(reply, BatchErrors.BatchPublishInvalidPattern);
+        if (!(_fastReplies ??= new()).TryParse(reply, out var fb)) return Fail(reply, BatchErrors.BatchPublishInvalidPattern);
         var idBytes = reply[fb.Id];
         if (idBytes.Length > MaxBatchIdLength) return Fail(reply, BatchErrors.BatchPublishInvalidBatchId);
 
