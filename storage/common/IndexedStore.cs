@@ -541,8 +541,7 @@ internal abstract class IndexedStore : IStreamStore
         if (seq < First || seq > Last || !Index.Holds(seq)) return StoreStatus.NotFound;
         ref var e = ref Index.GetForWrite(seq);
         if (!e.IsLive) return StoreStatus.Deleted;
-        if (kind == RemoveKind.Durable && seq == First) kind = RemoveKind.Lazy;
-        OnRemoved(seq, ref e, kind);
+        OnRemoved(seq, ref e, KindAt(seq, kind));
         var s = Subjects.ById(e.SubjectId);
         if (e.Prev != 0) Index.GetForWrite(e.Prev).Next = e.Next;
         else s.First = e.Next;
@@ -550,13 +549,26 @@ internal abstract class IndexedStore : IStreamStore
         else s.Last = e.Prev;
         s.Count--;
         if (s.Count == 0) Subjects.Remove(s);
+        ReleaseEntryLocked(seq, ref e);
+        return StoreStatus.Ok;
+    }
+
+    /// <summary>A removal at the stream's first sequence needs no tombstone: the floor covers it.</summary>
+    private RemoveKind KindAt(ulong seq, RemoveKind kind) => kind == RemoveKind.Durable && seq == First ? RemoveKind.Lazy : kind;
+
+    /// <summary>
+    /// The end of every removal, once the engine was told (<see cref="OnRemoved"/>) and the entry is out of its
+    /// subject's list (or its whole run is, <see cref="PurgeSubjectLocked"/>): the counters, the entry, the index, First.
+    /// </summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    private void ReleaseEntryLocked(ulong seq, ref IndexEntry e)
+    {
         Msgs--;
         Bytes -= (ulong)e.Size;
         e.SubjectId = -1;
         e.Prev = e.Next = 0;
         Index.MarkDead(seq); // may release the chunk: 'e' is not used after this
         if (seq == First) AdvanceFirst();
-        return StoreStatus.Ok;
     }
 
     /// <summary>The message at <see cref="First"/> was just removed: First moves to the next live one.</summary>
@@ -672,16 +684,10 @@ internal abstract class IndexedStore : IStreamStore
         {
             ref var e = ref Index.GetForWrite(seq);
             ulong next = e.Next;
-            // As RemoveLocked: a removal at the stream's first sequence is covered by the floor, not a tombstone.
-            OnRemoved(seq, ref e, seq == First ? RemoveKind.Lazy : RemoveKind.Durable);
-            Msgs--;
-            Bytes -= (ulong)e.Size;
-            e.SubjectId = -1;
-            e.Prev = e.Next = 0;
-            Index.MarkDead(seq); // may release the chunk: 'e' is not used after this
-            removed++;
+            OnRemoved(seq, ref e, KindAt(seq, RemoveKind.Durable));
             // The subject's list still starts at a removed entry here; AdvanceFirst reads only liveness.
-            if (seq == First) AdvanceFirst();
+            ReleaseEntryLocked(seq, ref e);
+            removed++;
             seq = next;
         }
         if (removed == 0) return;
