@@ -318,9 +318,9 @@ if (!stallOnly && !sparseOnly && !rowOnly && rowFilter is null)
         for (long done = 0; done < total;)
         {
             for (long end = done + step; done < end; done++) s.Append(keys[rnd.Next(keys.Length)], default, payload);
-            var chunks = (int)s.GetType().GetProperty("IndexChunks", System.Reflection.BindingFlags.Instance | System.Reflection.BindingFlags.NonPublic)!.GetValue(s)!;
             // The index's own byte count where the engine reports it (sparse index), else dense chunks x 48 KiB.
-            long indexKiB = s.GetType().GetProperty("IndexBytes", System.Reflection.BindingFlags.Instance | System.Reflection.BindingFlags.NonPublic)?.GetValue(s) is long ib ? ib / 1024 : chunks * 48L;
+            var (chunks, reported) = NatsBroker.Bench.Storage.StoreCounters.Index(s);
+            long indexKiB = (reported ?? chunks * 48L * 1024) / 1024;
             long heap = GC.GetTotalMemory(true);
             long rss = Process.GetCurrentProcess().WorkingSet64;
             long disk = Directory.EnumerateFiles(kvDir, "*", SearchOption.AllDirectories).Sum(f => new FileInfo(f).Length);

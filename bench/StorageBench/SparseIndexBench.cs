@@ -1,6 +1,5 @@
 using System.Diagnostics;
 using System.Globalization;
-using System.Reflection;
 using System.Text;
 using NatsBroker.Contracts;
 using NatsBroker.Storage.File;
@@ -83,18 +82,13 @@ internal static class SparseIndexBench
 
     private static string Line(string what, IStreamStore s, double removeRate, double loadRate)
     {
-        // IndexedStore is internal to the engine assembly: read its counters by name (IndexBytes exists only in
-        // engines with the sparse index; older builds report allocated chunks x 48 KiB).
-        const BindingFlags F = BindingFlags.Instance | BindingFlags.NonPublic;
-        var t = s.GetType();
-        long chunks = Convert.ToInt64(t.GetProperty("IndexChunks", F)!.GetValue(s), CultureInfo.InvariantCulture);
-        var bytesProp = t.GetProperty("IndexBytes", F);
-        long bytes = bytesProp is null ? chunks * 48 * 1024 : Convert.ToInt64(bytesProp.GetValue(s), CultureInfo.InvariantCulture);
+        var (chunks, reported) = StoreCounters.Index(s);
+        long bytes = reported ?? chunks * 48 * 1024;
         long heap = GC.GetTotalMemory(true);
         var st = s.GetState();
         string rates = string.Create(CultureInfo.InvariantCulture,
             $"{(removeRate > 0 ? $"; {removeRate:N0} removes/s" : "")}{(loadRate > 0 ? $"; {loadRate:N0} survivor loads/s" : "")}");
         return string.Create(CultureInfo.InvariantCulture,
-            $"| file   | sparse index: {what} | {st.Messages} msgs; index {bytes / 1024.0:N0} KiB ({(st.Messages == 0 ? 0 : bytes / (double)st.Messages):N0} B/live msg, {chunks} dense chunks{(bytesProp is null ? ", no IndexBytes: chunks x 48 KiB" : "")}), managed heap {heap / (1024 * 1024)} MiB{rates} |");
+            $"| file   | sparse index: {what} | {st.Messages} msgs; index {bytes / 1024.0:N0} KiB ({(st.Messages == 0 ? 0 : bytes / (double)st.Messages):N0} B/live msg, {chunks} dense chunks{(reported is null ? ", no IndexBytes: chunks x 48 KiB" : "")}), managed heap {heap / (1024 * 1024)} MiB{rates} |");
     }
 }
