@@ -406,8 +406,11 @@ internal sealed partial class SequenceIndex
         if (!s.Dirty) MarkChanged(slot, seq >> Shift);
         // The common cases, inlined into every removal: a chunk that keeps more than SparseMax live entries stays dense
         // (a sparse chunk never holds more than that), and the chunk being appended to is never made sparse or
-        // released (Add re-allocates any other released chunk it needs, e.g. after RemoveLast).
-        if (--s.Live > SparseMax || (seq >> Shift) == (End >> Shift)) return;
+        // released (Add re-allocates any other released chunk it needs, e.g. after RemoveLast). Nor is the first chunk:
+        // it is never made sparse (MayBeSparse), and when its last live entry goes, that entry was the store's first
+        // message, so TrimBelow releases the chunk as the first sequence moves past it. A stream at its limits drains
+        // its first chunk one removal at a time: its last quarter no longer calls the slow path for nothing.
+        if (--s.Live > SparseMax || (seq >> Shift) == (End >> Shift) || slot == _head) return;
         MarkDeadSlow(slot, seq);
     }
 
