@@ -56,7 +56,7 @@ internal sealed class MemoryStore : IndexedStore
     // spare block, for memory).
     private readonly PreparedAhead<SlabMemory> _spare = new(MakeSpare, static slab => slab.Free());
 
-    public MemoryStore(StreamStoreConfig config, int slabSize) : base(config)
+    public MemoryStore(StreamStoreConfig config, int slabSize) : base(config, readsDefer: false)
     {
         _slabSize = slabSize;
         StartExpiryTimer();
