@@ -162,7 +162,11 @@ internal sealed partial class MqttSession
     /// <summary>A live message for one of this client's subscriptions; the usual QoS 0 case completes without an await.</summary>
     private ValueTask DeliverLive(NatsMessage m)
     {
-        if (!_bySid.TryGetValue(m.Sid, out var sub)) return default;
+        if (!_bySid.TryGetValue(m.Sid, out var sub))
+        {
+            if (m.Sid == _announceSid) OnAnnouncement(m);
+            return default;
+        }
         if (sub.Group is null && _plainSubscriptions.Length > 1) return DeliverOverlappingAsync(m);
         var subject = m.Subject.Span;
         // [MQTT-4.7.2-1]: '#' and '+' at the start of a filter do not match topics starting with '$'.

@@ -290,6 +290,8 @@ internal sealed partial class MqttSession : INatsDelivery
             previous.TakeOver();
             await previous.SessionSettledAsync(_options.SessionEndTimeout).ConfigureAwait(false);
         }
+        // A connection to another gateway process with this client ID is taken over too (MqttSession.Takeover.cs).
+        await AnnounceClientIdAsync(drain).ConfigureAwait(false);
         // The sweeper may be deleting this client ID's expired session right now: wait until it is done (SessionSweeper).
         await _registry.SweepOf(clientId).WaitAsync(drain).ConfigureAwait(false);
         bool sessionPresent = await RestoreSessionAsync(connect, drain).ConfigureAwait(false);

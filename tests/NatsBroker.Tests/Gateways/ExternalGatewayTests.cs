@@ -17,56 +17,21 @@ namespace NatsBroker.Tests.Gateways;
 public sealed class ExternalGatewayTests(ITestOutputHelper output) : IDisposable
 {
     private readonly TestPki _pki = new();
-    private readonly List<(Process Process, StringBuilder Log)> _terminators = [];
+    private readonly ExternalGatewayProcesses _gateways = new(output);
 
     public void Dispose()
     {
-        foreach (var (p, log) in _terminators)
-        {
-            if (!p.HasExited) p.Kill(entireProcessTree: true);
-            lock (log) output.WriteLine(log.ToString());
-            p.Dispose();
-        }
+        _gateways.Dispose();
         _pki.Dispose();
     }
 
     private (Process, StringBuilder) StartTerminator(string config, int port, string seed, string socket, params string[] extra) =>
-        StartGateway("NatsBroker.TlsTerminator.dll", config, port, seed, socket, extra);
+        _gateways.Start("NatsBroker.TlsTerminator.dll", config, port, seed, socket, extra);
 
-    private (Process, StringBuilder) StartGateway(string assembly, string config, int port, string seed, string socket, params string[] extra)
-    {
-        var dll = Path.Combine(AppContext.BaseDirectory, assembly);
-        var psi = new ProcessStartInfo(TestEnvironment.DotnetHost())
-        {
-            UseShellExecute = false,
-            RedirectStandardError = true,
-            RedirectStandardOutput = true,
-            ArgumentList = { dll, "-c", config, "-a", "127.0.0.1", "-p", port.ToString(System.Globalization.CultureInfo.InvariantCulture), "-D" },
-        };
-        foreach (var a in extra) psi.ArgumentList.Add(a);
-        psi.Environment["NATSBROKER_GATEWAY_SEED"] = seed;
-        psi.Environment["NATSBROKER_CORE_SOCKET"] = socket;
-        var log = new StringBuilder();
-        var p = new Process { StartInfo = psi };
-        p.OutputDataReceived += (_, e) => { if (e.Data is not null) lock (log) log.AppendLine(e.Data); };
-        p.ErrorDataReceived += (_, e) => { if (e.Data is not null) lock (log) log.AppendLine(e.Data); };
-        p.Start();
-        p.BeginErrorReadLine();
-        p.BeginOutputReadLine();
-        _terminators.Add((p, log));
-        return (p, log);
-    }
+    private (Process, StringBuilder) StartGateway(string assembly, string config, int port, string seed, string socket, params string[] extra) =>
+        _gateways.Start(assembly, config, port, seed, socket, extra);
 
-    private static async Task WaitFor(StringBuilder log, string text)
-    {
-        var deadline = DateTime.UtcNow.AddSeconds(30);
-        while (DateTime.UtcNow < deadline)
-        {
-            lock (log) if (log.ToString().Contains(text, StringComparison.Ordinal)) return;
-            await Task.Delay(50);
-        }
-        lock (log) Assert.Fail($"\"{text}\" not seen in:\n{log}");
-    }
+    private static Task WaitFor(StringBuilder log, string text) => ExternalGatewayProcesses.WaitFor(log, text);
 
     [Theory]
     [InlineData("tls-terminator")]
