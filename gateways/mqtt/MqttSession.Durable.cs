@@ -91,6 +91,7 @@ internal sealed partial class MqttSession
         }
         var record = new JsonObject { ["origin"] = s_origin, ["id"] = _clientId, ["subs"] = subs, ["cons"] = cons };
         if (opts is not null) record["opts"] = opts;
+        if (ReleasedPacketIds() is { Count: > 0 } released) record["released"] = released;
         if (expiresAt is not null) record["expires"] = expiresAt.Value;
         await _js!.StoreAsync(SessionSubject, ReadOnlyMemory<byte>.Empty, new ReadOnlySequence<byte>(Encoding.UTF8.GetBytes(record.ToJsonString())), ct).ConfigureAwait(false);
     }

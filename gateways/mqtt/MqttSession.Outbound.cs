@@ -1,3 +1,5 @@
+using System.Text.Json.Nodes;
+
 namespace NatsBroker.MqttGateway;
 
 /// <summary>
@@ -19,7 +21,8 @@ internal sealed partial class MqttSession
         uint[]? identifiers, long expiresAt)
     {
         public byte Qos { get; } = qos;
-        public string? Ack { get; } = ack;
+        /// <summary>The JetStream ack subject; null once acknowledged (QoS 2: at PUBREC, see <see cref="OnPubRecAsync"/>).</summary>
+        public string? Ack { get; set; } = ack;
         /// <summary>The MQTT topic (UTF-8).</summary>
         public byte[] Topic { get; } = topic;
         public byte[] Payload { get; } = payload;
@@ -158,13 +161,67 @@ internal sealed partial class MqttSession
         await DrainWaitingAsync(ct).ConfigureAwait(false);
     }
 
+    /// <summary>
+    /// QoS 2, PUBREC: the client has the message. A message from a persistent session's JetStream consumer is then
+    /// recorded as released in the session record (<c>released</c>, ours) before its stream copy is acknowledged, so a
+    /// gateway restart or another gateway process sends the client PUBREL for it ([MQTT-4.3.3]) and the consumer never
+    /// redelivers it: exactly once across a kill -9 of the gateway too. (nats-server keeps PUBRELs in a stream of its
+    /// own, <c>$MQTT_out</c>, since 2.10; 2.9 redelivers the PUBLISH.)
+    /// </summary>
     private async Task OnPubRecAsync(ushort packetId, CancellationToken ct)
     {
+        string? ack = null;
         lock (_inflightLock)
         {
-            if (_inflight.TryGetValue(packetId, out var f)) f.Released = true;
+            if (_inflight.TryGetValue(packetId, out var f) && !f.Released)
+            {
+                f.Released = true;
+                ack = f.Ack;
+            }
+        }
+        if (ack is not null && _js is not null && !_cleanSession)
+        {
+            await SaveSessionAsync(ct).ConfigureAwait(false);
+            await AckStreamMessageAsync(ack).ConfigureAwait(false);
+            lock (_inflightLock)
+            {
+                if (_inflight.TryGetValue(packetId, out var f) && ReferenceEquals(f.Ack, ack)) f.Ack = null;
+            }
         }
         await _out.SendAsync(new MQTTnet.Packets.MqttPubRelPacket { PacketIdentifier = packetId }, ct).ConfigureAwait(false);
+    }
+
+    /// <summary>Packet identifiers of QoS 2 messages released to the client (PUBREC came) and not yet completed.</summary>
+    private JsonArray ReleasedPacketIds()
+    {
+        var ids = new JsonArray();
+        lock (_inflightLock)
+        {
+            foreach (var (id, f) in _inflight) if (f.Released) ids.Add((int)id);
+        }
+        return ids;
+    }
+
+    /// <summary>
+    /// A resumed session's released QoS 2 messages (<see cref="OnPubRecAsync"/>) not already resent from this process's
+    /// parked deliveries: PUBREL again, with their packet identifiers held until PUBCOMP ([MQTT-4.4.0-1]).
+    /// </summary>
+    private async Task ResendReleasedAsync(CancellationToken ct)
+    {
+        if (_restored?["released"] is not JsonArray stored) return;
+        foreach (var node in stored)
+        {
+            if (node is not JsonValue v || !v.TryGetValue(out int value) || value is <= 0 or > ushort.MaxValue) continue;
+            ushort packetId = (ushort)value;
+            lock (_inflightLock)
+            {
+                if (_inflight.ContainsKey(packetId)) continue;
+                _inflight[packetId] = new Inflight(2, null, [], [], [], [], false, null, 0) { Released = true };
+                _windowFree--;
+                if (packetId > _lastPacketId) _lastPacketId = packetId;
+            }
+            await _out.SendAsync(new MQTTnet.Packets.MqttPubRelPacket { PacketIdentifier = packetId }, ct).ConfigureAwait(false);
+        }
     }
 
     private Task OnPubCompAsync(ushort packetId, CancellationToken ct) => OnPubAckAsync(packetId, ct);

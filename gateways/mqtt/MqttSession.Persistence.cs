@@ -80,8 +80,10 @@ internal sealed partial class MqttSession
             }
             OnSubscriptionsChanged();
         }
-        await SaveSessionAsync(ct).ConfigureAwait(false);
         await ResendParkedAsync(ct).ConfigureAwait(false);
+        await ResendReleasedAsync(ct).ConfigureAwait(false);
+        // After both: the record written here keeps the released QoS 2 messages still waiting for PUBCOMP.
+        await SaveSessionAsync(ct).ConfigureAwait(false);
     }
 
     /// <summary>server/mqtt.go mqttHandlePubRetain: the last retained message per subject (an empty one is a deletion marker).</summary>

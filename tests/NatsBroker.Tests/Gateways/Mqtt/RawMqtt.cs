@@ -10,7 +10,7 @@ internal sealed class RawMqtt : IDisposable
     private NetworkStream _stream = null!;
 
     public static async Task<RawMqtt> ConnectAsync(int port, string clientId, ushort keepAlive = 60, string? willTopic = null, string? willMessage = null,
-        string? user = null, string? password = null)
+        string? user = null, string? password = null, bool cleanSession = true)
     {
         var raw = new RawMqtt();
         await raw._tcp.ConnectAsync("127.0.0.1", port);
@@ -18,7 +18,7 @@ internal sealed class RawMqtt : IDisposable
         var body = new List<byte>();
         body.AddRange(Str("MQTT"));
         body.Add(4);
-        byte flags = 0x02; // clean session
+        byte flags = (byte)(cleanSession ? 0x02 : 0);
         if (willTopic is not null) flags |= 0x04;
         if (user is not null) flags |= 0x80;
         if (password is not null) flags |= 0x40;
@@ -104,6 +104,55 @@ internal sealed class RawMqtt : IDisposable
         }
         return ids;
     }
+
+    /// <summary>SUBSCRIBE to one filter (packet identifier 1); the granted QoS from the SUBACK.</summary>
+    public async Task<byte> SubscribeAsync(string filter, byte qos)
+    {
+        await SendAsync(0x82, [0, 1, .. Str(filter), qos]);
+        var (header, body) = await ReadPacketAsync();
+        Assert.Equal(0x90, header);
+        return body[2];
+    }
+
+    /// <summary>The next packet: its first byte and its body.</summary>
+    public async Task<(byte Header, byte[] Body)> ReadPacketAsync(int seconds = 15)
+    {
+        using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(seconds));
+        var one = new byte[1];
+        await _stream.ReadExactlyAsync(one, cts.Token);
+        byte header = one[0];
+        int length = 0, shift = 0;
+        do
+        {
+            await _stream.ReadExactlyAsync(one, cts.Token);
+            length |= (one[0] & 0x7F) << shift;
+            shift += 7;
+        }
+        while ((one[0] & 0x80) != 0);
+        var body = new byte[length];
+        await _stream.ReadExactlyAsync(body, cts.Token);
+        return (header, body);
+    }
+
+    /// <summary>A PUBLISH packet's topic, QoS, packet identifier (0 for QoS 0) and payload.</summary>
+    public static (string Topic, int Qos, int PacketId, string Payload) ParsePublish(byte header, byte[] body)
+    {
+        Assert.Equal(3, header >> 4);
+        int qos = (header >> 1) & 3;
+        int topicLength = body[0] << 8 | body[1];
+        string topic = Encoding.UTF8.GetString(body, 2, topicLength);
+        int at = 2 + topicLength;
+        int id = 0;
+        if (qos > 0)
+        {
+            id = body[at] << 8 | body[at + 1];
+            at += 2;
+        }
+        return (topic, qos, id, Encoding.UTF8.GetString(body, at, body.Length - at));
+    }
+
+    /// <summary>PUBACK (0x40), PUBREC (0x50), PUBREL (0x62) or PUBCOMP (0x70) for a packet identifier.</summary>
+    public Task AcknowledgeAsync(byte header, int packetId) => SendAsync(header, [(byte)(packetId >> 8), (byte)packetId]);
 
     /// <summary>Closes the socket without DISCONNECT (RST): the will must be published.</summary>
     public void Vanish()
