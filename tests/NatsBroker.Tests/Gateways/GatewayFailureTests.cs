@@ -18,16 +18,11 @@ namespace NatsBroker.Tests.Gateways;
 public sealed class GatewayFailureTests(ITestOutputHelper output) : IDisposable
 {
     private readonly TestPki _pki = new();
-    private readonly List<(Process Process, StringBuilder Log)> _terminators = [];
+    private readonly ExternalGatewayProcesses _terminators = new(output);
 
     public void Dispose()
     {
-        foreach (var (p, log) in _terminators)
-        {
-            if (!p.HasExited) p.Kill(entireProcessTree: true);
-            lock (log) output.WriteLine(log.ToString());
-            p.Dispose();
-        }
+        _terminators.Dispose();
         _pki.Dispose();
     }
 
@@ -212,28 +207,8 @@ public sealed class GatewayFailureTests(ITestOutputHelper output) : IDisposable
         }
     }
 
-    private (Process, StringBuilder) StartTerminator(string config, int port, string seed, string socket)
-    {
-        var dll = Path.Combine(AppContext.BaseDirectory, "NatsBroker.TlsTerminator.dll");
-        var psi = new ProcessStartInfo(TestEnvironment.DotnetHost())
-        {
-            UseShellExecute = false,
-            RedirectStandardError = true,
-            RedirectStandardOutput = true,
-            ArgumentList = { dll, "-c", config, "-a", "127.0.0.1", "-p", port.ToString(System.Globalization.CultureInfo.InvariantCulture) },
-        };
-        psi.Environment["NATSBROKER_GATEWAY_SEED"] = seed;
-        psi.Environment["NATSBROKER_CORE_SOCKET"] = socket;
-        var log = new StringBuilder();
-        var p = new Process { StartInfo = psi };
-        p.OutputDataReceived += (_, e) => { if (e.Data is not null) lock (log) log.AppendLine(e.Data); };
-        p.ErrorDataReceived += (_, e) => { if (e.Data is not null) lock (log) log.AppendLine(e.Data); };
-        p.Start();
-        p.BeginErrorReadLine();
-        p.BeginOutputReadLine();
-        _terminators.Add((p, log));
-        return (p, log);
-    }
+    private (Process, StringBuilder) StartTerminator(string config, int port, string seed, string socket) =>
+        _terminators.Start("NatsBroker.TlsTerminator.dll", config, port, seed, socket);
 
     [Theory]
     [InlineData(false)]
