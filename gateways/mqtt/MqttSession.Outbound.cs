@@ -197,7 +197,7 @@ internal sealed partial class MqttSession
         var ids = new JsonArray();
         lock (_inflightLock)
         {
-            foreach (var (id, f) in _inflight) if (f.Released) ids.Add((int)id);
+            foreach (var (id, f) in _inflight) if (f.Released) ids.Add((JsonNode)(int)id);
         }
         return ids;
     }
