@@ -517,10 +517,18 @@ public abstract class StoreContractTests : IDisposable
         for (int i = 0; i < 20_000; i++) s.Append(subj, default, payload);
         long appendBytes = GC.GetAllocatedBytesForCurrentThread() - before;
         ulong last = s.GetState().LastSequence;
-        before = GC.GetAllocatedBytesForCurrentThread();
-        for (ulong q = last - 5000; q <= last; q++) s.Load(q, m);
-        s.LoadLast(subj, m);
-        long loadBytes = GC.GetAllocatedBytesForCurrentThread() - before;
+        // The thread's count can over-report by the unused rest of an allocation quantum (~8 KB) when a collection
+        // started by another thread (the tests run in parallel) lands in the window: a fresh-clone CI run measured
+        // 8,120 B once for these loads, never reproduced alone. So the loads are measured up to three times and the
+        // least count is taken; an allocation per load (5,001 of them) shows in every attempt.
+        long loadBytes = long.MaxValue;
+        for (int attempt = 0; attempt < 3 && loadBytes != 0; attempt++)
+        {
+            before = GC.GetAllocatedBytesForCurrentThread();
+            for (ulong q = last - 5000; q <= last; q++) s.Load(q, m);
+            s.LoadLast(subj, m);
+            loadBytes = Math.Min(loadBytes, GC.GetAllocatedBytesForCurrentThread() - before);
+        }
         // Zero per message; a file engine allocates a little per new block (64 KiB blocks here: ~57 new blocks for these
         // appends, 700-800 B each measured, which a checkpoint or block deletion landing on this thread can push past
         // 40 KB; a fresh-clone CI run measured 66,480 B). 128 KB is ~2.2 KB per block and still a quarter of one
