@@ -23,6 +23,8 @@ namespace NatsBroker.MqttGateway;
 internal sealed partial class MqttSession
 {
     private static readonly string s_origin = Guid.NewGuid().ToString("N")[..8];
+    /// <summary><see cref="s_origin"/> as bytes (MqttSession.Takeover.cs compares subjects with it); beside it, so it is initialised after it.</summary>
+    private static readonly byte[] s_originBytes = Encoding.ASCII.GetBytes(s_origin);
 
     private readonly ConcurrentDictionary<int, Channel<StoredMessage>> _collectors = IdleSized.Dictionary<int, Channel<StoredMessage>>();
     private JetStreamApi? _js;

@@ -49,14 +49,14 @@ internal sealed partial class MqttSession
         int dot = subject.IndexOf((byte)'.');
         if (dot <= 0) return;
         var origin = subject[..dot];
-        if (origin.SequenceEqual(Encoding.ASCII.GetBytes(s_origin))) return;
+        if (origin.SequenceEqual(s_originBytes)) return;
         var payload = m.Payload.Span;
         int space = payload.IndexOf((byte)' ');
         if (space <= 0 || !long.TryParse(payload[..space], NumberStyles.None, CultureInfo.InvariantCulture, out long at)) return;
         // The same hash can come from another client ID (errMQTTSessionCollision): only this one's announcements count.
         if (!payload[(space + 1)..].SequenceEqual(Encoding.UTF8.GetBytes(_clientId))) return;
         // The older connection gives way; a tie goes to the greater origin.
-        if (at < _connectedAt || (at == _connectedAt && origin.SequenceCompareTo(Encoding.ASCII.GetBytes(s_origin)) < 0)) return;
+        if (at < _connectedAt || (at == _connectedAt && origin.SequenceCompareTo(s_originBytes) < 0)) return;
         _log.LogWarning("Replacing old client {Old} since a connection to another gateway process has the same client ID \"{Id}\"", Describe(), _clientId);
         TakeOver();
     }
