@@ -17,6 +17,8 @@ internal sealed partial class MqttSession
     private uint _sessionExpiry;
     /// <summary>CONNECT's Clean Session (3.1.1) / Clean Start (5) flag.</summary>
     private bool _cleanStart;
+    /// <summary>Unix ms when the client loop ended (0 before): where the session's expiry time starts.</summary>
+    private long _connectionClosedAt;
 
     private static uint SessionExpiryOf(MqttConnectPacket connect, bool v5) =>
         v5 ? connect.SessionExpiryInterval : connect.CleanSession ? 0 : uint.MaxValue;
@@ -51,7 +53,8 @@ internal sealed partial class MqttSession
             return;
         }
         if (_sessionExpiry == uint.MaxValue) return; // the record saved while connected never expires
-        await SaveSessionAsync(ct, DateTimeOffset.UtcNow.ToUnixTimeMilliseconds() + _sessionExpiry * 1000L).ConfigureAwait(false);
+        long closedAt = _connectionClosedAt != 0 ? _connectionClosedAt : DateTimeOffset.UtcNow.ToUnixTimeMilliseconds();
+        await SaveSessionAsync(ct, closedAt + _sessionExpiry * 1000L).ConfigureAwait(false);
         RememberForSweep();
     }
 

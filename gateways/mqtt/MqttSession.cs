@@ -127,6 +127,9 @@ internal sealed partial class MqttSession : INatsDelivery
             {
                 _log.LogDebug("{Ip}:{Port} - mqtt client {Id} closed: {Reason}", RemoteIp, _remote.Port, _clientId, ex.Message);
             }
+            // The Session Expiry Interval counts from the close of the network connection (MQTT 5 section
+            // 3.1.2.11.2), not from when this process gets to write the record after stopping deliveries.
+            _connectionClosedAt = DateTimeOffset.UtcNow.ToUnixTimeMilliseconds();
             // The link stays up for the session's last records and the will; a takeover hands both to the new connection.
             await LingerAsync().ConfigureAwait(false);
             bool killed;

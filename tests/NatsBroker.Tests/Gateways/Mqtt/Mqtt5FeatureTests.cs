@@ -61,13 +61,14 @@ public sealed class Mqtt5FeatureTests(Mqtt5FeatureFixture fixture, ITestOutputHe
         using var again = new MqttClientFactory().CreateMqttClient();
         var received = new Received(again);
         var result = await s.ConnectAsync(again, id, MqttProtocolVersion.V500, b => b.WithCleanStart(false).WithSessionExpiryInterval(1));
-        Assert.True(result.IsSessionPresent);
+        Assert.True(result.IsSessionPresent, "the kept session was not resumed\n" + s.Server.OutputTail());
         Assert.Equal("queued", (await received.NextAsync(30)).ConvertPayloadToString());
         await again.DisconnectAsync(); // now kept for 1 s only
 
         await Task.Delay(2500);
         using var late = new MqttClientFactory().CreateMqttClient();
-        Assert.False((await s.ConnectAsync(late, id, MqttProtocolVersion.V500, b => b.WithCleanStart(false).WithSessionExpiryInterval(60))).IsSessionPresent);
+        var lateResult = await s.ConnectAsync(late, id, MqttProtocolVersion.V500, b => b.WithCleanStart(false).WithSessionExpiryInterval(60));
+        Assert.False(lateResult.IsSessionPresent, "the session outlived its 1 s expiry by 1.5 s\n" + s.Server.OutputTail());
         await late.DisconnectAsync();
 
         // A DISCONNECT raises the interval; a session resumed with interval 0 ends with that connection.
