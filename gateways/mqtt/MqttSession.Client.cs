@@ -174,14 +174,14 @@ internal sealed partial class MqttSession
     /// The connection is over: nothing more is delivered to it, the session's record gets its expiry (or the session
     /// ends), and without DISCONNECT the will is published ([MQTT-3.1.2-8]).
     /// </summary>
-    private async Task EndConnectionAsync(bool graceful, CancellationToken drain)
+    private async Task EndConnectionAsync(bool graceful, long closedAt, CancellationToken drain)
     {
         try
         {
             using var timeout = CancellationTokenSource.CreateLinkedTokenSource(_end.Token);
             timeout.CancelAfter(_options.SessionEndTimeout);
             await StopDeliveriesAsync(timeout.Token).ConfigureAwait(false);
-            await EndSessionAsync(timeout.Token).ConfigureAwait(false);
+            await EndSessionAsync(closedAt, timeout.Token).ConfigureAwait(false);
         }
         catch (Exception ex) when (ex is IOException or ObjectDisposedException or OperationCanceledException or TimeoutException or JetStreamException)
         {

@@ -17,8 +17,6 @@ internal sealed partial class MqttSession
     private uint _sessionExpiry;
     /// <summary>CONNECT's Clean Session (3.1.1) / Clean Start (5) flag.</summary>
     private bool _cleanStart;
-    /// <summary>Unix ms when the client loop ended (0 before): where the session's expiry time starts.</summary>
-    private long _connectionClosedAt;
 
     private static uint SessionExpiryOf(MqttConnectPacket connect, bool v5) =>
         v5 ? connect.SessionExpiryInterval : connect.CleanSession ? 0 : uint.MaxValue;
@@ -41,9 +39,10 @@ internal sealed partial class MqttSession
 
     /// <summary>
     /// The connection ended (not by a takeover): a kept session's record gets its expiry time; a session that is not
-    /// kept (expiry 0) but was resumed from storage is deleted now, consumers and record.
+    /// kept (expiry 0) but was resumed from storage is deleted now, consumers and record. <paramref name="closedAt"/>
+    /// (Unix ms) is when the client loop ended, where the expiry time starts.
     /// </summary>
-    private async Task EndSessionAsync(CancellationToken ct)
+    private async Task EndSessionAsync(long closedAt, CancellationToken ct)
     {
         if (_js is null || _cleanSession) return;
         if (_sessionExpiry == 0)
@@ -53,7 +52,6 @@ internal sealed partial class MqttSession
             return;
         }
         if (_sessionExpiry == uint.MaxValue) return; // the record saved while connected never expires
-        long closedAt = _connectionClosedAt != 0 ? _connectionClosedAt : DateTimeOffset.UtcNow.ToUnixTimeMilliseconds();
         await SaveSessionAsync(ct, closedAt + _sessionExpiry * 1000L).ConfigureAwait(false);
         RememberForSweep();
     }

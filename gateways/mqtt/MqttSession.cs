@@ -129,7 +129,7 @@ internal sealed partial class MqttSession : INatsDelivery
             }
             // The Session Expiry Interval counts from the close of the network connection (MQTT 5 section
             // 3.1.2.11.2), not from when this process gets to write the record after stopping deliveries.
-            _connectionClosedAt = DateTimeOffset.UtcNow.ToUnixTimeMilliseconds();
+            long closedAt = DateTimeOffset.UtcNow.ToUnixTimeMilliseconds();
             // The link stays up for the session's last records and the will; a takeover hands both to the new connection.
             await LingerAsync().ConfigureAwait(false);
             bool killed;
@@ -141,7 +141,7 @@ internal sealed partial class MqttSession : INatsDelivery
             _log.LogDebug("{Ip}:{Port} - mqtt client {Id} ended (DISCONNECT: {Graceful}, taken over: {Killed})", RemoteIp, _remote.Port, _clientId, graceful, killed);
             // A connection ended by a takeover leaves the session to its successor; one that ended by itself finishes
             // the session's last records first (a successor waits for them: SessionSettledAsync).
-            if (!killed) await EndConnectionAsync(graceful, drain).ConfigureAwait(false);
+            if (!killed) await EndConnectionAsync(graceful, closedAt, drain).ConfigureAwait(false);
             await _end.CancelAsync().ConfigureAwait(false);
             _nats!.ShutdownSend();
             await Task.WhenAny(fromCore, Task.Delay(TimeSpan.FromSeconds(5), CancellationToken.None)).ConfigureAwait(false);

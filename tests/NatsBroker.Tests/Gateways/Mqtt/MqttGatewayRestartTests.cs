@@ -21,9 +21,7 @@ public sealed partial class MqttGatewayRestartTests(ITestOutputHelper output)
             await first.SubscribeAsync(new MqttClientSubscribeOptionsBuilder().WithTopicFilter("r/+", MqttQualityOfServiceLevel.AtLeastOnce).Build());
             await first.DisconnectAsync();
         }
-        var pid = int.Parse(GatewayPid().Matches(s.Server.Output)[^1].Groups[1].Value, System.Globalization.CultureInfo.InvariantCulture);
-        System.Diagnostics.Process.GetProcessById(pid).Kill();
-        output.WriteLine($"killed gateway pid {pid}");
+        KillGateway(s);
 
         // The core restarts it (back-off 1 s); the publisher retries until it is back.
         IMqttClient? publisher = null;
@@ -88,9 +86,7 @@ public sealed partial class MqttGatewayRestartTests(ITestOutputHelper output)
             Assert.Equal(0x62, relHeader);
             Assert.Equal(qos2Id, relBody[0] << 8 | relBody[1]);
 
-            var pid = int.Parse(GatewayPid().Matches(s.Server.Output)[^1].Groups[1].Value, System.Globalization.CultureInfo.InvariantCulture);
-            System.Diagnostics.Process.GetProcessById(pid).Kill();
-            output.WriteLine($"killed gateway pid {pid}");
+            KillGateway(s);
         }
 
         // Back through the restarted gateway (the core restarts it): PUBREL again for "two", "one" again, and never
@@ -140,4 +136,12 @@ public sealed partial class MqttGatewayRestartTests(ITestOutputHelper output)
 
     [GeneratedRegex(@"Started the mqtt gateway \(pid (\d+)\)")]
     private static partial Regex GatewayPid();
+
+    /// <summary>Kills the MQTT gateway the core started last (kill -9; the core restarts it after its back-off).</summary>
+    private void KillGateway(MqttTestServer s)
+    {
+        var pid = int.Parse(GatewayPid().Matches(s.Server.Output)[^1].Groups[1].Value, System.Globalization.CultureInfo.InvariantCulture);
+        System.Diagnostics.Process.GetProcessById(pid).Kill();
+        output.WriteLine($"killed gateway pid {pid}");
+    }
 }
