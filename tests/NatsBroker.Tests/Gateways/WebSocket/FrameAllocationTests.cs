@@ -32,12 +32,22 @@ public sealed class FrameAllocationTests
         return f;
     }
 
+    /// <remarks>
+    /// The least of up to three windows: the thread's count can over-report by the unused rest of an allocation
+    /// quantum when another thread's collection lands in the window (tests run in parallel; a fresh-clone CI run
+    /// measured 1,912 B once, as the storage contract tests once did). An allocation per message shows in every window.
+    /// </remarks>
     private static long AllocatedBy(Action perMessage)
     {
         for (int i = 0; i < 1000; i++) perMessage();
-        long before = GC.GetAllocatedBytesForCurrentThread();
-        for (int i = 0; i < Messages; i++) perMessage();
-        return GC.GetAllocatedBytesForCurrentThread() - before;
+        long least = long.MaxValue;
+        for (int attempt = 0; attempt < 3 && least != 0; attempt++)
+        {
+            long before = GC.GetAllocatedBytesForCurrentThread();
+            for (int i = 0; i < Messages; i++) perMessage();
+            least = Math.Min(least, GC.GetAllocatedBytesForCurrentThread() - before);
+        }
+        return least;
     }
 
     [Fact]
