@@ -111,11 +111,7 @@ internal sealed partial class MqttSession
                     await _out.SendRawAsync(PingResp, stop.Token).ConfigureAwait(false);
                     break;
                 case MqttControlPacketType.Disconnect:
-                    // MQTT 5: "Disconnect with Will Message" (0x04) still publishes the will.
-                    OnDisconnectExpiry(packet.Body.AsSpan());
-                    if (_v5 && packet.Body.Count > 0 && packet.Body[0] == (byte)MqttDisconnectReasonCode.DisconnectWithWillMessage) return false;
-                    _will = null;
-                    return true;
+                    return OnDisconnect(packet);
                 case MqttControlPacketType.Connect:
                     // [MQTT-3.1.0-2]: a second CONNECT is a protocol violation.
                     _log.LogDebug("{Ip}:{Port} - mqtt client {Id}: received a second CONNECT packet", RemoteIp, _remote.Port, _clientId);
@@ -132,6 +128,44 @@ internal sealed partial class MqttSession
     }
 
     private static readonly byte[] PingResp = [0xD0, 0x00];
+
+    /// <summary>The client's DISCONNECT: its Session Expiry Interval applies; true when the will is dropped.</summary>
+    private bool OnDisconnect(ReceivedMqttPacket packet)
+    {
+        OnDisconnectExpiry(packet.Body.AsSpan());
+        // MQTT 5: "Disconnect with Will Message" (0x04) still publishes the will.
+        if (_v5 && packet.Body.Count > 0 && packet.Body[0] == (byte)MqttDisconnectReasonCode.DisconnectWithWillMessage) return false;
+        _will = null;
+        return true;
+    }
+
+    /// <summary>How long <see cref="DisconnectAlreadySentAsync"/> reads: what it looks for has already arrived.</summary>
+    private static readonly TimeSpan LeftoverReadLimit = TimeSpan.FromMilliseconds(500);
+
+    /// <summary>
+    /// After a write to the client failed: a client may send DISCONNECT and close without reading what we still send
+    /// (MQTTnet does after a CONNACK, while this process was still writing after it), and then our write fails with
+    /// EPIPE or ECONNRESET although the DISCONNECT is in the socket's receive queue (Linux keeps data received before a
+    /// reset readable). Reads what is left, for at most <see cref="LeftoverReadLimit"/>: a DISCONNECT found there ends
+    /// the connection as the client asked (no will, its Session Expiry Interval [MQTT-3.14.2-2]); anything else the
+    /// client sent after the failure is dropped, unacknowledged. True when a DISCONNECT dropped the will.
+    /// </summary>
+    private async Task<bool> DisconnectAlreadySentAsync()
+    {
+        using var limit = new CancellationTokenSource(LeftoverReadLimit);
+        try
+        {
+            while (await _reader.ReadAsync(limit.Token).ConfigureAwait(false) is { } packet)
+            {
+                if ((MqttControlPacketType)(packet.FixedHeader >> 4) == MqttControlPacketType.Disconnect) return OnDisconnect(packet);
+            }
+        }
+        catch (Exception ex) when (ex is OperationCanceledException || IsConnectionFault(ex))
+        {
+            // nothing more arrived, or nothing more can be read: no DISCONNECT
+        }
+        return false;
+    }
 
     /// <summary>MQTT 5 only: a server DISCONNECT with a reason before closing (3.1.1 just closes).</summary>
     private async Task SendDisconnectAsync(MqttDisconnectReasonCode reason, CancellationToken ct)

@@ -105,7 +105,7 @@ internal sealed partial class MqttSession : INatsDelivery
         _client = client;
         try
         {
-            bool setupFailed = false;
+            bool setupFailed = false, transportFailed = false;
             try
             {
                 if (!await ConnectAsync(drain).ConfigureAwait(false)) return;
@@ -116,6 +116,7 @@ internal sealed partial class MqttSession : INatsDelivery
                 // connection's does, or a session not to be kept would stay stored and a kept one never get its expiry.
                 _log.LogWarning("{Ip}:{Port} - mqtt client {Id}: connection failed after its session was restored: {Reason}", RemoteIp, _remote.Port, _clientId, ex.Message);
                 setupFailed = true;
+                transportFailed = ex is IOException or SocketException;
             }
             var fromCore = _coreLoop!;
             bool graceful = false;
@@ -126,10 +127,13 @@ internal sealed partial class MqttSession : INatsDelivery
             catch (Exception ex) when (IsConnectionFault(ex))
             {
                 _log.LogDebug("{Ip}:{Port} - mqtt client {Id} closed: {Reason}", RemoteIp, _remote.Port, _clientId, ex.Message);
+                transportFailed = ex is IOException or SocketException;
             }
             // The Session Expiry Interval counts from the close of the network connection (MQTT 5 section
             // 3.1.2.11.2), not from when this process gets to write the record after stopping deliveries.
             long closedAt = DateTimeOffset.UtcNow.ToUnixTimeMilliseconds();
+            // Not after a protocol error: the input is not at a packet boundary there.
+            if (transportFailed) graceful = await DisconnectAlreadySentAsync().ConfigureAwait(false);
             // The link stays up for the session's last records and the will; a takeover hands both to the new connection.
             await LingerAsync().ConfigureAwait(false);
             bool killed;
