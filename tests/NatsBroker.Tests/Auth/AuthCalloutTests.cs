@@ -262,13 +262,6 @@ public sealed class AuthCalloutTests(ITestOutputHelper output, ServerPool pool) 
         await WaitForLogAsync(s, "Auth callout service returned an error: bob is not welcome");
     }
 
-    private static async Task WaitForLogAsync(ServerProcess s, string text)
-    {
-        var deadline = DateTime.UtcNow + TimeSpan.FromSeconds(10);
-        while (!s.Output.Contains(text, StringComparison.Ordinal))
-        {
-            Assert.True(DateTime.UtcNow < deadline, $"log never said: {text}\n{s.Output}");
-            await Task.Delay(50);
-        }
-    }
+    private static async Task WaitForLogAsync(ServerProcess s, string text) =>
+        Assert.True(await s.WaitForOutputAsync(text, TimeSpan.FromSeconds(10)), $"log never said: {text}\n{s.Output}");
 }

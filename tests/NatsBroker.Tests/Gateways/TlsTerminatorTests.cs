@@ -372,8 +372,7 @@ public sealed class TlsTerminatorTests(ITestOutputHelper output) : IDisposable
             await Assert.ThrowsAnyAsync<Exception>(async () => await early.ConnectAsync());
 
         server.Reload();
-        var deadline = DateTime.UtcNow.AddSeconds(20);
-        while (!server.Output.Contains("Reloaded TLS certificates", StringComparison.Ordinal) && DateTime.UtcNow < deadline) await Task.Delay(100);
+        await server.WaitForOutputAsync("Reloaded TLS certificates", TimeSpan.FromSeconds(20));
         Assert.Contains("Reloaded TLS certificates", server.Output, StringComparison.Ordinal);
 
         await using var after = new NatsConnection(trustNew);

@@ -422,6 +422,18 @@ public sealed partial class ServerProcess : IAsyncDisposable
         }
     }
 
+    /// <summary>Polls the captured output until it contains <paramref name="text"/>; false when <paramref name="limit"/> passed first.</summary>
+    public async Task<bool> WaitForOutputAsync(string text, TimeSpan limit)
+    {
+        var deadline = DateTime.UtcNow + limit;
+        while (!Output.Contains(text, StringComparison.Ordinal))
+        {
+            if (DateTime.UtcNow >= deadline) return false;
+            await Task.Delay(50).ConfigureAwait(false);
+        }
+        return true;
+    }
+
     /// <summary>The last <paramref name="chars"/> characters of the captured output, for failure messages.</summary>
     public string OutputTail(int chars = 4000)
     {

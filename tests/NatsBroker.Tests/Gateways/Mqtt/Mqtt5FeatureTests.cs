@@ -113,8 +113,7 @@ public sealed class Mqtt5FeatureTests(Mqtt5FeatureFixture fixture, ITestOutputHe
             hasty.Vanish();
         }
         string ended = $"mqtt client {id} ended (DISCONNECT: ";
-        var until = DateTime.UtcNow.AddSeconds(15);
-        while (!s.Server.Output.Contains(ended, StringComparison.Ordinal) && DateTime.UtcNow < until) await Task.Delay(50);
+        await s.Server.WaitForOutputAsync(ended, TimeSpan.FromSeconds(15));
         Assert.True(s.Server.Output.Contains(ended + "True", StringComparison.Ordinal), "the DISCONNECT was not taken as one\n" + s.Server.OutputTail());
         // The will, were it published, follows that line once the session's records are written.
         using var quiet = new CancellationTokenSource(TimeSpan.FromSeconds(2));
