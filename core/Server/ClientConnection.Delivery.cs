@@ -1,5 +1,6 @@
 using System.Buffers;
 using NatsBroker.Auth;
+using NatsBroker.Contracts.Gateways.Polling;
 using NatsBroker.Protocol;
 using NatsBroker.Routing;
 using NatsBroker.Subscriptions;
@@ -16,7 +17,7 @@ namespace NatsBroker.Server;
 /// Lock order: <c>_subsLock</c> before <c>_out.Lock</c>. A delivering thread holds at most one destination's
 /// <c>_out.Lock</c> and takes no other lock inside it.
 /// </remarks>
-public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IStallTarget, IPublisher, Accounts.IRequester
+public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IBatchEndWork, IStallTarget, IPublisher, Accounts.IRequester
 {
     // Destinations this connection's current read batch touched, and their back-pressure hints.
     private readonly DeliveryBatch _batch = new();
@@ -271,9 +272,46 @@ public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IStall
         }
     }
 
+    // 1 while this connection's flush waits for the end of a poller's pass (LinkPoller.TryDeferToBatchEnd).
+    private int _flushDeferred;
+
+    /// <summary>Set to 0 to flush at the end of each read batch even on a poller's thread (an operator's A/B switch).</summary>
+    internal const string DeferFlushesVariable = "NATSBROKER_FLUSH_DEFER";
+
+    private static readonly bool DeferFlushes = Environment.GetEnvironmentVariable(DeferFlushesVariable) != "0";
+
+    /// <summary>
+    /// The end of a publisher's batch asks for this connection's queued bytes to be written. On a poller's thread
+    /// (LinkPoller) the write waits for the end of the poller's pass: the other clients served in that pass may
+    /// deliver here too, and then one write carries all of it (10 requesters to 2 services: fewer sends by the server
+    /// and fewer, larger reads by the service). The pass is a few reads long, so this adds microseconds; a publisher
+    /// that keeps reading without returning to the poller runs the deferred writes before each further read
+    /// (ClientConnection.ReadLoopAsync).
+    /// </summary>
     [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     void IFlushTarget.Flush(bool inline)
     {
+        if (!inline)
+        {
+            _writeSignal.SetOnThreadPool();
+            return;
+        }
+        if (DeferFlushes)
+        {
+            // Publisher on a poller's thread: write once at the end of the poller's pass, with whatever the other
+            // reads of that pass queue here too. Already deferred: that write takes this batch's bytes as well.
+            if (Volatile.Read(ref _flushDeferred) != 0) return;
+            if (Interlocked.Exchange(ref _flushDeferred, 1) != 0) return;
+            if (LinkPoller.TryDeferToBatchEnd(this)) return;
+            Volatile.Write(ref _flushDeferred, 0);
+        }
+        _writeSignal.Set();
+    }
+
+    void IBatchEndWork.RunAtBatchEnd(bool inline)
+    {
+        // Cleared before the wake-up: a publisher that sees it set relies on this wake-up to take its bytes.
+        Interlocked.Exchange(ref _flushDeferred, 0);
         if (inline) _writeSignal.Set();
         else _writeSignal.SetOnThreadPool();
     }

@@ -133,17 +133,20 @@ public sealed partial class ClientConnection
 
     private async Task ReadLoopAsync(bool yieldIfInputWaiting)
     {
-        // On a gateway link (LinkSocketStream) a zero-byte read costs no system call (it waits for the poller's edge),
+        // On a gateway link (LinkSocketStream over a Unix socket) a zero-byte read costs no system call (it waits for the poller's edge),
         // so the reader rents its buffer only when input is there: an idle link (one per MQTT session, WebSocket or
         // TLS client) holds none.
         var reader = PipeReader.Create(_stream, new StreamPipeReaderOptions(
             pool: ReadBufferPool.Instance, bufferSize: ReadBufferPool.BlockSize, minimumReadSize: 16 * 1024, leaveOpen: true,
-            useZeroByteReads: _stream is LinkSocketStream));
+            useZeroByteReads: Kind == ConnectionKind.UnixSocket && _stream is LinkSocketStream));
         try
         {
             while (!_closing)
             {
                 var read = reader.ReadAsync();
+                // More input already there: this loop goes on without returning to its poller, so the flushes the
+                // last batch deferred to the end of the poller's pass are done now (ClientConnection.Delivery.cs).
+                if (read.IsCompleted) LinkPoller.RunDeferredWork();
                 if (yieldIfInputWaiting)
                 {
                     yieldIfInputWaiting = false;

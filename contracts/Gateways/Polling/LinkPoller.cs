@@ -1,34 +1,50 @@
 using System.Collections.Concurrent;
+using System.Diagnostics;
 using System.Runtime.InteropServices;
 
 namespace NatsBroker.Contracts.Gateways.Polling;
 
 /// <summary>
-/// One thread per process waiting in epoll_wait for the link sockets (the Unix-socket connections between a
-/// gateway and the core, on either end), each registered for what it waits for, not for everything. The runtime's
-/// socket engine registers every socket for input and output, edge-triggered; on a Unix socket, each time the
-/// other end reads what this end sent, the kernel reports "writable" again (unix_write_space when the sent buffer
-/// is freed), which woke the sender's socket thread once per message, for nothing: strace of the websocket gateway
-/// in `ws-reqrep-128` showed one EPOLLOUT-only wake-up per message sent to the core, and the core gets the same
-/// for each message it sends to a gateway, so four extra wake-ups per request/reply round trip on a 2-core machine
-/// where every wake-up competes with the core and the clients for a CPU (gateways/README.md, "Relay cost"). Here a
-/// link is registered for input only; output is added only while a send waits for room (backpressure) and removed
-/// after.
+/// A thread waiting in epoll_wait for sockets polled outside the runtime's socket engine: the link sockets (the
+/// Unix-socket connections between a gateway and the core, on either end) and, in the core, its TCP clients. Each
+/// socket is registered for what it waits for, not for everything. The runtime's socket engine registers every
+/// socket for input and output, edge-triggered; on a Unix socket, each time the other end reads what this end sent,
+/// the kernel reports "writable" again (unix_write_space when the sent buffer is freed), which woke the sender's
+/// socket thread once per message, for nothing: strace of the websocket gateway in `ws-reqrep-128` showed one
+/// EPOLLOUT-only wake-up per message sent to the core, and the core gets the same for each message it sends to a
+/// gateway, so four extra wake-ups per request/reply round trip on a 2-core machine where every wake-up competes
+/// with the core and the clients for a CPU (gateways/README.md, "Relay cost"). Here a socket is registered for input
+/// only; output is added only while a send waits for room (backpressure) and removed after.
 /// </summary>
+/// <remarks>
+/// Continuations of reads run on the poller's thread (<see cref="ReadinessSignal"/>), so one epoll_wait result is
+/// served by one thread in one pass. Work a reader hands to <see cref="TryDeferToBatchEnd"/> during that pass runs
+/// once after it: the core defers the flush of a destination connection there, so that several clients' reads in
+/// one pass that all deliver to the same destination (requests to one service) end in one write to it instead of
+/// one each (nats-server gets a similar effect from its per-client write goroutines, which coalesce what several
+/// readers queued while they were busy).
+/// </remarks>
 public sealed unsafe class LinkPoller
 {
     private const int MaxEvents = 64;
-    private static readonly Lazy<LinkPoller> Instance = new(() => new LinkPoller(), LazyThreadSafetyMode.ExecutionAndPublication);
+    private static readonly Lazy<LinkPoller> Instance = new(() => new LinkPoller("link-poller"), LazyThreadSafetyMode.ExecutionAndPublication);
+    private static readonly Lazy<LinkPoller[]> ClientPollers = new(CreateClientPollers, LazyThreadSafetyMode.ExecutionAndPublication);
+    private static int s_nextClientPoller;
+
+    // The poller whose thread this is, while it serves an epoll_wait result; null on every other thread.
+    [ThreadStatic] private static LinkPoller? t_dispatching;
 
     private readonly int _epoll;
     private readonly ConcurrentDictionary<ulong, LinkSocketStream> _streams = new();
+    // Work deferred to the end of the current pass; touched only by this poller's thread.
+    private readonly List<IBatchEndWork> _batchEnd = [];
     private long _nextId;
 
-    private LinkPoller()
+    private LinkPoller(string threadName)
     {
         _epoll = Epoll.Create(Epoll.CloExec);
         if (_epoll < 0) throw new IOException("epoll_create1: " + Marshal.GetPInvokeErrorMessage(Marshal.GetLastPInvokeError()));
-        var thread = new Thread(Run) { IsBackground = true, Name = "link-poller" };
+        var thread = new Thread(Run) { IsBackground = true, Name = threadName };
         thread.Start();
     }
 
@@ -38,14 +54,52 @@ public sealed unsafe class LinkPoller
     /// <summary>Whether link sockets use this poller (Linux, <see cref="Variable"/> not 0); read once per process.</summary>
     public static bool Enabled { get; } = OperatingSystem.IsLinux() && Environment.GetEnvironmentVariable(Variable) != "0";
 
-    /// <summary>The process's poller, started on first use.</summary>
+    /// <summary>The process's link poller, started on first use.</summary>
     internal static LinkPoller Shared => Instance.Value;
 
-    internal ulong Add(LinkSocketStream stream, nint fd)
+    /// <summary>
+    /// A poller for a client socket: one per processor (as the runtime runs one socket engine thread per processor
+    /// with inline completions), handed out in turn, started on first use.
+    /// </summary>
+    public static LinkPoller NextClientPoller()
+    {
+        var pollers = ClientPollers.Value;
+        return pollers[(int)((uint)Interlocked.Increment(ref s_nextClientPoller) % (uint)pollers.Length)];
+    }
+
+    private static LinkPoller[] CreateClientPollers()
+    {
+        var pollers = new LinkPoller[Math.Max(1, Environment.ProcessorCount)];
+        for (int i = 0; i < pollers.Length; i++) pollers[i] = new LinkPoller("client-poller-" + i);
+        return pollers;
+    }
+
+    /// <summary>
+    /// On a poller's thread serving a pass: remembers <paramref name="work"/> to run once the pass is over, and returns
+    /// true. Elsewhere returns false (the caller does the work now). The caller makes sure it hands the same work over
+    /// at most once per pass.
+    /// </summary>
+    public static bool TryDeferToBatchEnd(IBatchEndWork work)
+    {
+        var poller = t_dispatching;
+        if (poller is null) return false;
+        poller._batchEnd.Add(work);
+        return true;
+    }
+
+    /// <summary>
+    /// On a poller's thread serving a pass: runs what was deferred so far now, not at the end of the pass. For a
+    /// reader about to go on reading without waiting (more input was already there): a client that floods keeps the
+    /// poller's thread in its read loop, and the destinations it delivered to must not wait for it to run dry.
+    /// </summary>
+    public static void RunDeferredWork() => t_dispatching?.RunBatchEnd();
+
+    /// <param name="watchOutput">Register for output from the start (TCP), not only while a send waits.</param>
+    internal ulong Add(LinkSocketStream stream, nint fd, bool watchOutput)
     {
         ulong id = (ulong)Interlocked.Increment(ref _nextId);
         _streams[id] = stream;
-        int errno = Epoll.Control(_epoll, Epoll.CtlAdd, (int)fd, Interest(writable: false), id);
+        int errno = Epoll.Control(_epoll, Epoll.CtlAdd, (int)fd, Interest(watchOutput), id);
         if (errno != 0)
         {
             _streams.TryRemove(id, out _);
@@ -83,10 +137,48 @@ public sealed unsafe class LinkPoller
                 if (errno == Epoll.EINTR) continue;
                 throw new IOException("epoll_wait: " + Marshal.GetPInvokeErrorMessage(errno));
             }
-            for (int i = 0; i < n; i++)
+            t_dispatching = this;
+            try
             {
-                if (_streams.TryGetValue(Epoll.DataAt(events, i), out var stream)) stream.OnEvents(Epoll.EventsAt(events, i));
+                for (int i = 0; i < n; i++)
+                {
+                    if (_streams.TryGetValue(Epoll.DataAt(events, i), out var stream)) stream.OnEvents(Epoll.EventsAt(events, i));
+                }
             }
+            finally
+            {
+                // Work done at the end of the pass (below) runs outside it: what it defers in turn runs at once.
+                t_dispatching = null;
+            }
+            RunBatchEnd();
         }
     }
+
+    /// <summary>
+    /// The pass's deferred work, in the order it was handed over: on this thread while a budget lasts (1 ms, as
+    /// nats-server's flushClients), then handed to the thread pool, so a pass that touched many destinations (or one
+    /// slow one) does not hold up the next epoll_wait.
+    /// </summary>
+    private void RunBatchEnd()
+    {
+        var list = _batchEnd;
+        if (list.Count == 0) return;
+        long start = Stopwatch.GetTimestamp();
+        bool inline = true;
+        for (int i = 0; i < list.Count; i++)
+        {
+            if (inline && i > 0 && Stopwatch.GetTimestamp() - start > BatchEndBudgetTicks) inline = false;
+            list[i].RunAtBatchEnd(inline);
+        }
+        list.Clear();
+    }
+
+    private static readonly long BatchEndBudgetTicks = Stopwatch.Frequency / 1000;
+}
+
+/// <summary>Work a reader on a poller's thread defers to the end of the poller's pass (<see cref="LinkPoller.TryDeferToBatchEnd"/>).</summary>
+public interface IBatchEndWork
+{
+    /// <param name="inline">Run on the calling (poller) thread now; false once the pass's budget is spent: hand it to the thread pool.</param>
+    void RunAtBatchEnd(bool inline);
 }

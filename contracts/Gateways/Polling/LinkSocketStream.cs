@@ -19,6 +19,9 @@ public sealed class LinkSocketStream : Stream
     private readonly Socket _socket;
     private readonly nint _fd;
     private readonly ulong _id;
+    private readonly LinkPoller _poller;
+    // Registered for output for good (TCP); otherwise output is watched only while a send waits for room.
+    private readonly bool _watchesOutput;
     private readonly ReadinessSignal _readable = new();
     private readonly ReadinessSignal _writable = new();
     private readonly byte[] _peek = new byte[1];
@@ -33,13 +36,27 @@ public sealed class LinkSocketStream : Stream
 
     /// <param name="socket">Connected; owned (disposed with the stream). Every call here passes MSG_DONTWAIT, so
     /// the descriptor's own blocking mode does not matter.</param>
-    public LinkSocketStream(Socket socket)
+    public LinkSocketStream(Socket socket) : this(socket, LinkPoller.Shared, tcp: false)
+    {
+    }
+
+    /// <param name="socket">Connected; owned (disposed with the stream).</param>
+    /// <param name="poller">The poller that waits for this socket's readiness.</param>
+    /// <param name="tcp">A TCP socket (a core client): its send buffer is left to the kernel's auto-tuning (setting
+    /// SO_SNDBUF would switch that off), and it is watched for output from the start. TCP reports room again only after
+    /// a send found the buffer full (tcp_check_space needs SOCK_NOSPACE), so unlike a Unix socket it causes no wake-up
+    /// per message the peer reads, and a send that must wait saves the two epoll_ctl calls that add and remove output.
+    /// False for a link (a Unix socket).</param>
+    public LinkSocketStream(Socket socket, LinkPoller poller, bool tcp)
     {
         ArgumentNullException.ThrowIfNull(socket);
+        ArgumentNullException.ThrowIfNull(poller);
         _socket = socket;
+        _poller = poller;
+        _watchesOutput = tcp;
         _fd = socket.SafeHandle.DangerousGetHandle();
-        socket.SendBufferSize = SendBufferBytes;
-        _id = LinkPoller.Shared.Add(this, _fd);
+        if (!tcp) socket.SendBufferSize = SendBufferBytes;
+        _id = poller.Add(this, _fd, watchOutput: tcp);
     }
 
     public Socket Socket => _socket;
@@ -212,7 +229,7 @@ public sealed class LinkSocketStream : Stream
     private async ValueTask WriteSlowAsync(ReadOnlyMemory<byte> rest, CancellationToken ct)
     {
         _writable.Reset();
-        LinkPoller.Shared.WatchWritable(_id, _fd, writable: true);
+        if (!_watchesOutput) _poller.WatchWritable(_id, _fd, writable: true);
         try
         {
             while (!rest.IsEmpty)
@@ -226,7 +243,7 @@ public sealed class LinkSocketStream : Stream
         }
         finally
         {
-            if (Volatile.Read(ref _disposed) == 0) LinkPoller.Shared.WatchWritable(_id, _fd, writable: false);
+            if (!_watchesOutput && Volatile.Read(ref _disposed) == 0) _poller.WatchWritable(_id, _fd, writable: false);
         }
     }
 
@@ -280,7 +297,7 @@ public sealed class LinkSocketStream : Stream
     {
         if (disposing && Interlocked.Exchange(ref _disposed, 1) == 0)
         {
-            LinkPoller.Shared.Remove(_id, _fd);
+            _poller.Remove(_id, _fd);
             var reason = new ObjectDisposedException(nameof(LinkSocketStream));
             _readable.Fail(reason);
             _writable.Fail(reason);
