@@ -284,9 +284,8 @@ public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IBatch
     /// The end of a publisher's batch asks for this connection's queued bytes to be written. On a poller's thread
     /// (LinkPoller) the write waits for the end of the poller's pass: the other clients served in that pass may
     /// deliver here too, and then one write carries all of it (10 requesters to 2 services: fewer sends by the server
-    /// and fewer, larger reads by the service). The pass is a few reads long, so this adds microseconds; a publisher
-    /// that keeps reading without returning to the poller runs the deferred writes before each further read
-    /// (ClientConnection.ReadLoopAsync).
+    /// and fewer, larger reads by the service). The pass is a few reads long, so this adds microseconds: a reader with
+    /// more input waiting does not stay on the poller's thread (ClientConnection.ReadLoopAsync).
     /// </summary>
     [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     void IFlushTarget.Flush(bool inline)

@@ -144,18 +144,22 @@ public sealed partial class ClientConnection
             while (!_closing)
             {
                 var read = reader.ReadAsync();
-                // More input already there: this loop goes on without returning to its poller, so the flushes the
-                // last batch deferred to the end of the poller's pass are done now (ClientConnection.Delivery.cs).
-                if (read.IsCompleted) LinkPoller.RunDeferredWork();
-                if (yieldIfInputWaiting)
+                // More input is already there, so this loop would go on reading on this thread. Two threads must not
+                // be held by it:
+                // - the accept loop's (started by NatsServer.AcceptClient): a client that sent CONNECT without waiting
+                //   for INFO, and perhaps a flood after it, would hold up every later accept; it goes on on the
+                //   thread pool;
+                // - a poller's, which serves many sockets: a client that floods would hold up the others, and the
+                //   writes deferred to the end of the poller's pass (ClientConnection.Delivery.cs). Those writes are
+                //   done now; once the pass has lasted over its budget (1 ms) the loop goes on in the poller's next
+                //   pass, after the other sockets' events (going on on the thread pool instead cost a hop per read
+                //   and, with several clients flooding, more threads than cores).
+                if (read.IsCompleted)
                 {
-                    yieldIfInputWaiting = false;
-                    // Started on the accept loop (NatsServer.AcceptClient). A client that sent CONNECT without waiting
-                    // for INFO (and perhaps a flood after it) would otherwise be served by synchronously completing
-                    // reads right here, holding up every later accept; a read that must wait (the usual case)
-                    // resumes on the thread pool anyway.
-                    if (read.IsCompleted) await Task.Yield();
+                    if (yieldIfInputWaiting) await Task.Yield();
+                    else if (LinkPoller.RunDeferredWorkAndCheckBudget()) await LinkPoller.YieldToNextPass();
                 }
+                yieldIfInputWaiting = false;
                 var result = await read.ConfigureAwait(false);
                 var buffer = result.Buffer;
                 _lastInTicks = Environment.TickCount64;
