@@ -106,6 +106,53 @@ public sealed class PolledSocketTests : IDisposable
         Assert.Equal(1, second.Runs);
     }
 
+    /// <summary>
+    /// A reader that yields to the poller's next pass (a client that floods, past the pass's budget) goes on after the
+    /// socket events of that pass, on the same thread: the other sockets of its poller are not held up by it.
+    /// </summary>
+    [Fact]
+    public async Task A_reader_that_yields_goes_on_after_the_next_pass_has_served_the_other_sockets()
+    {
+        var (first, firstPeer) = UnixPair();
+        var (second, secondPeer) = UnixPair();
+        await using var _ = first;
+        await using var __ = second;
+        using var ___ = firstPeer;
+        using var ____ = secondPeer;
+        var log = new ConcurrentQueue<string>();
+        int firstThread = 0, resumedThread = 0, secondThread = 0;
+
+        async Task FirstAsync()
+        {
+            await first.ReadAsync(new byte[16]).ConfigureAwait(false);
+            firstThread = Environment.CurrentManagedThreadId;
+            log.Enqueue("first read");
+            // Input for the other socket arrives now: its edge is in the poller's next pass.
+            secondPeer.Send("x"u8);
+            await LinkPoller.YieldToNextPass();
+            resumedThread = Environment.CurrentManagedThreadId;
+            log.Enqueue("first resumed");
+        }
+
+        async Task SecondAsync()
+        {
+            await second.ReadAsync(new byte[16]).ConfigureAwait(false);
+            secondThread = Environment.CurrentManagedThreadId;
+            log.Enqueue("second read");
+        }
+
+        var one = FirstAsync();
+        var two = SecondAsync();
+        await Task.Delay(50);
+        Assert.False(one.IsCompleted || two.IsCompleted);
+        Assert.Throws<InvalidOperationException>(() => LinkPoller.YieldToNextPass()); // not a poller's thread
+        firstPeer.Send("PUB"u8);
+        await Task.WhenAll(one, two).WaitAsync(Wait);
+        Assert.Equal(["first read", "second read", "first resumed"], log.ToArray());
+        Assert.Equal(firstThread, resumedThread);
+        Assert.Equal(firstThread, secondThread); // both are the link poller's
+    }
+
     [Fact]
     public async Task A_tcp_socket_watched_for_output_from_the_start_meets_backpressure_and_delivers_everything()
     {
