@@ -149,8 +149,8 @@ public sealed partial class NatsServer : IAsyncDisposable
         // A TCP client is polled by one of the client pollers (one per processor), whose pass ends with one write
         // per destination that its clients' reads delivered to (ClientConnection.Delivery.cs, IFlushTarget.Flush):
         // requests from several clients to one service leave in one write. The runtime's socket engine has no
-        // such point. Measured on the 2-core VM (bench/results/session-2026-11-29-g): request/reply rows 1.06-1.19x
-        // of the runtime's engine in the same run, against nats-server qreqrep-16 1.36x, reqrep150-256 1.41x.
+        // such point. Measured on the 2-core VM (bench/results/session-2026-11-29-g): against the runtime's engine in
+        // the same run, qreqrep-16 1.06-1.23x and reqrep150-256 1.16-1.24x; polling without the deferral moved neither.
         Stream stream = kind == ConnectionKind.UnixSocket && LinkPoller.Enabled ? new LinkSocketStream(socket)
             : kind == ConnectionKind.Tcp && ClientPollingEnabled ? new LinkSocketStream(socket, LinkPoller.NextClientPoller(), tcp: true)
             : new NetworkStream(socket, ownsSocket: true);

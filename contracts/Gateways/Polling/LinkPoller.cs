@@ -181,6 +181,9 @@ public sealed unsafe class LinkPoller
                 throw new IOException("epoll_wait: " + Marshal.GetPInvokeErrorMessage(errno));
             }
             _passStart = Stopwatch.GetTimestamp();
+            // The readers that yielded before this pass go on after its events; a reader that yields during this
+            // pass (these included) goes on in the next one, after the events that pass brings.
+            (_resuming, _yielded) = (_yielded, _resuming);
             t_dispatching = this;
             try
             {
@@ -188,13 +191,8 @@ public sealed unsafe class LinkPoller
                 {
                     if (_streams.TryGetValue(Epoll.DataAt(events, i), out var stream)) stream.OnEvents(Epoll.EventsAt(events, i));
                 }
-                if (_yielded.Count > 0)
-                {
-                    // Swapped first: a reader that yields again in this pass goes on in the next one.
-                    (_resuming, _yielded) = (_yielded, _resuming);
-                    foreach (var continuation in _resuming) continuation();
-                    _resuming.Clear();
-                }
+                foreach (var continuation in _resuming) continuation();
+                _resuming.Clear();
             }
             finally
             {
