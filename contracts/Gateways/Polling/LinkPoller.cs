@@ -14,8 +14,9 @@ namespace NatsBroker.Contracts.Gateways.Polling;
 /// socket thread once per message, for nothing: strace of the websocket gateway in `ws-reqrep-128` showed one
 /// EPOLLOUT-only wake-up per message sent to the core, and the core gets the same for each message it sends to a
 /// gateway, so four extra wake-ups per request/reply round trip on a 2-core machine where every wake-up competes
-/// with the core and the clients for a CPU (gateways/README.md, "Relay cost"). Here a socket is registered for input
-/// only; output is added only while a send waits for room (backpressure) and removed after.
+/// with the core and the clients for a CPU (gateways/README.md, "Relay cost"). Here a link is registered for input
+/// only; output is added only while a send waits for room (backpressure) and removed after. A TCP socket is
+/// registered for both from the start (TCP has no such wake-ups; LinkSocketStream's constructor says why).
 /// </summary>
 /// <remarks>
 /// Continuations of reads run on the poller's thread (<see cref="ReadinessSignal"/>), so one epoll_wait result is
