@@ -14,10 +14,12 @@ public sealed class LinkSocketStreamTests : IDisposable
 
     public void Dispose() => Directory.Delete(_dir, recursive: true);
 
-    /// <summary>A connected pair: ours (the stream) and the peer (a plain blocking socket).</summary>
-    private (LinkSocketStream Link, Socket Peer) Pair()
+    private (LinkSocketStream Link, Socket Peer) Pair() => UnixPair(_dir);
+
+    /// <summary>A connected Unix-socket pair in <paramref name="dir"/>: ours (the stream, on the link poller) and the peer (a plain blocking socket).</summary>
+    internal static (LinkSocketStream Link, Socket Peer) UnixPair(string dir)
     {
-        var path = Path.Combine(_dir, "s" + Guid.NewGuid().ToString("N")[..8]);
+        var path = Path.Combine(dir, "s" + Guid.NewGuid().ToString("N")[..8]);
         using var listener = new Socket(AddressFamily.Unix, SocketType.Stream, ProtocolType.Unspecified);
         listener.Bind(new UnixDomainSocketEndPoint(path));
         listener.Listen(1);

@@ -7,7 +7,7 @@ namespace NatsBroker.Tests.Gateways;
 
 /// <summary>
 /// What the core relies on when its TCP clients are polled by <see cref="LinkPoller"/>: work a reader defers on the
-/// poller's thread runs once, on that thread, after the pass (or at once when the reader asks), never elsewhere;
+/// poller's thread runs once, on that thread, after the pass; a reader that yields goes on after the next pass's events;
 /// and a TCP socket watched for output from the start still meets backpressure and delivers everything.
 /// </summary>
 public sealed class PolledSocketTests : IDisposable
@@ -17,16 +17,7 @@ public sealed class PolledSocketTests : IDisposable
 
     public void Dispose() => Directory.Delete(_dir, recursive: true);
 
-    private (LinkSocketStream Stream, Socket Peer) UnixPair()
-    {
-        var path = Path.Combine(_dir, "s" + Guid.NewGuid().ToString("N")[..8]);
-        using var listener = new Socket(AddressFamily.Unix, SocketType.Stream, ProtocolType.Unspecified);
-        listener.Bind(new UnixDomainSocketEndPoint(path));
-        listener.Listen(1);
-        var client = new Socket(AddressFamily.Unix, SocketType.Stream, ProtocolType.Unspecified);
-        client.Connect(new UnixDomainSocketEndPoint(path));
-        return (new LinkSocketStream(client), listener.Accept());
-    }
+    private (LinkSocketStream Stream, Socket Peer) UnixPair() => LinkSocketStreamTests.UnixPair(_dir);
 
     private static (LinkSocketStream Stream, Socket Peer) TcpPair()
     {
