@@ -91,6 +91,30 @@ public interface IStreamStore : IDisposable, IAsyncDisposable
     /// <summary>Applies new limits, enforcing them at once (discard-old removals).</summary>
     StoreStatus UpdateLimits(StreamLimits limits);
 
+    /// <summary>
+    /// True when an append may still sit in the engine's memory when <see cref="Append"/> returns, so that a host must
+    /// call <see cref="Commit"/> before it acknowledges it. Fixed for the life of the store.
+    /// </summary>
+    bool NeedsCommit => false;
+
+    /// <summary>
+    /// Makes every append made so far as safe as an acknowledged message must be under <see cref="StreamStoreConfig.Sync"/>,
+    /// the point before which a host sends no acknowledgement (JetStream's PubAck), as nats-server's filestore does
+    /// before it returns from a store (filestore.go writeMsgRecordLocked: the record is flushed in place unless
+    /// AsyncFlush is set):
+    /// <list type="bullet">
+    /// <item><see cref="SyncPolicy.Periodic"/>: handed to the operating system (the write returned), so a process crash
+    /// (kill -9, the OOM killer) loses nothing acknowledged; a power cut can lose what the periodic fsync had not yet
+    /// reached.</item>
+    /// <item><see cref="SyncPolicy.Always"/>: already written and fsynced by the append; nothing more to do.</item>
+    /// <item><see cref="SyncPolicy.AsyncPersist"/>: nothing (ADR-56: the acknowledgement precedes the write).</item>
+    /// </list>
+    /// One call covers every append before it, so a host that acknowledges in batches pays one write per batch. A
+    /// failure here is the store's fail-stop (<see cref="Failure"/>): nothing appended since the last successful
+    /// commit may be acknowledged.
+    /// </summary>
+    StoreStatus Commit() => StoreStatus.Ok;
+
     /// <summary>Makes everything appended so far durable (write + fsync). Completes when done.</summary>
     ValueTask<StoreStatus> FlushAsync(CancellationToken cancellationToken = default);
 

@@ -30,6 +30,9 @@ internal sealed partial class JsStream
     /// after each drain), or during an inline ingest the publisher's batch (JsStream.InlineIngest.cs).
     /// </summary>
     private NatsBroker.Routing.DeliveryBatch _replyBatch;
+    /// <summary>Inside the ingest gate: answers waiting for the store's commit (see <see cref="Answer"/>).</summary>
+    private readonly HeldReplies _heldReplies = new();
+    private bool _holdReplies;
     private long _droppedInbound;
     // The outcome of the last StoreOne (inside the ingest gate only).
     private ApiError? _lastIngestError;
@@ -73,6 +76,8 @@ internal sealed partial class JsStream
     private void DrainInbound()
     {
         int stored = 0, handled = 0;
+        // Fixed per store; read per drain because a reset or restore can swap the store.
+        _holdReplies = Store.NeedsCommit;
         while (_inbound.TryRead(out var m))
         {
             handled++;
@@ -98,9 +103,23 @@ internal sealed partial class JsStream
             }
         }
         FlushAcks();
+        _holdReplies = false;
         if (stored > 0) KickConsumers();
         // After the acks and the consumers' wake-up: a request released now sees what they see.
         CountHandled(handled);
+    }
+
+    /// <summary>
+    /// Inside the ingest gate: answers a publisher on <paramref name="reply"/>. While the store needs a commit before an
+    /// acknowledgement (<see cref="IStreamStore.NeedsCommit"/>: the file engine's default periodic mode buffers appends)
+    /// the answer is held until <see cref="FlushAcks"/> has committed the drain's appends; otherwise it is routed into
+    /// the current reply batch at once.
+    /// </summary>
+    private void Answer(ReadOnlySpan<byte> reply, ReadOnlySpan<byte> payload)
+    {
+        if (reply.IsEmpty) return;
+        if (_holdReplies) _heldReplies.Add(reply, payload);
+        else Js.Router.PublishInternal(reply, reply, default, default, payload, _replyBatch);
     }
 
     /// <summary><see cref="Process"/>, with a failure logged and answered to the publisher (inside the ingest gate).</summary>
@@ -113,7 +132,7 @@ internal sealed partial class JsStream
         catch (Exception ex)
         {
             Microsoft.Extensions.Logging.LoggerExtensions.LogError(Js.Logger, ex, "JetStream stream {Stream}: storing a message failed", Name);
-            if (!m.Reply.IsEmpty) Js.Publish(m.Reply, default, default, PubAckError(JsErrors.StreamStoreFailed(ex.Message)));
+            if (!m.Reply.IsEmpty) Answer(m.Reply, PubAckError(JsErrors.StreamStoreFailed(ex.Message)));
             return false;
         }
     }
@@ -158,7 +177,7 @@ internal sealed partial class JsStream
                 if (_dedupe.TryGetValue(msgId, out var dup))
                 {
                     _lastDuplicateSeq = dup.Seq;
-                    if (!reply.IsEmpty) Js.Publish(reply, default, default, PubAck(dup.Seq, duplicate: true));
+                    if (!reply.IsEmpty) Answer(reply, PubAck(dup.Seq, duplicate: true));
                     return false;
                 }
             }
@@ -230,7 +249,7 @@ internal sealed partial class JsStream
             if (rollup.SequenceEqual("sub"u8)) Store.Purge(subject, result.Sequence, 0);
             else if (rollup.SequenceEqual("all"u8)) Store.Purge(default, result.Sequence, 0);
         }
-        if (!reply.IsEmpty) Js.Router.PublishInternal(reply, reply, default, default, counter ? CounterPubAck(result.Sequence) : PubAck(result.Sequence, duplicate: false), _replyBatch);
+        if (!reply.IsEmpty) Answer(reply, counter ? CounterPubAck(result.Sequence) : PubAck(result.Sequence, duplicate: false));
         Republish(subject, hdr, payload, result.Sequence, now, republishLast, cfg);
         foreach (var c in _consumerSnapshot) c.OnStored(subject);
         // Schedules: a schedule message, a produced one, or any message on a stream that holds schedules (a plain
@@ -271,8 +290,19 @@ internal sealed partial class JsStream
         }
     }
 
+    /// <summary>
+    /// Commits the appends answered so far, then routes the held answers and writes their destinations once each. A
+    /// failed commit (the store turned read-only) answers every held reply with the store's error instead: nothing is
+    /// acknowledged that may not have reached the OS (nats-server answers only after its store returned).
+    /// </summary>
     private void FlushAcks()
     {
+        if (_heldReplies.Count > 0)
+        {
+            var st = Store.Commit();
+            if (st == StoreStatus.Ok) _heldReplies.Release(Js.Router, _ackBatch);
+            else _heldReplies.ReleaseAsError(Js.Router, _ackBatch, PubAckError(AppendFailed(st)));
+        }
         _ackBatch.Flush();
         _ackBatch.ClearBackPressure();
     }
@@ -323,7 +353,7 @@ internal sealed partial class JsStream
     private bool Fail(ReadOnlySpan<byte> reply, ApiError error)
     {
         _lastIngestError = error;
-        if (!reply.IsEmpty) Js.Publish(reply, default, default, PubAckError(error));
+        if (!reply.IsEmpty) Answer(reply, PubAckError(error));
         return false;
     }
 

@@ -181,6 +181,12 @@ internal abstract class IndexedStore : IStreamStore
     protected abstract StoreStatus DeleteEngine();
     public abstract ValueTask<StoreStatus> FlushAsync(CancellationToken cancellationToken = default);
 
+    /// <inheritdoc cref="IStreamStore.NeedsCommit"/>
+    public virtual bool NeedsCommit => false;
+
+    /// <inheritdoc cref="IStreamStore.Commit"/>
+    public virtual StoreStatus Commit() => StoreStatus.Ok;
+
     protected void RegisterConsumer(string name, IConsumerStore store) => _consumers[name] = store;
     internal void ForgetConsumer(string name)
     {

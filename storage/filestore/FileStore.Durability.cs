@@ -151,6 +151,30 @@ internal sealed partial class FileStore
         }
     }
 
+    // ---- commit before acknowledgement (periodic) ----
+
+    /// <summary>
+    /// Periodic mode coalesces appends in the newest block's image (written at CoalesceBytes or by the flush tick), so
+    /// an append that returned may not have reached the OS yet; <see cref="Commit"/> writes it. Sync-always appends
+    /// are fsynced before they return, and async persist acknowledges before the write by definition (ADR-56).
+    /// </summary>
+    public override bool NeedsCommit => _sync == SyncPolicy.Periodic;
+
+    /// <summary>
+    /// One write(2) of every byte appended since the last write, under the store lock (the same write the flush tick
+    /// or the CoalesceBytes threshold would make, only earlier): what a host acknowledges after this survives a
+    /// process crash. The fsync stays the sync timer's (SyncInterval), as nats-server's default.
+    /// </summary>
+    public override StoreStatus Commit()
+    {
+        if (_sync != SyncPolicy.Periodic) return StoreStatus.Ok;
+        lock (Sync)
+        {
+            if (IsClosed) return Failure is null ? StoreStatus.Ok : StoreStatus.IoError; // closing wrote everything
+            return FlushTailLocked();
+        }
+    }
+
     // ---- timers ----
 
     private void StartTimers()

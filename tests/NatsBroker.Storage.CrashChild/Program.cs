@@ -8,7 +8,7 @@ using NatsBroker.Storage.File;
 // With "ops", it also removes a random message every 8 appends ("R <seq> ok") and compacts every 500
 // ("C <seq> ok"), each reported after the call returned, and announced before it ("r"/"c" lines).
 // Prints "READY <lastSeq>" after opening, then "A <seq> ok" for each acknowledged append (flushed to stdout
-// before the next append in sync-always mode, every 256 appends otherwise). Payloads are derived from the
+// before the next append in sync-always mode, every 256 appends otherwise, after IStreamStore.Commit). Payloads are derived from the
 // sequence (see CrashPayload) so the parent can check that every byte is intact.
 if (args.Length < 2) return 2;
 var sync = args[1] switch { "always" => SyncPolicy.Always, "async" => SyncPolicy.AsyncPersist, _ => SyncPolicy.Periodic };
@@ -27,7 +27,8 @@ var cfg = new StreamStoreConfig
     Limits = new StreamLimits { MaxMessages = maxMsgs },
 };
 var r = new FileStoreFactory().Open(cfg, args[0]);
-var stdout = new StreamWriter(Console.OpenStandardOutput()) { AutoFlush = false };
+// A buffer larger than 256 reports: nothing reaches the parent before the commit that covers it.
+var stdout = new StreamWriter(Console.OpenStandardOutput(), bufferSize: 1 << 16) { AutoFlush = false };
 if (!r.IsOk)
 {
     stdout.WriteLine($"ERROR {r.Status} {r.Error}");
@@ -98,5 +99,17 @@ while (true)
         }
     }
     n++;
-    if (sync == SyncPolicy.Always || (n & 255) == 0) stdout.Flush();
+    if (sync == SyncPolicy.Always || (n & 255) == 0)
+    {
+        // As JetStream acknowledges: the appends reported are committed first (IStreamStore.Commit: handed to the OS
+        // in periodic mode), so every "A" line the parent reads must survive the kill.
+        var committed = store.Commit();
+        if (committed != StoreStatus.Ok)
+        {
+            stdout.WriteLine($"ERROR commit {committed}");
+            stdout.Flush();
+            return 6;
+        }
+        stdout.Flush();
+    }
 }

@@ -104,7 +104,7 @@ internal sealed partial class JsStream
         if (!commit)
         {
             // An empty reply: staged (nats-server answers every non-commit message that has a reply this way).
-            if (!reply.IsEmpty) Js.Router.PublishInternal(reply, reply, default, default, default, _replyBatch);
+            if (!reply.IsEmpty) Answer(reply, default);
             return false;
         }
         if (!set.Remove(batch))
@@ -187,7 +187,7 @@ internal sealed partial class JsStream
         {
             for (ulong s = first; s <= result.Sequence; s++) Store.Remove(s);
         }
-        if (!reply.IsEmpty) Js.Router.PublishInternal(reply, reply, default, default, BatchPubAck(result.Sequence, batch.Id, (ulong)n), _replyBatch);
+        if (!reply.IsEmpty) Answer(reply, BatchPubAck(result.Sequence, batch.Id, (ulong)n));
         return true;
     }
 

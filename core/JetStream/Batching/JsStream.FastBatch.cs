@@ -163,8 +163,8 @@ internal sealed partial class JsStream
         {
             // A batch whose first message fails answers like a plain publish.
             set.Remove(b);
-            if (duplicate) Js.Publish(reply, default, default, DuplicateBatchPubAck(_lastDuplicateSeq, id, fb.Seq));
-            else if (error is not null) Js.Publish(reply, default, default, PubAckError(error));
+            if (duplicate) Answer(reply, DuplicateBatchPubAck(_lastDuplicateSeq, id, fb.Seq));
+            else if (error is not null) Answer(reply, PubAckError(error));
             return false;
         }
         if (!duplicate && error is not null) SendFlowErr(reply, fb.Seq, error);
@@ -182,7 +182,7 @@ internal sealed partial class JsStream
     private void EndFastBatch(FastBatchSet set, FastBatch b, ReadOnlySpan<byte> reply)
     {
         set.Remove(b);
-        if (!reply.IsEmpty) Js.Router.PublishInternal(reply, reply, default, default, BatchPubAck(b.StreamSeq, b.Id, b.LastSeq), _replyBatch);
+        if (!reply.IsEmpty) Answer(reply, BatchPubAck(b.StreamSeq, b.Id, b.LastSeq));
     }
 
     /// <summary>Sends a flow acknowledgement once AckMessages more messages were stored, adjusting the flow (nats-server checkFlowControl).</summary>
@@ -209,7 +209,7 @@ internal sealed partial class JsStream
         Utf8Formatter.TryFormat(msgs, buf[n..], out w);
         n += w;
         buf[n++] = (byte)'}';
-        Js.Router.PublishInternal(reply, reply, default, default, buf[..n], _replyBatch);
+        Answer(reply, buf[..n]);
     }
 
     /// <summary>{"type":"gap","last_seq":E,"seq":C} (nats-server BatchFlowGap): E up to C-1 were lost.</summary>
@@ -224,7 +224,7 @@ internal sealed partial class JsStream
         Utf8Formatter.TryFormat(current, buf[n..], out w);
         n += w;
         buf[n++] = (byte)'}';
-        Js.Router.PublishInternal(reply, reply, default, default, buf[..n], _replyBatch);
+        Answer(reply, buf[..n]);
     }
 
     /// <summary>{"type":"err","seq":N,"error":{...}} (nats-server BatchFlowErr).</summary>
@@ -232,7 +232,7 @@ internal sealed partial class JsStream
     {
         if (reply.IsEmpty) return;
         var json = JsonSerializer.SerializeToUtf8Bytes(new BatchFlowErr { Seq = seq, Error = error }, BatchJsonContext.Default.BatchFlowErr);
-        Js.Router.PublishInternal(reply, reply, default, default, json, _replyBatch);
+        Answer(reply, json);
     }
 
     /// <summary>{"stream":"S", "seq":N,"duplicate": true,"batch":"id","count":C} for a batch whose only message was a duplicate.</summary>
