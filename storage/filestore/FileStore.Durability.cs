@@ -175,6 +175,14 @@ internal sealed partial class FileStore
         }
     }
 
+    /// <summary>
+    /// How often dirty consumer states are rewritten: ConsumerWriteInterval, and at most 100 ms under sync-always
+    /// (nats-server's consumer flushLoop minTime: about 10 writes a second per consumer under load).
+    /// </summary>
+    private long ConsumerWriteMillis => _sync == SyncPolicy.Always
+        ? Math.Min(100, (long)_opt.ConsumerWriteInterval.TotalMilliseconds)
+        : (long)_opt.ConsumerWriteInterval.TotalMilliseconds;
+
     // ---- timers ----
 
     private void StartTimers()
@@ -222,9 +230,9 @@ internal sealed partial class FileStore
                 // A write-behind still in flight is not waited for here, under the lock: the next tick writes the rest.
                 if (WriteBehindBusy) ArmFlush();
                 else if (FlushTailLocked() == StoreStatus.DiskFull) ArmFlush(); // retry (a full disk may clear)
-                // Consumer files cost an fsync each; unless every write is synced they are rewritten at most every ConsumerWriteInterval.
+                // Consumer files cost an fsync each: rewritten at most every ConsumerWriteMillis.
                 long now = Environment.TickCount64;
-                bool consumersDue = _sync == SyncPolicy.Always || now - _lastConsumerWrite >= (long)_opt.ConsumerWriteInterval.TotalMilliseconds;
+                bool consumersDue = now - _lastConsumerWrite >= ConsumerWriteMillis;
                 if (consumersDue)
                 {
                     _lastConsumerWrite = now;
