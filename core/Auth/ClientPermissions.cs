@@ -29,6 +29,7 @@ public sealed class ClientPermissions
     private readonly ConcurrentDictionary<byte[], bool>.AlternateLookup<ReadOnlySpan<byte>> _denyLookup;
     private int _denyCacheCount;
     private int _denyPruning;
+    private volatile bool _anyFiltered;
 
     internal ClientPermissions(PermissionRules rules, TimeProvider? time = null)
     {
@@ -169,6 +170,7 @@ public sealed class ClientPermissions
                     if (PermissionMatching.SubjectsCollide(d, subject))
                     {
                         filterDeliveries = true;
+                        _anyFiltered = true;
                         break;
                     }
                 }
@@ -176,6 +178,14 @@ public sealed class ClientPermissions
         }
         return allowed;
     }
+
+    /// <summary>
+    /// True once some SUB of this connection was flagged (client.go c.mperms != nil; it stays on, as there). A
+    /// JetStream delivery is routed on the deliver subject but checked on the stored subject (client.go
+    /// processMsgResults passes pa.deliver to deliverMsg), which the subscription's own subject does not bound, so
+    /// such deliveries are checked for every SUB of the connection while this is on, as in nats-server.
+    /// </summary>
+    public bool AnySubscriptionFiltered => _anyFiltered;
 
     /// <summary>Longest subject + ' ' + queue cached by <see cref="IsDeliveryDenied"/>; longer keys are evaluated uncached.</summary>
     private const int MaxDenyKeyLength = 512;

@@ -59,8 +59,10 @@ public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IBatch
         bool self = ReferenceEquals(msg.Origin, this);
         if (self && !_echo) return DeliveryOutcome.Skipped;
         // Subscribe deny on a wildcard or queue SUB that was allowed but overlaps a deny entry (client.go deliverMsg:
-        // mperms, checkDenySub); a queue group then tries its next member, as processMsgResults does.
-        if (sub.FilterDeliveries && _permissions is { } permissions && permissions.IsDeliveryDenied(msg.Subject, sub.Queue))
+        // mperms, checkDenySub); a queue group then tries its next member, as processMsgResults does. A JetStream
+        // delivery shows another subject than it was routed on: see ClientPermissions.AnySubscriptionFiltered.
+        if ((sub.FilterDeliveries || (msg.IsRedirected && _permissions is { AnySubscriptionFiltered: true }))
+            && _permissions is { } permissions && permissions.IsDeliveryDenied(msg.Subject, sub.Queue))
             return DeliveryOutcome.Skipped;
 
         bool sendHeaders = msg.HeaderSize >= 0 && _headers;
