@@ -65,4 +65,34 @@ public sealed class PermissionDeliveryTests(ITestOutputHelper output)
         Assert.Empty(Msgs(denied.Send("")));
         Assert.Equal(50, Msgs(open.Send("")).Count);
     }
+    [Fact]
+    public async Task A_reload_that_adds_a_deny_filters_existing_wildcard_subscriptions()
+    {
+        // client.go processSubsOnConfigReload clears c.mperms and rebuilds it through canSubscribe for the kept SUBs.
+        const string before = "authorization { users = [ {user: u, password: p}, {user: s, password: p} ] }";
+        const string after = """
+            authorization { users = [
+              {user: u, password: p, permissions: { subscribe: { deny: ["pub.secret.>", "reload.marker"] } }}
+              {user: s, password: p}
+            ] }
+            """;
+        await using var server = await ServerProcess.StartAsync(ServerKind.Ours, before, output);
+        using var sub = new RawClient(server.Port);
+        using var pub = new RawClient(server.Port);
+        Assert.Equal("", sub.Send(Connect("u") + "SUB pub.*.x 1\r\nSUB pub.*.x g 2\r\nSUB reload.marker 3\r\n"));
+        Assert.Equal("", pub.Send(Connect("s")));
+        server.WriteConfig(after);
+        server.Reload();
+        // The revoked literal SUB tells that the new permissions are in place.
+        var seen = new StringBuilder();
+        var deadline = DateTime.UtcNow.AddSeconds(10);
+        while (!seen.ToString().Contains("reload.marker", StringComparison.Ordinal) && DateTime.UtcNow < deadline)
+        {
+            Thread.Sleep(50);
+            seen.Append(sub.Send(""));
+        }
+        Assert.Contains("reload.marker", seen.ToString(), StringComparison.Ordinal);
+        pub.Send("PUB pub.secret.x 1\r\nm\r\nPUB pub.open.x 1\r\nm\r\n");
+        Assert.Equal(new List<string> { "1 pub.open.x", "2 pub.open.x" }, Msgs(sub.Send("")));
+    }
 }
