@@ -5,7 +5,7 @@ namespace NatsBroker.Auth;
 
 /// <summary>
 /// One connection's view of its user's permissions (server/client.go c.perms + c.mperms + c.replies): the
-/// shared compiled rules plus this connection's caches, delivery filter and response tracker. Create one per
+/// shared compiled rules plus this connection's caches (publish, delivery deny) and response tracker. Create one per
 /// authenticated connection (<see cref="IAuthenticator"/> does); <c>null</c> permissions mean "allow all".
 /// <para>Threading: <see cref="CanPublish"/> and <see cref="CanSubscribe"/> are called by the connection's own read
 /// loop; <see cref="IsDeliveryDenied"/> and <see cref="ResponseTracker.OnDelivered"/> by whichever producer delivers
@@ -29,7 +29,7 @@ public sealed class ClientPermissions
     private readonly ConcurrentDictionary<byte[], bool>.AlternateLookup<ReadOnlySpan<byte>> _denyLookup;
     private int _denyCacheCount;
     private int _denyPruning;
-    private volatile bool _deliveryFilterOn;
+    private volatile bool _anyFiltered;
 
     internal ClientPermissions(PermissionRules rules, TimeProvider? time = null)
     {
@@ -107,14 +107,12 @@ public sealed class ClientPermissions
     /// <summary>False when neither publish allow nor deny is set: every publish is allowed without a lookup.</summary>
     public bool HasPublishRules => _rules.HasPublishRules;
 
-    /// <summary>True once a wildcard SUB overlapped a subscribe deny entry (client.go c.mperms != nil).</summary>
-    public bool DeliveryFilterActive => _deliveryFilterOn;
-
     /// <summary>
     /// client.go pubAllowedFullCheck: allowed when (no allow list, or an allow entry matches) and no deny entry
     /// matches; otherwise, with allow_responses, when the subject is a reply this client received and may still
     /// answer (consumes one response). The rule result is cached per subject (bounded; a hit allocates nothing);
-    /// the response part is never cached, as in nats-server.
+    /// the response part is never cached, as in nats-server. nats-server checks the subject after the account's
+    /// subject mapping (parser.go selectMappedSubject runs before processInboundClientMsg), so callers pass that.
     /// </summary>
     public bool CanPublish(ReadOnlySpan<byte> subject)
     {
@@ -129,22 +127,30 @@ public sealed class ClientPermissions
         return allowed;
     }
 
+    /// <summary><see cref="CanSubscribe(ReadOnlySpan{byte}, ReadOnlySpan{byte}, out bool)"/> without the delivery flag.</summary>
+    public bool CanSubscribe(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> queue = default) => CanSubscribe(subject, queue, out _);
+
     /// <summary>
-    /// client.go canSubscribe, including its quirks (verified against nats-server 2.9.10):
+    /// client.go canSubscribe (nats-server 2.14.5), including its quirks:
     /// <list type="bullet">
-    /// <item>Allow: a plain entry must match (tokens of a wildcard SUB compared literally, see
+    /// <item>Allow (canSubscribeInternal): a plain entry must match (tokens of a wildcard SUB compared literally, see
     /// <see cref="PermissionMatching"/>). For a queue SUB, if any "subject queue" entry matches the subject the
     /// queue must match one of them (exact or wildcard-queue subset), whatever the plain entries say.</item>
-    /// <item>Deny: denied when a plain entry matches; for a queue SUB, if any queue-scoped deny entry matches the
-    /// subject, the result is instead "denied iff the queue matches one of them" (so deny ["foo", "foo q1"] lets
-    /// SUB foo q2 through).</item>
-    /// <item>An allowed wildcard SUB that a deny entry is a subset of turns on the delivery filter
-    /// (<see cref="IsDeliveryDenied"/>) for the rest of the connection.</item>
+    /// <item>Deny: denied when a plain entry matches; otherwise, for a queue SUB, denied when a queue-scoped deny
+    /// entry matching the subject names the queue (so deny ["foo", "foo q1"] refuses SUB foo q2 too; 2.9 let it
+    /// through).</item>
+    /// <item><paramref name="filterDeliveries"/> (client.go loadMsgDenyFilterIfNeeded): an allowed SUB that has a
+    /// wildcard or a queue group and collides with a deny entry (sublist.go SubjectsCollide) can still receive
+    /// denied subjects, e.g. deny "pub.secret.&gt;" and SUB "pub.*.x": each of its deliveries must then pass
+    /// <see cref="IsDeliveryDenied"/>. nats-server switches that check on for the whole connection (c.mperms);
+    /// only the colliding SUB needs it (any other SUB's deliveries are matched by its own subject, which no deny
+    /// entry overlaps), so the flag is per subscription here.</item>
     /// </list>
     /// The reserved queue "_sys_" is not checked here; see <see cref="IsSubscribeAllowed"/>.
     /// </summary>
-    public bool CanSubscribe(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> queue = default)
+    public bool CanSubscribe(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> queue, out bool filterDeliveries)
     {
+        filterDeliveries = false;
         bool allowed = true;
         if (_rules.SubscribeAllow is { } allow)
         {
@@ -156,15 +162,15 @@ public sealed class ClientPermissions
         {
             deny.Match(subject, queue, out bool plain, out bool queueEntry, out bool queueOk);
             allowed = !plain;
-            if (!queue.IsEmpty && queueEntry) allowed = !queueOk;
-
-            if (allowed && !_deliveryFilterOn && PermissionMatching.HasWildcard(subject))
+            if (allowed && !queue.IsEmpty && queueEntry) allowed = !queueOk;
+            if (allowed && (!queue.IsEmpty || PermissionMatching.HasWildcard(subject)))
             {
-                foreach (var d in _rules.DenyFilter)
+                foreach (var d in _rules.DenySubjects)
                 {
-                    if (PermissionMatching.IsSubsetMatch(d, subject))
+                    if (PermissionMatching.SubjectsCollide(d, subject))
                     {
-                        _deliveryFilterOn = true;
+                        filterDeliveries = true;
+                        _anyFiltered = true;
                         break;
                     }
                 }
@@ -174,29 +180,61 @@ public sealed class ClientPermissions
     }
 
     /// <summary>
-    /// client.go checkDenySub: should a message on <paramref name="subject"/> be withheld from this client?
-    /// Only after the filter was switched on by <see cref="CanSubscribe"/>; then every subscribe deny entry
-    /// applies (so with deny ["foo.bad", "*.hid"], SUB foo.* also stops foo.hid). Without that trigger nothing is
-    /// filtered, e.g. deny "*.hid" with SUB bar.&gt; still delivers bar.hid, as nats-server does. Cached, bounded.
+    /// True once some SUB of this connection was flagged (client.go c.mperms != nil; it stays on, as there). A
+    /// JetStream delivery is routed on the deliver subject but checked on the stored subject (client.go
+    /// processMsgResults passes pa.deliver to deliverMsg), which the subscription's own subject does not bound, so
+    /// such deliveries are checked for every SUB of the connection while this is on, as in nats-server.
     /// </summary>
-    public bool IsDeliveryDenied(ReadOnlySpan<byte> subject)
+    public bool AnySubscriptionFiltered => _anyFiltered;
+
+    /// <summary>Longest subject + ' ' + queue cached by <see cref="IsDeliveryDenied"/>; longer keys are evaluated uncached.</summary>
+    private const int MaxDenyKeyLength = 512;
+
+    /// <summary>
+    /// client.go checkDenySub: should a message on <paramref name="subject"/> be withheld from a subscription
+    /// (with queue group <paramref name="queue"/>, or none) that <see cref="CanSubscribe(ReadOnlySpan{byte}, ReadOnlySpan{byte}, out bool)"/>
+    /// flagged? Denied when a plain deny entry matches the subject, or, for a queue subscription, when a
+    /// queue-scoped deny entry matching the subject names its queue (queueMatches). Cached per (subject, queue)
+    /// like c.mperms.dcache, bounded; a hit allocates nothing.
+    /// </summary>
+    public bool IsDeliveryDenied(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> queue = default)
     {
-        if (!_deliveryFilterOn) return false;
-        if (_denyLookup.TryGetValue(subject, out bool denied)) return denied;
-        denied = PermissionRules.AnyMatch(_rules.DenyFilter, subject);
-        if (_denyLookup.TryAdd(subject, denied) && Interlocked.Increment(ref _denyCacheCount) > MaxDenyCacheSize)
+        if (_rules.SubscribeDeny is not { } deny) return false;
+        int keyLength = queue.IsEmpty ? subject.Length : subject.Length + 1 + queue.Length;
+        if (keyLength > MaxDenyKeyLength) return EvaluateDeliveryDeny(deny, subject, queue);
+        // Neither a subject nor a queue name holds a space, so "subject queue" is an unambiguous key.
+        Span<byte> key = stackalloc byte[keyLength];
+        subject.CopyTo(key);
+        if (!queue.IsEmpty)
+        {
+            key[subject.Length] = (byte)' ';
+            queue.CopyTo(key[(subject.Length + 1)..]);
+        }
+        if (_denyLookup.TryGetValue(key, out bool denied)) return denied;
+        denied = EvaluateDeliveryDeny(deny, subject, queue);
+        if (_denyLookup.TryAdd(key, denied) && Interlocked.Increment(ref _denyCacheCount) > MaxDenyCacheSize)
             Prune(_denyCache, ref _denyCacheCount, ref _denyPruning, MaxDenyCacheSize);
         return denied;
     }
 
+    private static bool EvaluateDeliveryDeny(SubscribeRules deny, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> queue)
+    {
+        deny.Match(subject, queue, out bool plain, out bool queueEntry, out bool queueOk);
+        return plain || (!queue.IsEmpty && queueEntry && queueOk);
+    }
+
     /// <summary>
-    /// The whole SUB check as client.go processSub does it for CLIENT connections: the permissions (when any)
+    /// The whole SUB check as client.go processSubEx does it for CLIENT connections: the permissions (when any)
     /// and the reserved "_sys_" queue group, which no client may use even without permissions.
     /// </summary>
-    public static bool IsSubscribeAllowed(ClientPermissions? permissions, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> queue = default)
+    public static bool IsSubscribeAllowed(ClientPermissions? permissions, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> queue = default) =>
+        IsSubscribeAllowed(permissions, subject, queue, out _);
+
+    /// <summary><see cref="IsSubscribeAllowed(ClientPermissions?, ReadOnlySpan{byte}, ReadOnlySpan{byte})"/> with the delivery flag of <see cref="CanSubscribe(ReadOnlySpan{byte}, ReadOnlySpan{byte}, out bool)"/>.</summary>
+    public static bool IsSubscribeAllowed(ClientPermissions? permissions, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> queue, out bool filterDeliveries)
     {
-        // canSubscribe runs first (it may switch the delivery filter on), then the reserved queue is refused.
-        bool allowed = permissions is null || permissions.CanSubscribe(subject, queue);
+        filterDeliveries = false;
+        bool allowed = permissions is null || permissions.CanSubscribe(subject, queue, out filterDeliveries);
         return allowed && !(!queue.IsEmpty && queue.SequenceEqual("_sys_"u8));
     }
 

@@ -81,6 +81,51 @@ internal static class PermissionMatching
         return subjectTokens == testTokens;
     }
 
+    /// <summary>
+    /// sublist.go SubjectsCollide: could some literal subject match both <paramref name="a"/> and <paramref name="b"/>?
+    /// Copied in behaviour, quirks included: a token merely starting with '*' or '&gt;' counts as a wildcard in the
+    /// token comparison (more collisions, never fewer), and an empty token never collides. nats-server uses it at SUB
+    /// time (client.go loadMsgDenyFilterIfNeeded) to decide whether a subscription's deliveries need the deny check.
+    /// </summary>
+    public static bool SubjectsCollide(ReadOnlySpan<byte> a, ReadOnlySpan<byte> b)
+    {
+        if (a.SequenceEqual(b)) return true;
+        Analyze(a, out bool pwcA, out bool fwcA, out int lenA);
+        Analyze(b, out bool pwcB, out bool fwcB, out int lenB);
+        bool literalA = !(pwcA || fwcA), literalB = !(pwcB || fwcB);
+        if (literalA && literalB) return false; // unequal literals (compared above)
+        if (literalA) return IsSubsetMatch(a, b);
+        if (literalB) return IsSubsetMatch(b, a);
+        // Both have wildcards: with partials only the lengths must agree; otherwise the shorter needs the '>'.
+        if (!fwcA && !fwcB && lenA != lenB) return false;
+        if ((lenA < lenB && !fwcA) || (lenB < lenA && !fwcB)) return false;
+        int stop = Math.Min(lenA, lenB);
+        for (int i = 0; i < stop; i++)
+        {
+            var t1 = Take(ref a);
+            var t2 = Take(ref b);
+            // sublist.go tokensCanMatch
+            if (t1.IsEmpty || t2.IsEmpty) return false;
+            if (t1[0] is (byte)'*' or (byte)'>' || t2[0] is (byte)'*' or (byte)'>') continue;
+            if (!t1.SequenceEqual(t2)) return false;
+        }
+        return true;
+    }
+
+    /// <summary>sublist.go analyzeTokens (one-byte '*' / '&gt;' tokens) plus the token count.</summary>
+    private static void Analyze(ReadOnlySpan<byte> subject, out bool pwc, out bool fwc, out int tokens)
+    {
+        pwc = fwc = false;
+        tokens = subject.Count(Sep) + 1;
+        for (int i = 0; i < tokens; i++)
+        {
+            var t = Take(ref subject);
+            if (t.Length != 1) continue;
+            if (t[0] == (byte)'*') pwc = true;
+            else if (t[0] == (byte)'>') fwc = true;
+        }
+    }
+
     private static ReadOnlySpan<byte> Take(ref ReadOnlySpan<byte> rest)
     {
         int dot = rest.IndexOf(Sep);

@@ -11,7 +11,7 @@ namespace NatsBroker.Auth;
 /// publish deny: present when non-empty.</item>
 /// <item>subscribe allow / deny: present when non-empty. Entries are "subject" or "subject queue"
 /// (whitespace-separated, server/client.go splitSubjectQueue); an entry with more parts is ignored (nats-server
-/// logs and skips it). The raw deny strings are kept too: they drive delivery filtering.</item>
+/// logs and skips it). The deny entries' subjects are kept apart too: they decide which SUBs get delivery filtering.</item>
 /// <item>allow_responses (server/auth.go validateResponsePermissions): MaxMsgs 0 becomes 1, Expires 0 becomes 2m
 /// (negative = unlimited), and when no publish allow list was given it becomes an empty one, so a user with
 /// allow_responses may publish only to replies unless publish.allow says otherwise.</item>
@@ -24,8 +24,11 @@ internal sealed class PermissionRules
     public byte[][]? PublishDeny { get; }
     public SubscribeRules? SubscribeAllow { get; }
     public SubscribeRules? SubscribeDeny { get; }
-    /// <summary>Raw subscribe deny entries (c.darray), used for the delivery filter.</summary>
-    public byte[][] DenyFilter { get; } = [];
+    /// <summary>
+    /// The subject of every usable subscribe deny entry, queue-scoped ones included (client.go c.darray): a SUB
+    /// colliding with one of them has its deliveries checked against <see cref="SubscribeDeny"/>.
+    /// </summary>
+    public byte[][] DenySubjects { get; } = [];
     /// <summary>Normalised response permission, null without allow_responses.</summary>
     public ResponsePermission? Response { get; }
 
@@ -51,9 +54,7 @@ internal sealed class PermissionRules
         if (permissions.Subscribe?.Deny is { Count: > 0 } subDeny)
         {
             SubscribeDeny = new SubscribeRules(subDeny);
-            // The raw strings go into the delivery filter untouched, "subject queue" included: such an entry is a
-            // single literal token with a space in it and so never matches a delivered subject.
-            DenyFilter = CompilePatterns(subDeny);
+            DenySubjects = [.. SubscribeDeny.Plain, .. SubscribeDeny.Queued.Select(e => e.Subject)];
         }
     }
 
@@ -63,7 +64,7 @@ internal sealed class PermissionRules
         PublishDeny = publishDeny;
         SubscribeAllow = other.SubscribeAllow;
         SubscribeDeny = other.SubscribeDeny;
-        DenyFilter = other.DenyFilter;
+        DenySubjects = other.DenySubjects;
         Response = other.Response;
     }
 
@@ -113,6 +114,8 @@ internal sealed class SubscribeRules
             else
             {
                 var queue = Encoding.UTF8.GetBytes(parts[1]);
+                // 2.14 splitSubjectQueue validates the queue name as a subject too ("invalid subject-queue").
+                if (!PermissionMatching.IsInsertable(queue)) continue;
                 queued.Add((subject, queue, PermissionMatching.HasWildcard(queue)));
             }
         }

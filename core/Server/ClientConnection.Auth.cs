@@ -176,7 +176,10 @@ public sealed partial class ClientConnection
         {
             foreach (var sub in _subs.Values)
             {
-                if (!ClientPermissions.IsSubscribeAllowed(_permissions, sub.Subject, sub.Queue)) revoked.Add(sub);
+                // The new permissions decide each kept SUB's delivery check afresh (client.go processSubsOnConfigReload
+                // clears c.mperms and rebuilds it through canSubscribe).
+                if (!ClientPermissions.IsSubscribeAllowed(_permissions, sub.Subject, sub.Queue, out bool filter)) revoked.Add(sub);
+                else sub.FilterDeliveries = filter;
             }
             foreach (var sub in revoked) _subs.Remove(Encoding.UTF8.GetString(sub.Sid));
         }

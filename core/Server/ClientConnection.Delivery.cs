@@ -27,6 +27,9 @@ public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IBatch
     {
         InMsgs++;
         InBytes += payload.Length;
+        // Subject mappings first (parser.go calls client.go selectMappedSubject before processInboundClientMsg): the
+        // publish permissions, and the violation's text, see the mapped subject.
+        if (_account.Mappings is { } mappings && mappings.Map(subject) is { } mapped) subject = mapped;
         if (_permissions is not null && !_permissions.CanPublish(subject))
         {
             SendError(AuthErrors.PublishViolation(subject));
@@ -38,8 +41,6 @@ public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IBatch
             return;
         }
         if (_verbose) EnqueueProto(ProtocolWriter.Ok);
-        // Subject mappings (server/client.go selectMappedSubject): after the permission check, on the original subject.
-        if (_account.Mappings is { } mappings && mappings.Map(subject) is { } mapped) subject = mapped;
 
         if (!_account.Router.Publish(this, subject, reply, headerSize, payload, _l1, _batch) && _noResponders && !reply.IsEmpty)
         {
@@ -57,7 +58,12 @@ public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IBatch
     {
         bool self = ReferenceEquals(msg.Origin, this);
         if (self && !_echo) return DeliveryOutcome.Skipped;
-        if (_permissions is not null && _permissions.IsDeliveryDenied(msg.Subject)) return DeliveryOutcome.Skipped;
+        // Subscribe deny on a wildcard or queue SUB that was allowed but overlaps a deny entry (client.go deliverMsg:
+        // mperms, checkDenySub); a queue group then tries its next member, as processMsgResults does. A JetStream
+        // delivery shows another subject than it was routed on: see ClientPermissions.AnySubscriptionFiltered.
+        if ((sub.FilterDeliveries || (msg.IsRedirected && _permissions is { AnySubscriptionFiltered: true }))
+            && _permissions is { } permissions && permissions.IsDeliveryDenied(msg.Subject, sub.Queue))
+            return DeliveryOutcome.Skipped;
 
         bool sendHeaders = msg.HeaderSize >= 0 && _headers;
         if (msg.Lines is null || !(sendHeaders ? msg.HmsgSuffixLength != 0 : msg.MsgSuffixLength != 0)) FormatLines(ref msg, sendHeaders);

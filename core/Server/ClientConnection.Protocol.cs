@@ -157,7 +157,7 @@ public sealed partial class ClientConnection
 
     private void ProcessSub(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> queue, ReadOnlySpan<byte> sid)
     {
-        if (!ClientPermissions.IsSubscribeAllowed(_permissions, subject, queue))
+        if (!ClientPermissions.IsSubscribeAllowed(_permissions, subject, queue, out bool filterDeliveries))
         {
             SendError(AuthErrors.SubscriptionViolation(subject, queue));
             return;
@@ -183,7 +183,10 @@ public sealed partial class ClientConnection
                 if (_verbose) EnqueueProto(ProtocolWriter.Ok);
                 return;
             }
-            var sub = new Subscription(subject.ToArray(), queue.IsEmpty ? null : queue.ToArray(), sid.ToArray(), this);
+            var sub = new Subscription(subject.ToArray(), queue.IsEmpty ? null : queue.ToArray(), sid.ToArray(), this)
+            {
+                FilterDeliveries = filterDeliveries,
+            };
             if (!_account.Router.SubList.Insert(sub))
             {
                 SendError(ErrorMessages.InvalidSubject);

@@ -19,6 +19,13 @@ public sealed class Subscription(byte[] subject, byte[]? queue, byte[] sid, ISub
     /// <summary>Messages delivered so far (for auto-unsubscribe and /connz); written under the owner's delivery lock.</summary>
     public long Delivered;
 
+    /// <summary>
+    /// Set by the owner when its subscribe deny list can still deny some subject this subscription matches (a
+    /// wildcard or queue SUB colliding with a deny entry, client.go loadMsgDenyFilterIfNeeded): each delivery is
+    /// then checked (client.go deliverMsg, checkDenySub). False for every other subscription, which pays nothing.
+    /// </summary>
+    public volatile bool FilterDeliveries;
+
     /// <summary>Set once the subscription is removed; deliveries racing the removal check it.</summary>
     public volatile bool Closed;
 }

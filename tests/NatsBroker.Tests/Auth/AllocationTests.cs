@@ -46,4 +46,30 @@ public class AllocationTests
         for (int i = 0; i < 100_000; i++) p.IsDeliveryDenied(subject);
         Assert.Equal(0, GC.GetAllocatedBytesForCurrentThread() - before);
     }
+    [Fact]
+    public void Filtered_queue_delivery_check_allocates_nothing()
+    {
+        var p = ClientPermissions.Create(new Permissions { Subscribe = new SubjectPermission { Deny = ["pub.secret.>", "pub.*.x g.*"] } })!;
+        Assert.True(p.CanSubscribe("pub.*.x"u8, "q"u8, out bool filter));
+        Assert.True(filter);
+        byte[] open = "pub.open.x"u8.ToArray(), secret = "pub.secret.x"u8.ToArray(), queue = "q"u8.ToArray(), g = "g.a"u8.ToArray();
+        for (int i = 0; i < 1000; i++)
+        {
+            p.IsDeliveryDenied(open, queue);
+            p.IsDeliveryDenied(secret, queue);
+            p.IsDeliveryDenied(open, g);
+        }
+        long before = GC.GetAllocatedBytesForCurrentThread();
+        bool o = false, d = true, q = true;
+        for (int i = 0; i < 100_000; i++)
+        {
+            o |= p.IsDeliveryDenied(open, queue);
+            d &= p.IsDeliveryDenied(secret, queue);
+            q &= p.IsDeliveryDenied(open, g);
+        }
+        Assert.Equal(0, GC.GetAllocatedBytesForCurrentThread() - before);
+        Assert.False(o);
+        Assert.True(d);
+        Assert.True(q);
+    }
 }

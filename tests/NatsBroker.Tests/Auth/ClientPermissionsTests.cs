@@ -96,17 +96,19 @@ public class ClientPermissionsTests
     }
 
     [Fact]
-    public void Queue_scoped_deny_quirk()
+    public void Queue_scoped_deny_applies_only_when_no_plain_deny_matched()
     {
-        // deny ["dq", "dq q1"]: once a queue entry matches the subject, only the queue decides (verified).
+        // nats-server 2.14.5 canSubscribeInternal: a plain deny wins; a queue-scoped one then refuses that queue only.
+        // (2.9 let SUB dq q2 through here: the queue entries overrode the plain one.)
         var p = Perms(subDeny: ["dq", "dq q1"]);
         Assert.False(p.CanSubscribe("dq"u8));
         Assert.False(p.CanSubscribe("dq"u8, "q1"u8));
-        Assert.True(p.CanSubscribe("dq"u8, "q2"u8));
+        Assert.False(p.CanSubscribe("dq"u8, "q2"u8));
         // a queue-only deny does not stop plain subscribers
         var q = Perms(subDeny: ["only q1"]);
         Assert.True(q.CanSubscribe("only"u8));
         Assert.False(q.CanSubscribe("only"u8, "q1"u8));
+        Assert.True(q.CanSubscribe("only"u8, "q2"u8));
     }
 
     [Fact]
@@ -116,30 +118,94 @@ public class ClientPermissionsTests
         Assert.False(p.CanSubscribe("foo.bar"u8));
         Assert.False(p.CanSubscribe("foo.*"u8));
         Assert.False(p.CanSubscribe("foo.>"u8)); // '*' pattern matches the literal '>' token
-        Assert.True(p.CanSubscribe("foo.bar.baz"u8));
-        Assert.True(p.CanSubscribe(">"u8));      // broader: allowed, delivery filtered instead
-        Assert.True(p.DeliveryFilterActive);
+        Assert.True(p.CanSubscribe("foo.bar.baz"u8, default, out bool filter));
+        Assert.False(filter);                     // literal
+        Assert.True(p.CanSubscribe(">"u8, default, out filter)); // broader: allowed, deliveries filtered instead
+        Assert.True(filter);
         Assert.True(p.IsDeliveryDenied("foo.x"u8));
         Assert.False(p.IsDeliveryDenied("foo.x.y"u8));
     }
 
+    [Theory]
+    // Issue 38: a deny narrower than the SUB but not inside it token for token (2.9's subset test missed these).
+    [InlineData("pub.*.x", null, "pub.secret.x")]
+    [InlineData("*.*.x", null, "pub.secret.x")]
+    [InlineData("pub.*.*.x", null, "pub.secret.deep.x")]
+    [InlineData("pub.>", null, "pub.secret.x")]
+    [InlineData(">", null, "pub.secret.y.z")]
+    [InlineData("pub.*.x", "g", "pub.secret.x")]
+    [InlineData("*.*.x", "g", "pub.secret.x")]
+    [InlineData("pub.*.*.x", "g", "pub.secret.deep.x")]
+    public void Wildcard_sub_overlapping_a_deny_is_filtered_on_delivery(string sub, string? queue, string denied)
+    {
+        foreach (var allow in new string[]?[] { null, [">"], [sub], queue is null ? [sub] : [sub + " " + queue] })
+        {
+            var p = Perms(subAllow: allow, subDeny: ["pub.secret.>"]);
+            byte[] q = queue is null ? [] : B(queue);
+            Assert.True(p.CanSubscribe(B(sub), q, out bool filter), sub);
+            Assert.True(filter, sub);
+            Assert.True(p.IsDeliveryDenied(B(denied), q), denied);
+            Assert.False(p.IsDeliveryDenied("pub.public.x"u8, q));
+            Assert.False(p.IsDeliveryDenied("pub.secret"u8, q)); // pub.secret.> needs a token after secret
+        }
+    }
+
     [Fact]
-    public void Delivery_filter_turns_on_only_when_a_deny_is_inside_a_wildcard_sub()
+    public void Only_subscriptions_colliding_with_a_deny_are_flagged()
     {
         var p = Perms(subDeny: ["foo.bad", "*.hid"]);
-        Assert.False(p.IsDeliveryDenied("foo.bad"u8));
-        Assert.True(p.CanSubscribe("bar.>"u8));          // no deny entry is a subset of bar.>
-        Assert.False(p.DeliveryFilterActive);
-        Assert.False(p.IsDeliveryDenied("bar.hid"u8));   // nats-server delivers bar.hid here (verified)
-        Assert.True(p.CanSubscribe("foo.ok"u8));         // literal: no filter
-        Assert.False(p.DeliveryFilterActive);
-        Assert.True(p.CanSubscribe("foo.*"u8));          // foo.bad is inside foo.*
-        Assert.True(p.DeliveryFilterActive);
-        Assert.True(p.IsDeliveryDenied("foo.bad"u8));
-        Assert.True(p.IsDeliveryDenied("foo.hid"u8));    // every deny entry applies once on (verified)
+        Assert.True(p.CanSubscribe("bar.>"u8, default, out bool filter)); // collides with *.hid (2.9 did not filter)
+        Assert.True(filter);
         Assert.True(p.IsDeliveryDenied("bar.hid"u8));
+        Assert.True(p.CanSubscribe("foo.ok"u8, default, out filter));     // literal, not denied: nothing to filter
+        Assert.False(filter);
+        Assert.True(p.CanSubscribe("baz.*.z"u8, default, out filter));    // collides with nothing
+        Assert.False(filter);
+        Assert.True(p.CanSubscribe("foo.*"u8, default, out filter));
+        Assert.True(filter);
+        Assert.True(p.IsDeliveryDenied("foo.bad"u8));
+        Assert.True(p.IsDeliveryDenied("foo.hid"u8));
         Assert.False(p.IsDeliveryDenied("foo.ok"u8));
         Assert.True(p.IsDeliveryDenied("foo.bad"u8));    // cached
+    }
+
+    [Fact]
+    public void Queue_scoped_deny_filters_queue_deliveries_of_that_queue_only()
+    {
+        // client.go checkDenySub(subject, queue): queue entries deny the queue they name (wildcard queue names too).
+        var p = Perms(subDeny: ["s.secret q1", "s.hidden g.*"]);
+        Assert.True(p.CanSubscribe("s.*"u8, "q1"u8, out bool filter));
+        Assert.True(filter);
+        Assert.True(p.IsDeliveryDenied("s.secret"u8, "q1"u8));
+        Assert.False(p.IsDeliveryDenied("s.secret"u8, "q2"u8));
+        Assert.False(p.IsDeliveryDenied("s.secret"u8));
+        Assert.True(p.IsDeliveryDenied("s.hidden"u8, "g.a"u8));
+        Assert.False(p.IsDeliveryDenied("s.hidden"u8, "g.a.b"u8));
+        Assert.True(p.CanSubscribe("s.*"u8, default, out filter)); // plain SUB still flagged (the subjects collide),
+        Assert.True(filter);                                         // but only plain entries deny it
+        Assert.True(p.CanSubscribe("s.secret"u8, "q2"u8, out filter)); // queue SUB, literal: flagged as in 2.14.5
+        Assert.True(filter);
+        Assert.False(p.CanSubscribe("s.secret"u8, "q1"u8));
+    }
+
+    [Theory]
+    [InlineData("a.b", "a.b", true)]
+    [InlineData("a.b", "a.c", false)]
+    [InlineData("a.*", "a.b", true)]
+    [InlineData("a.*", "b.*", false)]
+    [InlineData("pub.secret.>", "pub.*.x", true)]
+    [InlineData("pub.secret.>", "*.*.x", true)]
+    [InlineData("pub.secret.>", "pub.*", false)]
+    [InlineData("a.*", "*.b.>", false)]
+    [InlineData("*.b.c", "a.>", true)]
+    [InlineData(">", "a.*.c", true)]
+    [InlineData("a.>", "a", false)]
+    [InlineData("*.b", "a.*", true)]
+    [InlineData("a.*.c", "a.b.*.d", false)]
+    public void SubjectsCollide_matches_sublist_go(string a, string b, bool collide)
+    {
+        Assert.Equal(collide, PermissionMatching.SubjectsCollide(B(a), B(b)));
+        Assert.Equal(collide, PermissionMatching.SubjectsCollide(B(b), B(a)));
     }
 
     [Fact]

@@ -14,9 +14,11 @@ internal sealed class NatsServerOracle : IDisposable
 
     public int Port { get; }
 
-    public NatsServerOracle(string configBody)
+    /// <param name="configBody">Config text after the listen line.</param>
+    /// <param name="exe">The binary (e.g. <see cref="TestEnvironment.Oracle214Path"/>); default Debian's nats-server.</param>
+    public NatsServerOracle(string configBody, string? exe = null)
     {
-        var exe = TestEnvironment.GoServerPath ?? throw new InvalidOperationException("nats-server not found (call Prerequisites.RequireGoServer first)");
+        exe ??= TestEnvironment.GoServerPath ?? throw new InvalidOperationException("nats-server not found (call Prerequisites.RequireGoServer first)");
         Port = TestPorts.Next();
         _dir = Directory.CreateTempSubdirectory("natsbroker-auth-").FullName;
         var conf = Path.Combine(_dir, "server.conf");

@@ -51,6 +51,17 @@ public static class Prerequisites
         return TestEnvironment.GoServerPath!;
     }
 
+    /// <summary>Returns the full path of nats-server 2.14.5 (<see cref="TestEnvironment.Oracle214Path"/>); otherwise skips or fails the test.</summary>
+    public static string RequireOracle214(ITestOutputHelper? output = null)
+    {
+        if (TestEnvironment.Oracle214Path is null)
+        {
+            Missing("nats-server 2.14.5 was not found (../shared/oracle/nats-server-2.14.5 beside the repository root; or set NATS_SERVER_214)", output);
+        }
+
+        return TestEnvironment.Oracle214Path!;
+    }
+
     /// <summary>Returns when node (and npm or an installed tests/js/node_modules) is there; otherwise skips or fails.</summary>
     public static void RequireNode(ITestOutputHelper? output = null)
     {

@@ -11,6 +11,8 @@ namespace NatsBroker.Tests.Infrastructure;
 /// <item><c>NATSBROKER_TEST_SERVER=go</c>: tests that target <see cref="ServerKind.Ours"/> run against Go nats-server instead
 /// (validates the suites against the reference). Default (unset or <c>ours</c>): our broker.</item>
 /// <item><c>NATS_SERVER_BIN=/path/nats-server</c>: the Go reference binary (default: <c>nats-server</c> on PATH, then /usr/sbin, /usr/local/bin, /usr/bin).</item>
+/// <item><c>NATS_SERVER_214=/path/nats-server</c>: nats-server 2.14.5, the reference for behaviour newer than Debian's 2.9
+/// (default: <c>../shared/oracle/nats-server-2.14.5</c> next to the repository root).</item>
 /// <item><c>NATSBROKER_DLL=/path/NatsBroker.dll</c>: our broker's entry assembly (default: next to the test assembly, then core/bin/Release|Debug/net10.0).</item>
 /// <item><c>NATSBROKER_FUZZ_SECONDS=N</c>: time budget of the randomized robustness test per server (default 8).</item>
 /// </list>
@@ -22,6 +24,7 @@ public static class TestEnvironment
 
     private static readonly Lazy<string> s_repoRoot = new(FindRepoRoot);
     private static readonly Lazy<string?> s_goServer = new(FindGoServer);
+    private static readonly Lazy<string?> s_oracle214 = new(FindOracle214);
     private static readonly Lazy<string?> s_node = new(() => FindOnPath("node"));
     private static readonly Lazy<string?> s_npm = new(() => FindOnPath("npm"));
 
@@ -33,6 +36,9 @@ public static class TestEnvironment
 
     /// <summary>Full path of Go nats-server, or null when it is not installed.</summary>
     public static string? GoServerPath => s_goServer.Value;
+
+    /// <summary>Full path of nats-server 2.14.5 (<c>NATS_SERVER_214</c>, else <c>../shared/oracle/nats-server-2.14.5</c>), or null.</summary>
+    public static string? Oracle214Path => s_oracle214.Value;
 
     public static string? NodePath => s_node.Value;
 
@@ -149,6 +155,18 @@ public static class TestEnvironment
 
         return FindOnPath("nats-server")
             ?? new[] { "/usr/sbin/nats-server", "/usr/local/bin/nats-server", "/usr/bin/nats-server" }.FirstOrDefault(File.Exists);
+    }
+
+    private static string? FindOracle214()
+    {
+        var env = Environment.GetEnvironmentVariable("NATS_SERVER_214");
+        if (!string.IsNullOrEmpty(env))
+        {
+            return File.Exists(env) ? env : null;
+        }
+
+        var path = Path.GetFullPath(Path.Combine(RepoRoot, "..", "shared", "oracle", "nats-server-2.14.5"));
+        return File.Exists(path) ? path : null;
     }
 
     private static string FindRepoRoot()
