@@ -110,7 +110,8 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
     private async Task<Stream> TlsAsync(CancellationToken ct)
     {
         var ssl = new SslStream(_user, leaveInnerStreamOpen: false);
-        var auth = await certificates!.ServerAuthenticationAsync().ConfigureAwait(false);
+        string? refusal = null;
+        var auth = await certificates!.ServerAuthenticationAsync(why => refusal = why).ConfigureAwait(false);
         try
         {
             await ssl.AuthenticateAsServerAsync(auth, ct).ConfigureAwait(false);
@@ -118,7 +119,7 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
         }
         catch (Exception ex) when (ex is AuthenticationException or IOException)
         {
-            log.LogError("{Ip}:{Port} - websocket handshake error: {Error}", RemoteIp, _remote.Port, ex.Message);
+            log.LogError("{Ip}:{Port} - websocket handshake error: {Error}", RemoteIp, _remote.Port, refusal ?? ex.Message);
             await ssl.DisposeAsync().ConfigureAwait(false);
             throw;
         }
