@@ -41,7 +41,7 @@ public sealed class CertificateSet
     /// checked client certificates differently). <paramref name="refused"/> hears why a client certificate was
     /// refused, in Go's words, for the "TLS handshake error" log line.
     /// </summary>
-    public async ValueTask<SslServerAuthenticationOptions> ServerAuthenticationAsync(Action<string>? refused = null) => new()
+    public async ValueTask<SslServerAuthenticationOptions> ServerAuthenticationAsync(Action<ClientCertificateCheck.Refused>? refused = null) => new()
     {
         ServerCertificateContext = await GetServerContextAsync().ConfigureAwait(false),
         ClientCertificateRequired = _options.RequireClientCertificate,

@@ -39,13 +39,23 @@ public static class ClientCertificateCheck
     }
 
     /// <summary>
-    /// Null when the client's certificate is accepted; otherwise why not, in Go's words (what nats-server logs after
-    /// "TLS handshake error: "). <paramref name="chain"/> is the one SslStream built under <see cref="ChainPolicy"/>.
+    /// A refused client certificate: <see cref="Reason"/> in Go's words (crypto/tls's error, which nats-server logs
+    /// after "TLS handshake error: "), and <see cref="Detail"/>, what nats-server 2.11+ appends for a client
+    /// connection (server/client.go doTLSHandshake: " (subject SHA-256: hex; ...)" for each certificate sent).
     /// </summary>
-    public static string? Refusal(X509Certificate? certificate, X509Chain? chain, DateTime utcNow)
+    public sealed record Refused(string Reason, string Detail)
+    {
+        public override string ToString() => Reason + Detail;
+    }
+
+    /// <summary>
+    /// Null when the client's certificate is accepted; otherwise why not. <paramref name="chain"/> is the one SslStream
+    /// built under <see cref="ChainPolicy"/>.
+    /// </summary>
+    public static Refused? Refusal(X509Certificate? certificate, X509Chain? chain, DateTime utcNow)
     {
         // crypto/tls handshake_server.go: RequireAndVerifyClientCert and an empty Certificate message.
-        if (certificate is null) return "tls: client didn't provide a certificate";
+        if (certificate is null) return new Refused("tls: client didn't provide a certificate", "");
         if (chain is null || chain.ChainElements.Count == 0) return Failed("x509: certificate signed by unknown authority", certificate, chain);
 
         var flags = X509ChainStatusFlags.NoError;
@@ -122,12 +132,8 @@ public static class ClientCertificateCheck
         string.Join("; ", chain.ChainStatus.Where(s => s.Status != X509ChainStatusFlags.NotValidForUsage)
             .Select(s => s.StatusInformation.Trim()).Where(s => s.Length > 0).Distinct());
 
-    /// <summary>
-    /// crypto/tls CertificateVerificationError ("tls: failed to verify certificate: …"), and nats-server 2.11+'s
-    /// detail after it (server/client.go doTLSHandshake): each certificate the client sent, as
-    /// "subject SHA-256: hex".
-    /// </summary>
-    private static string Failed(string reason, X509Certificate certificate, X509Chain? chain)
+    /// <summary>crypto/tls CertificateVerificationError ("tls: failed to verify certificate: …") and its certificates.</summary>
+    private static Refused Failed(string reason, X509Certificate certificate, X509Chain? chain)
     {
         using var leaf = new X509Certificate2(certificate);
         var sent = new List<X509Certificate2> { leaf };
@@ -138,18 +144,18 @@ public static class ClientCertificateCheck
                 if (!extra.RawDataMemory.Span.SequenceEqual(leaf.RawDataMemory.Span)) sent.Add(extra);
             }
         }
-        var sb = new StringBuilder("tls: failed to verify certificate: ").Append(reason).Append(" (");
+        var sb = new StringBuilder(" (");
         for (int i = 0; i < sent.Count; i++)
         {
             if (i > 0) sb.Append("; ");
             sb.Append(CertificateIdentity.GoSubject(sent[i].SubjectName)).Append(" SHA-256: ")
                 .Append(Convert.ToHexStringLower(SHA256.HashData(sent[i].RawDataMemory.Span)));
         }
-        return sb.Append(')').ToString();
+        return new Refused("tls: failed to verify certificate: " + reason, sb.Append(')').ToString());
     }
 
     /// <summary>The RemoteCertificateValidationCallback every TLS gateway uses; <paramref name="refused"/> hears why.</summary>
-    public static RemoteCertificateValidationCallback Callback(bool required, Action<string>? refused) =>
+    public static RemoteCertificateValidationCallback Callback(bool required, Action<Refused>? refused) =>
         (_, certificate, chain, _) =>
         {
             if (!required) return true;

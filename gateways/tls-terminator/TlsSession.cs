@@ -189,7 +189,7 @@ internal sealed class TlsSession(Socket socket, TerminatorOptions options, Certi
         using var timeout = CancellationTokenSource.CreateLinkedTokenSource(drain);
         timeout.CancelAfter(options.Timeout);
         var first = new byte[1];
-        string? refusal = null;
+        ClientCertificateCheck.Refused? refusal = null;
         try
         {
             int n = await socket.ReceiveAsync(first, SocketFlags.Peek, timeout.Token).ConfigureAwait(false);
@@ -223,7 +223,7 @@ internal sealed class TlsSession(Socket socket, TerminatorOptions options, Certi
             // A refused client certificate is logged with Go's reason, as nats-server does (server/client.go
             // doTLSHandshake: "TLS handshake error: tls: failed to verify certificate: x509: ..."), not .NET's
             // "rejected by the provided RemoteCertificateValidationCallback".
-            log.LogError("{Ip}:{Port} - TLS handshake error: {Error}", RemoteIp, _remote.Port, refusal ?? ex.Message);
+            log.LogError("{Ip}:{Port} - TLS handshake error: {Error}", RemoteIp, _remote.Port, refusal?.ToString() ?? ex.Message);
             return null;
         }
     }

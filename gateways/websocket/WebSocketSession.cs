@@ -110,7 +110,7 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
     private async Task<Stream> TlsAsync(CancellationToken ct)
     {
         var ssl = new SslStream(_user, leaveInnerStreamOpen: false);
-        string? refusal = null;
+        ClientCertificateCheck.Refused? refusal = null;
         var auth = await certificates!.ServerAuthenticationAsync(why => refusal = why).ConfigureAwait(false);
         try
         {
@@ -119,7 +119,12 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
         }
         catch (Exception ex) when (ex is AuthenticationException or IOException)
         {
-            log.LogError("{Ip}:{Port} - websocket handshake error: {Error}", RemoteIp, _remote.Port, refusal ?? ex.Message);
+            // A refused client certificate in nats-server's words: its websocket listener is Go's http server, which
+            // logs "websocket: TLS handshake error from ip:port: <crypto/tls error>" (no certificate list).
+            if (refusal is not null)
+                log.LogError("websocket: TLS handshake error from {Ip}:{Port}: {Error}", RemoteIp, _remote.Port, refusal.Reason);
+            else
+                log.LogError("{Ip}:{Port} - websocket handshake error: {Error}", RemoteIp, _remote.Port, ex.Message);
             await ssl.DisposeAsync().ConfigureAwait(false);
             throw;
         }

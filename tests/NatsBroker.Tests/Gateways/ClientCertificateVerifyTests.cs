@@ -147,6 +147,70 @@ public sealed class ClientCertificateVerifyTests(ITestOutputHelper output) : IDi
     }
 
     /// <summary>
+    /// wss with <c>verify</c> (the websocket gateway shares the terminator's check): a serverAuth-only certificate
+    /// gets no WebSocket upgrade, a clientAuth one does; nats-server's websocket listener (server/websocket.go, Go's
+    /// http server over the same tls.Config) refuses it in its TLS handshake too.
+    /// </summary>
+    [SkippableTheory]
+    [MemberData(nameof(Targets))]
+    public async Task Wss_with_verify_refuses_a_serverAuth_only_certificate(string target)
+    {
+        var now = DateTimeOffset.UtcNow;
+        var good = _pki.Leaf("CN=ws-alice", _pki.Ca, _pki.CaKey, [ClientAuth], now.AddDays(-1), now.AddDays(1));
+        var serverOnly = _pki.Leaf("CN=ws-server-only", _pki.Ca, _pki.CaKey, [ServerAuth], now.AddDays(-1), now.AddDays(1));
+        int wsPort = TestPorts.Next();
+        await using var server = await Start(target, $$"""
+            websocket {
+              port: {{wsPort}}
+              tls {
+                cert_file: "{{_pki.ServerCert}}"
+                key_file: "{{_pki.ServerKey}}"
+                ca_file: "{{_pki.CaFile}}"
+                verify: true
+              }
+            }
+            """);
+        await GatewayTestHelpers.WaitListeningAsync(wsPort);
+
+        var (accepted, detail) = await WssUpgrade(wsPort, good);
+        Assert.True(accepted, "clientAuth: " + detail);
+        (accepted, detail) = await WssUpgrade(wsPort, serverOnly);
+        output.WriteLine($"{target}: wss serverAuth only: {detail}");
+        Assert.False(accepted, "serverAuth only must be refused: " + detail);
+        // nats-server: Go's http server's "TLS handshake error from ip:port: ...", under the "websocket: " prefix.
+        await WaitForLog(server, ["x509: certificate specifies an incompatible key usage"]);
+        Assert.Matches(@"websocket: TLS handshake error from 127\.0\.0\.1:\d+: tls: failed to verify (client )?certificate: x509: certificate specifies an incompatible key usage", server.Output);
+    }
+
+    /// <summary>TLS, then the WebSocket upgrade request: accepted = "HTTP/1.1 101".</summary>
+    private async Task<(bool Accepted, string Detail)> WssUpgrade(int port, X509Certificate2 cert)
+    {
+        using var socket = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp);
+        await socket.ConnectAsync(IPAddress.Loopback, port);
+        await using var ssl = new SslStream(new NetworkStream(socket, ownsSocket: false), leaveInnerStreamOpen: false);
+        using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(10));
+        try
+        {
+            await ssl.AuthenticateAsClientAsync(new SslClientAuthenticationOptions
+            {
+                TargetHost = "localhost",
+                RemoteCertificateValidationCallback = TrustTestCa,
+                ClientCertificateContext = SslStreamCertificateContext.Create(cert, [], offline: true),
+            }, cts.Token);
+            await ssl.WriteAsync(Encoding.ASCII.GetBytes("GET / HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"), cts.Token);
+            var buf = new byte[4096];
+            int n = await ssl.ReadAsync(buf, cts.Token);
+            var text = Encoding.ASCII.GetString(buf, 0, n);
+            return (text.StartsWith("HTTP/1.1 101", StringComparison.Ordinal), n == 0 ? "closed" : Escape(text.Split("\r\n")[0]));
+        }
+        catch (Exception ex) when (ex is AuthenticationException or IOException)
+        {
+            return (false, ex.GetType().Name + ": " + ex.Message + (ex.InnerException is { } inner ? " | " + inner.Message : ""));
+        }
+    }
+
+    /// <summary>
     /// INFO-first TLS as a NATS client does it, then CONNECT + PING. Accepted = PONG came back. Under TLS 1.3 the
     /// client's handshake completes before the server has checked its certificate, so a refusal shows on the first
     /// read or write (nats-server: its alert, or a reset; ours: the close).
