@@ -36,10 +36,12 @@ public sealed class CertificateSet
 
     /// <summary>
     /// The server side of a handshake as every TLS gateway does it (the terminator, wss, MQTT over TLS): this set's
-    /// certificate, <c>verify</c> against ca_file, <c>min_version</c>, <c>cipher_suites</c>. One place, so the
-    /// gateways cannot drift apart (the websocket and MQTT gateways once checked client certificates differently).
+    /// certificate, <c>verify</c> against ca_file (<see cref="ClientCertificateCheck"/>), <c>min_version</c>,
+    /// <c>cipher_suites</c>. One place, so the gateways cannot drift apart (the websocket and MQTT gateways once
+    /// checked client certificates differently). <paramref name="refused"/> hears why a client certificate was
+    /// refused, in Go's words, for the "TLS handshake error" log line.
     /// </summary>
-    public async ValueTask<SslServerAuthenticationOptions> ServerAuthenticationAsync() => new()
+    public async ValueTask<SslServerAuthenticationOptions> ServerAuthenticationAsync(Action<ClientCertificateCheck.Refused>? refused = null) => new()
     {
         ServerCertificateContext = await GetServerContextAsync().ConfigureAwait(false),
         ClientCertificateRequired = _options.RequireClientCertificate,
@@ -47,33 +49,13 @@ public sealed class CertificateSet
             ? System.Security.Authentication.SslProtocols.Tls13
             : System.Security.Authentication.SslProtocols.Tls12 | System.Security.Authentication.SslProtocols.Tls13,
         CertificateRevocationCheckMode = X509RevocationMode.NoCheck,
-        RemoteCertificateValidationCallback = (_, cert, chain, errors) => AcceptsClient(_options.RequireClientCertificate, cert, chain, errors),
+        // The chain SslStream builds (and the alert it sends when the callback refuses) is against ca_file, not the
+        // system store: a refused certificate gets Go's alert (bad_certificate for the EKU, certificate_expired,
+        // unknown_ca) rather than unknown_ca for everything.
+        CertificateChainPolicy = _options.RequireClientCertificate ? ClientCertificateCheck.ChainPolicy(Authorities) : null,
+        RemoteCertificateValidationCallback = ClientCertificateCheck.Callback(_options.RequireClientCertificate, refused),
         CipherSuitesPolicy = _options.CipherPolicy,
     };
-
-    /// <summary>
-    /// <c>verify</c>: whether a client's certificate is accepted, as nats-server checks it (a chain to <c>ca_file</c>,
-    /// or to the system roots without one). Shared by every gateway with a <c>tls {}</c> block, so that a private CA
-    /// in ca_file is honoured everywhere (the websocket and MQTT gateways checked the system roots only, and so refused
-    /// every client certificate from a private CA).
-    /// </summary>
-    public bool AcceptsClient(bool required, X509Certificate? certificate, X509Chain? chain, SslPolicyErrors errors)
-    {
-        if (!required) return true;
-        if (certificate is null) return false;
-        if (Authorities is not { } cas)
-            return (errors & ~SslPolicyErrors.RemoteCertificateNameMismatch) == SslPolicyErrors.None;
-        using var custom = new X509Chain();
-        custom.ChainPolicy.TrustMode = X509ChainTrustMode.CustomRootTrust;
-        custom.ChainPolicy.CustomTrustStore.AddRange(cas);
-        custom.ChainPolicy.RevocationMode = X509RevocationMode.NoCheck;
-        if (chain is not null)
-        {
-            foreach (var element in chain.ChainElements) custom.ChainPolicy.ExtraStore.Add(element.Certificate);
-        }
-        using var leaf = new X509Certificate2(certificate);
-        return custom.Build(leaf);
-    }
 
     /// <summary>Builds the chain before swapping, so a reload that fails keeps the current certificates.</summary>
     public void Reload() => _current = Load(buildChainLater: false);

@@ -117,8 +117,15 @@ public static class TerminatorConfig
                 case "reuse_port":
                     if (v.Kind == ConfigValueKind.Bool) o.ReusePort = v.AsBool(); else Bad("a boolean");
                     break;
+                case "verify_cert_and_check_known_urls":
+                    // server/opts.go parseTLS: only for routes, gateways and leaf nodes (a peer's URL is checked against
+                    // its certificate). Every tls {} this reads is a client context (top level, websocket, mqtt), where
+                    // true is a config error and false does nothing.
+                    if (v.Kind != ConfigValueKind.Bool) Bad("a boolean");
+                    else if (v.AsBool()) errors.Add(new ConfigError(f.KeyPosition, "verify_cert_and_check_known_urls not supported in this context"));
+                    break;
                 case "pinned_certs" or "ocsp_peer" or "cert_store" or "cert_match" or "cert_match_by" or "cert_match_skip_invalid"
-                    or "ca_certs_match" or "connection_rate_limit" or "verify_cert_and_check_known_urls" or "certs":
+                    or "ca_certs_match" or "connection_rate_limit" or "certs":
                     errors.Add(new ConfigError(f.KeyPosition, $"\"{f.Key}\" in tls is not supported by this server yet"));
                     break;
                 default:

@@ -189,6 +189,7 @@ internal sealed class TlsSession(Socket socket, TerminatorOptions options, Certi
         using var timeout = CancellationTokenSource.CreateLinkedTokenSource(drain);
         timeout.CancelAfter(options.Timeout);
         var first = new byte[1];
+        ClientCertificateCheck.Refused? refusal = null;
         try
         {
             int n = await socket.ReceiveAsync(first, SocketFlags.Peek, timeout.Token).ConfigureAwait(false);
@@ -200,7 +201,7 @@ internal sealed class TlsSession(Socket socket, TerminatorOptions options, Certi
                 return null;
             }
             var ssl = new SslStream(network, leaveInnerStreamOpen: true);
-            var auth = await certificates!.ServerAuthenticationAsync().ConfigureAwait(false);
+            var auth = await certificates!.ServerAuthenticationAsync(why => refusal = why).ConfigureAwait(false);
             try
             {
                 await ssl.AuthenticateAsServerAsync(auth, timeout.Token).ConfigureAwait(false);
@@ -219,7 +220,10 @@ internal sealed class TlsSession(Socket socket, TerminatorOptions options, Certi
         }
         catch (Exception ex) when (ex is AuthenticationException or IOException or System.ComponentModel.Win32Exception)
         {
-            log.LogError("{Ip}:{Port} - TLS handshake error: {Error}", RemoteIp, _remote.Port, ex.Message);
+            // A refused client certificate is logged with Go's reason, as nats-server does (server/client.go
+            // doTLSHandshake: "TLS handshake error: tls: failed to verify certificate: x509: ..."), not .NET's
+            // "rejected by the provided RemoteCertificateValidationCallback".
+            log.LogError("{Ip}:{Port} - TLS handshake error: {Error}", RemoteIp, _remote.Port, refusal?.ToString() ?? ex.Message);
             return null;
         }
     }

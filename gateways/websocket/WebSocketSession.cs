@@ -110,7 +110,8 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
     private async Task<Stream> TlsAsync(CancellationToken ct)
     {
         var ssl = new SslStream(_user, leaveInnerStreamOpen: false);
-        var auth = await certificates!.ServerAuthenticationAsync().ConfigureAwait(false);
+        ClientCertificateCheck.Refused? refusal = null;
+        var auth = await certificates!.ServerAuthenticationAsync(why => refusal = why).ConfigureAwait(false);
         try
         {
             await ssl.AuthenticateAsServerAsync(auth, ct).ConfigureAwait(false);
@@ -118,7 +119,12 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
         }
         catch (Exception ex) when (ex is AuthenticationException or IOException)
         {
-            log.LogError("{Ip}:{Port} - websocket handshake error: {Error}", RemoteIp, _remote.Port, ex.Message);
+            // A refused client certificate in nats-server's words: its websocket listener is Go's http server, which
+            // logs "websocket: TLS handshake error from ip:port: <crypto/tls error>" (no certificate list).
+            if (refusal is not null)
+                log.LogError("websocket: TLS handshake error from {Ip}:{Port}: {Error}", RemoteIp, _remote.Port, refusal.Reason);
+            else
+                log.LogError("{Ip}:{Port} - websocket handshake error: {Error}", RemoteIp, _remote.Port, ex.Message);
             await ssl.DisposeAsync().ConfigureAwait(false);
             throw;
         }

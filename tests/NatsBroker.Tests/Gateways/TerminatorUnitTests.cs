@@ -49,6 +49,24 @@ public sealed class TerminatorUnitTests
     }
 
     /// <summary>
+    /// server/opts.go parseTLS(isClientCtx: true), as for every tls {} the gateways read (top level, websocket,
+    /// mqtt): verify_cert_and_check_known_urls is for routes, gateways and leaf nodes; true is an error, false is
+    /// accepted and does nothing, anything else is not a boolean.
+    /// </summary>
+    [Fact]
+    public void Verify_cert_and_check_known_urls_is_refused_in_a_client_tls_block_only_when_true()
+    {
+        var o = TerminatorConfig.Load(ConfigParser.Parse("tls { cert_file: c.pem, key_file: k.pem, verify: true, verify_cert_and_check_known_urls: false }"));
+        Assert.True(o.RequireClientCertificate);
+        var e = Assert.Throws<ConfigException>(() => TerminatorConfig.Load(ConfigParser.Parse(
+            "tls { cert_file: c.pem, key_file: k.pem, verify_cert_and_check_known_urls: true }")));
+        Assert.Contains("verify_cert_and_check_known_urls not supported in this context", e.Message, StringComparison.Ordinal);
+        e = Assert.Throws<ConfigException>(() => TerminatorConfig.Load(ConfigParser.Parse(
+            "tls { cert_file: c.pem, key_file: k.pem, verify_cert_and_check_known_urls: \"yes\" }")));
+        Assert.Contains("expected a boolean", e.Message, StringComparison.Ordinal);
+    }
+
+    /// <summary>
     /// nats-server 2.9.10's parseTLS (checked with <c>nats-server -t</c>): Go's names only, so the IANA spelling
     /// of a ChaCha20 suite and suites outside Go's list are refused; an empty list is an error.
     /// </summary>

@@ -30,6 +30,9 @@ public sealed record ServerStartOptions
 
     /// <summary>Start through <c>nohup</c>, so the server inherits SIGHUP ignored (as <c>nohup nats-server ... &amp;</c> does).</summary>
     public bool UnderNohup { get; init; }
+
+    /// <summary>For <see cref="ServerKind.Go"/>: this nats-server binary instead of <see cref="TestEnvironment.GoServerPath"/> (e.g. <see cref="Oracle214.Path"/>).</summary>
+    public string? GoBinary { get; init; }
 }
 
 /// <summary>
@@ -108,7 +111,9 @@ public sealed partial class ServerProcess : IAsyncDisposable
     /// <summary>Starts a server and waits until it accepts TCP connections.</summary>
     public static async Task<ServerProcess> StartAsync(ServerKind kind, ServerStartOptions? options = null, ITestOutputHelper? log = null)
     {
-        var reason = TestEnvironment.UnavailableReason(kind);
+        var reason = kind == ServerKind.Go && options?.GoBinary is { } binary
+            ? (File.Exists(binary) ? null : $"{binary} does not exist")
+            : TestEnvironment.UnavailableReason(kind);
         if (reason is not null)
         {
             throw new InvalidOperationException($"{kind} server unavailable: {reason}");
@@ -322,7 +327,7 @@ public sealed partial class ServerProcess : IAsyncDisposable
         string file;
         if (Kind == ServerKind.Go)
         {
-            file = TestEnvironment.GoServerPath!;
+            file = Options.GoBinary ?? TestEnvironment.GoServerPath!;
         }
         else
         {
