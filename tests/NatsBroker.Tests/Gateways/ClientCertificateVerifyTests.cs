@@ -87,7 +87,7 @@ public sealed class ClientCertificateVerifyTests(ITestOutputHelper output) : IDi
                 Prerequisites.RequireGoServer(output);
                 return ServerProcess.StartAsync(ServerKind.Go, options, output);
             default:
-                return ServerProcess.StartAsync(ServerKind.Go, options with { GoBinary = Oracle214.Require(output) }, output);
+                return ServerProcess.StartAsync(ServerKind.Go, options with { GoBinary = Prerequisites.RequireOracle214(output) }, output);
         }
     }
 

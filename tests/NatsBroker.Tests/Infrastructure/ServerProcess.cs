@@ -31,7 +31,7 @@ public sealed record ServerStartOptions
     /// <summary>Start through <c>nohup</c>, so the server inherits SIGHUP ignored (as <c>nohup nats-server ... &amp;</c> does).</summary>
     public bool UnderNohup { get; init; }
 
-    /// <summary>For <see cref="ServerKind.Go"/>: this nats-server binary instead of <see cref="TestEnvironment.GoServerPath"/> (e.g. <see cref="Oracle214.Path"/>).</summary>
+    /// <summary>For <see cref="ServerKind.Go"/>: this nats-server binary instead of <see cref="TestEnvironment.GoServerPath"/> (e.g. <see cref="TestEnvironment.Oracle214Path"/>).</summary>
     public string? GoBinary { get; init; }
 }
 
