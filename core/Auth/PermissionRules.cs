@@ -48,7 +48,7 @@ internal sealed class PermissionRules
             pubAllow ??= [];
         }
         if (pubAllow is not null) PublishAllow = CompilePatterns(pubAllow);
-        if (permissions.Publish?.Deny is { Count: > 0 } pubDeny) PublishDeny = CompilePatterns(pubDeny);
+        if (permissions.Publish?.Deny is { Count: > 0 } pubDeny) PublishDeny = CompilePublishDeny(pubDeny);
 
         if (permissions.Subscribe?.Allow is { Count: > 0 } subAllow) SubscribeAllow = new SubscribeRules(subAllow);
         if (permissions.Subscribe?.Deny is { Count: > 0 } subDeny)
@@ -78,6 +78,36 @@ internal sealed class PermissionRules
 
     private static byte[][] CompilePatterns(List<string> subjects) =>
         subjects.Select(Encoding.UTF8.GetBytes).Where(b => PermissionMatching.IsInsertable(b)).ToArray();
+
+    /// <summary>
+    /// Publish deny entries as 2.14 setPermissions takes them: an entry that is not a valid subject but splits as a
+    /// "subject queue" pair (splitSubjectQueue: at most two whitespace-separated fields, both valid subjects) denies
+    /// its subject ("queue qualifier is not valid for publish deny subject", logged there, and the deny kept);
+    /// anything else invalid is skipped. Such entries reach a user only through JWT or auth callout permissions:
+    /// the config file refuses them (checkPermSubjectArray without queues for publish).
+    /// </summary>
+    private static byte[][] CompilePublishDeny(List<string> subjects)
+    {
+        var compiled = new List<byte[]>(subjects.Count);
+        foreach (var entry in subjects)
+        {
+            var bytes = Encoding.UTF8.GetBytes(entry);
+            if (entry.AsSpan().IndexOfAny(" \t\n\f\r") < 0)
+            {
+                // IsValidSubject; an entry the sublist refuses is skipped ("invalid publish deny subject").
+                if (!PermissionMatching.IsInsertable(bytes)) continue;
+                compiled.Add(bytes);
+                continue;
+            }
+            var parts = entry.Split((char[]?)null, StringSplitOptions.RemoveEmptyEntries);
+            if (parts.Length is 0 or > 2) continue;
+            var subject = Encoding.UTF8.GetBytes(parts[0]);
+            if (!PermissionMatching.IsInsertable(subject)) continue;
+            if (parts.Length == 2 && !PermissionMatching.IsInsertable(Encoding.UTF8.GetBytes(parts[1]))) continue;
+            compiled.Add(subject);
+        }
+        return [.. compiled];
+    }
 
     /// <summary>Does any pattern match? (len(r.psubs) != 0)</summary>
     public static bool AnyMatch(byte[][] patterns, ReadOnlySpan<byte> subject)

@@ -49,6 +49,24 @@ public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IBatch
     }
 
     /// <summary>
+    /// A JetStream delivery (shown with its stored subject) to a connection with a flagged SUB. For an end user of
+    /// the MQTT gateway the stored subject of an MQTT message is <c>$MQTT.msgs.&lt;subject&gt;</c> (QoS 1/2 consumers)
+    /// or <c>$MQTT.rmsgs.&lt;subject&gt;</c> (retained messages): nats-server checks those on the subject without the
+    /// prefix (mqtt.go processJSConsumer and serializeRetainedMsgsForSub: checkDenySub on the stripped subject), and
+    /// never checks its MQTT sessions' other internal traffic (<c>$MQTT.</c>, served by internal clients there).
+    /// </summary>
+    private bool IsRedirectedDeliveryDenied(ClientPermissions permissions, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> queue)
+    {
+        if (ProxiedClient is { Gateway: "mqtt" } && subject.StartsWith("$MQTT."u8))
+        {
+            if (subject.StartsWith("$MQTT.msgs."u8)) subject = subject["$MQTT.msgs.".Length..];
+            else if (subject.StartsWith("$MQTT.rmsgs."u8)) subject = subject["$MQTT.rmsgs.".Length..];
+            else return false;
+        }
+        return permissions.IsDeliveryDenied(subject, queue);
+    }
+
+    /// <summary>
     /// The router hands this connection a message for one of its subscriptions (on the publisher's thread).
     /// Appends MSG/HMSG to the outbound buffer; auto-unsubscribe max, pending limits and statistics are checked
     /// and updated under this connection's own lock, so concurrent publishers never deliver past <c>max</c>.
@@ -62,7 +80,8 @@ public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IBatch
         // mperms, checkDenySub); a queue group then tries its next member, as processMsgResults does. A JetStream
         // delivery shows another subject than it was routed on: see ClientPermissions.AnySubscriptionFiltered.
         if ((sub.FilterDeliveries || (msg.IsRedirected && _permissions is { AnySubscriptionFiltered: true }))
-            && _permissions is { } permissions && permissions.IsDeliveryDenied(msg.Subject, sub.Queue))
+            && _permissions is { } permissions
+            && (msg.IsRedirected ? IsRedirectedDeliveryDenied(permissions, msg.Subject, sub.Queue) : permissions.IsDeliveryDenied(msg.Subject, sub.Queue)))
             return DeliveryOutcome.Skipped;
 
         bool sendHeaders = msg.HeaderSize >= 0 && _headers;

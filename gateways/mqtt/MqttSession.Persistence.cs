@@ -184,7 +184,22 @@ internal sealed partial class MqttSession
             {
                 try
                 {
-                    list.Add(await channel.Reader.ReadAsync(timeout.Token).ConfigureAwait(false));
+                    using var idle = CancellationTokenSource.CreateLinkedTokenSource(timeout.Token);
+                    idle.CancelAfter(RetainedIdleCheck);
+                    list.Add(await channel.Reader.ReadAsync(idle.Token).ConfigureAwait(false));
+                }
+                catch (OperationCanceledException) when (!timeout.IsCancellationRequested)
+                {
+                    // The core withholds from this user a retained message its subscribe deny covers (a wildcard
+                    // filter overlapping the deny; mqtt.go serializeRetainedMsgsForSub skips it the same way), so
+                    // fewer than num_pending can arrive: done once the consumer has sent them all and a PING
+                    // round trip has let through anything still on its way.
+                    if (consumer is not null && await AllSentAsync(stream, consumer, pending, ct).ConfigureAwait(false))
+                    {
+                        await _nats.FlushAsync(ct).ConfigureAwait(false);
+                        while (channel.Reader.TryRead(out var m)) list.Add(m);
+                        break;
+                    }
                 }
                 catch (OperationCanceledException) when (!ct.IsCancellationRequested)
                 {
@@ -208,6 +223,24 @@ internal sealed partial class MqttSession
                     // An ephemeral consumer goes away by itself once inactive.
                 }
             }
+        }
+    }
+
+    /// <summary>How long the retained-message collector waits for the next message before it asks the consumer.</summary>
+    private static readonly TimeSpan RetainedIdleCheck = TimeSpan.FromMilliseconds(200);
+
+    /// <summary>Has the ephemeral consumer sent all <paramref name="expected"/> messages (nothing pending, delivered sequence reached)?</summary>
+    private async Task<bool> AllSentAsync(string stream, string consumer, long expected, CancellationToken ct)
+    {
+        try
+        {
+            var info = await _js!.RequestAsync($"$JS.API.CONSUMER.INFO.{stream}.{consumer}", null, ct).ConfigureAwait(false);
+            return (info["num_pending"]?.GetValue<long>() ?? -1) == 0
+                && (info["delivered"]?["consumer_seq"]?.GetValue<long>() ?? 0) >= expected;
+        }
+        catch (JetStreamException)
+        {
+            return false;
         }
     }
 

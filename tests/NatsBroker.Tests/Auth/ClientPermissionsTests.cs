@@ -253,4 +253,26 @@ public class ClientPermissionsTests
             }
         });
     }
+
+    [Theory]
+    // 2.14 setPermissions: a publish deny entry that is not a valid subject but splits as "subject queue" denies its
+    // subject (the queue part is logged as meaningless and dropped); more fields, or an invalid part, skip the entry.
+    [InlineData("foo q", "foo", true)]
+    [InlineData("foo q", "foo.bar", false)]
+    [InlineData("  foo\tq ", "foo", true)]
+    [InlineData("foo.* q", "foo.x", true)]
+    [InlineData("foo.> q.*", "foo.x.y", true)]
+    [InlineData("foo ", "foo", true)]
+    [InlineData("foo q r", "foo", false)]
+    [InlineData("foo q..r", "foo", false)]
+    [InlineData("foo..bar q", "foo..bar", false)]
+    [InlineData("foo.>.bar q", "foo.x.bar", false)]
+    public void A_publish_deny_with_a_queue_part_denies_its_subject(string entry, string subject, bool denied)
+    {
+        var p = Perms(pubDeny: [entry]);
+        Assert.Equal(!denied, p.CanPublish(B(subject)));
+        Assert.True(p.CanPublish("other"u8));
+        // A publish allow entry with a queue part stays invalid and skipped (setPermissions: "invalid publish subject").
+        Assert.False(Perms(pubAllow: ["foo q"]).CanPublish("foo"u8));
+    }
 }
