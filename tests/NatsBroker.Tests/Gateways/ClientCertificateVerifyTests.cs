@@ -289,18 +289,7 @@ public sealed class ClientCertificateVerifyTests(ITestOutputHelper output) : IDi
         return result;
     }
 
-    private static async Task<string> ReadLine(Socket socket)
-    {
-        var sb = new StringBuilder();
-        var one = new byte[1];
-        using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(10));
-        while (!sb.ToString().EndsWith("\r\n", StringComparison.Ordinal))
-        {
-            if (await socket.ReceiveAsync(one, SocketFlags.None, cts.Token) == 0) break;
-            sb.Append((char)one[0]);
-        }
-        return sb.ToString().TrimEnd();
-    }
+    private static Task<string> ReadLine(Socket socket) => SocketLines.ReadLineAsync(socket);
 
     /// <summary>
     /// A throw-away PKI (ECDSA P-256, nothing committed): the CA in ca_file, another CA nobody trusts, intermediates

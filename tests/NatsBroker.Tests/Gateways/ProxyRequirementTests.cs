@@ -25,18 +25,7 @@ public sealed class ProxyRequirementTests(ITestOutputHelper output)
         return socket;
     }
 
-    private static async Task<string> ReadLine(Socket socket)
-    {
-        var sb = new StringBuilder();
-        var one = new byte[1];
-        using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(10));
-        while (!sb.ToString().EndsWith("\r\n", StringComparison.Ordinal))
-        {
-            if (await socket.ReceiveAsync(one, SocketFlags.None, cts.Token) == 0) break;
-            sb.Append((char)one[0]);
-        }
-        return sb.ToString().TrimEnd();
-    }
+    private static Task<string> ReadLine(Socket socket) => SocketLines.ReadLineAsync(socket);
 
     /// <summary>True when the peer closes (read returns 0) within 10 s.</summary>
     private static async Task<bool> ClosedByPeer(Socket socket)

@@ -21,18 +21,7 @@ public sealed class ProxyTrustTests(ITestOutputHelper output)
         return (socket, await ReadLine(socket));
     }
 
-    private static async Task<string> ReadLine(Socket socket)
-    {
-        var sb = new StringBuilder();
-        var one = new byte[1];
-        using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(10));
-        while (!sb.ToString().EndsWith("\r\n", StringComparison.Ordinal))
-        {
-            if (await socket.ReceiveAsync(one, SocketFlags.None, cts.Token) == 0) break;
-            sb.Append((char)one[0]);
-        }
-        return sb.ToString().TrimEnd();
-    }
+    private static Task<string> ReadLine(Socket socket) => SocketLines.ReadLineAsync(socket);
 
     [Fact]
     public async Task Signed_nonce_is_trusted_and_the_end_users_address_shows_in_connz_forged_one_is_refused()

@@ -479,18 +479,7 @@ public sealed class TlsTerminatorTests(ITestOutputHelper output) : IDisposable
         return custom.Build(leaf);
     }
 
-    private static async Task<string> ReadLine(Socket socket)
-    {
-        var sb = new StringBuilder();
-        var one = new byte[1];
-        using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(10));
-        while (!sb.ToString().EndsWith("\r\n", StringComparison.Ordinal))
-        {
-            if (await socket.ReceiveAsync(one, SocketFlags.None, cts.Token) == 0) break;
-            sb.Append((char)one[0]);
-        }
-        return sb.ToString().TrimEnd();
-    }
+    private static Task<string> ReadLine(Socket socket) => SocketLines.ReadLineAsync(socket);
 
     /// <summary>Everything the server sends until it closes (must close within <paramref name="bound"/>).</summary>
     private static async Task<string> ReadToEnd(Socket socket, TimeSpan bound)
