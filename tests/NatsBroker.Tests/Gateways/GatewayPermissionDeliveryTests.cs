@@ -34,10 +34,12 @@ public sealed class GatewayPermissionDeliveryTests(ITestOutputHelper output)
         {
             if (ours is not null) await ours.DisposeAsync();
             oracle?.Dispose();
-            if (dir is null) return;
-            try { Directory.Delete(dir, recursive: true); }
-            catch (IOException) { }
-            catch (UnauthorizedAccessException) { }
+            if (dir is not null)
+            {
+                try { Directory.Delete(dir, recursive: true); }
+                catch (IOException) { }
+                catch (UnauthorizedAccessException) { }
+            }
         }
     }
 
