@@ -173,7 +173,7 @@ public sealed class PowerCutTests
     [Theory]
     [InlineData(false)]
     [InlineData(true)]
-    public void Sync_always_loses_nothing_acknowledged_over_a_thousand_power_cuts_and_injected_errors(bool outOfOrderWriteback)
+    public async Task Sync_always_loses_nothing_acknowledged_over_a_thousand_power_cuts_and_injected_errors(bool outOfOrderWriteback)
     {
         var rng = new Random(outOfOrderWriteback ? 20261127 : 20261123);
         var fs = NewFileSystem();
@@ -202,8 +202,13 @@ public sealed class PowerCutTests
                 var faultRng = new Random(rng.Next());
                 fs.ShouldFail = p == 0 ? null : (op, _) => op is "write" or "sync" or "syncdir" or "rename" or "create" && faultRng.NextDouble() < p;
                 long before = acked.Present.Count;
+                // Consumer state is written by the store's flush loop (every 100 ms under sync always, as nats-server's
+                // consumer flusher), not by the update: it is durable once a flush wrote it, here FlushAsync.
+                var consumerBefore = (acked.ConsumerExists, acked.DeliveredConsumer, acked.AckedStream);
                 Workload(s, rng, acked, rng.Next(5, 40), ref consumerSeq);
                 appends += Math.Max(0, acked.Present.Count - before);
+                if (s.Failure is not null || rng.Next(2) == 0 || await s.FlushAsync() != StoreStatus.Ok)
+                    (acked.ConsumerExists, acked.DeliveredConsumer, acked.AckedStream) = consumerBefore;
                 if (s.Failure is not null) failStops++;
                 fs.PowerCut(rng);
                 cuts++;
@@ -305,14 +310,16 @@ public sealed class PowerCutTests
     }
 
     [Fact]
-    public void A_failed_directory_fsync_is_reported_and_stops_the_store()
+    public async Task A_failed_directory_fsync_is_reported_and_stops_the_store()
     {
         var fs = NewFileSystem();
         var s = Open(fs, Root + "/d", SyncPolicy.Always);
         Assert.True(s.Append(B("a"), default, B(Payload(1))).IsOk);
         Assert.Equal(StoreStatus.Ok, s.OpenConsumer("c", out var c));
         fs.ShouldFail = (op, _) => op == "syncdir";
-        Assert.Equal(StoreStatus.IoError, c!.UpdateDelivered(1, 1, 1, 1));
+        // The update only marks the state dirty; the flush that writes it fsyncs the consumer directory and fails.
+        Assert.Equal(StoreStatus.Ok, c!.UpdateDelivered(1, 1, 1, 1));
+        Assert.Equal(StoreStatus.IoError, await s.FlushAsync());
         Assert.Contains("directory", s.Failure);
         Assert.Equal(StoreStatus.IoError, s.Append(B("a"), default, B(Payload(2))).Status);
         s.Dispose();
