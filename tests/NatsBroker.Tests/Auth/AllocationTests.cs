@@ -5,6 +5,24 @@ namespace NatsBroker.Tests.Auth;
 
 public class AllocationTests
 {
+    /// <summary>
+    /// Bytes this thread allocated over 100,000 calls of <paramref name="call"/>: the least of up to three windows. The
+    /// thread's count can over-report by the unused rest of an allocation quantum when another thread's collection
+    /// lands in the window (a fresh-clone CI run measured 1,056 B once over 200,000 CanPublish calls); an allocation per
+    /// call shows in every window.
+    /// </summary>
+    private static long LeastAllocated(Action call)
+    {
+        long least = long.MaxValue;
+        for (int attempt = 0; attempt < 3 && least != 0; attempt++)
+        {
+            long before = GC.GetAllocatedBytesForCurrentThread();
+            for (int i = 0; i < 100_000; i++) call();
+            least = Math.Min(least, GC.GetAllocatedBytesForCurrentThread() - before);
+        }
+        return least;
+    }
+
     [Fact]
     public void Cached_CanPublish_allocates_nothing()
     {
@@ -21,14 +39,12 @@ public class AllocationTests
             p.CanPublish(deniedSubject);
         }
 
-        long before = GC.GetAllocatedBytesForCurrentThread();
         bool a = true, d = false;
-        for (int i = 0; i < 100_000; i++)
+        long allocated = LeastAllocated(() =>
         {
             a &= p.CanPublish(allowedSubject);
             d |= p.CanPublish(deniedSubject);
-        }
-        long allocated = GC.GetAllocatedBytesForCurrentThread() - before;
+        });
 
         Assert.True(a);
         Assert.False(d);
@@ -42,10 +58,9 @@ public class AllocationTests
         Assert.True(p.CanSubscribe("a.*"u8));
         byte[] subject = "a.c"u8.ToArray();
         for (int i = 0; i < 1000; i++) p.IsDeliveryDenied(subject);
-        long before = GC.GetAllocatedBytesForCurrentThread();
-        for (int i = 0; i < 100_000; i++) p.IsDeliveryDenied(subject);
-        Assert.Equal(0, GC.GetAllocatedBytesForCurrentThread() - before);
+        Assert.Equal(0, LeastAllocated(() => p.IsDeliveryDenied(subject)));
     }
+
     [Fact]
     public void Filtered_queue_delivery_check_allocates_nothing()
     {
@@ -59,15 +74,13 @@ public class AllocationTests
             p.IsDeliveryDenied(secret, queue);
             p.IsDeliveryDenied(open, g);
         }
-        long before = GC.GetAllocatedBytesForCurrentThread();
         bool o = false, d = true, q = true;
-        for (int i = 0; i < 100_000; i++)
+        Assert.Equal(0, LeastAllocated(() =>
         {
             o |= p.IsDeliveryDenied(open, queue);
             d &= p.IsDeliveryDenied(secret, queue);
             q &= p.IsDeliveryDenied(open, g);
-        }
-        Assert.Equal(0, GC.GetAllocatedBytesForCurrentThread() - before);
+        }));
         Assert.False(o);
         Assert.True(d);
         Assert.True(q);
