@@ -2,6 +2,7 @@ using System.Buffers;
 using System.Globalization;
 using System.Text;
 using NatsBroker.Configuration;
+using NatsBroker.Protocol;
 using NatsBroker.Routing;
 using NatsBroker.Subscriptions;
 
@@ -26,7 +27,6 @@ public interface IRequester
 internal sealed class ServiceImportForwarder : ISubscriber
 {
     private static readonly byte[] EmptyHeader = "NATS/1.0\r\n"u8.ToArray();
-    private static readonly ReadOnlySequence<byte> NoResponders = new("NATS/1.0 503\r\n\r\n"u8.ToArray());
 
     private readonly Account _importer;
     private readonly Account _exporter;
@@ -90,8 +90,8 @@ internal sealed class ServiceImportForwarder : ISubscriber
                 tracking?.NoDelivery(batch);
                 // The requester's own subscriptions see the 503 a plain request would get (nats-server 2.10
                 // processServiceImport: no responders across an import).
-                if (msg.Origin is IRequester { WantsNoResponders: true })
-                    _importer.Router.Publish(null, msg.Reply, default, (int)NoResponders.Length, NoResponders, null, batch);
+                // Its Nats-Subject is the subject the requester published on (processServiceImport restores c.pa).
+                if (msg.Origin is IRequester { WantsNoResponders: true }) PublishNoResponders(ref msg, batch);
             }
             return DeliveryOutcome.Delivered;
         }
@@ -99,6 +99,21 @@ internal sealed class ServiceImportForwarder : ISubscriber
         {
             // Deliveries copy synchronously, so the buffer can go back now.
             ArrayPool<byte>.Shared.Return(rented);
+        }
+    }
+
+    private void PublishNoResponders(ref RoutedMessage msg, DeliveryBatch batch)
+    {
+        int len = ProtocolWriter.NoRespondersHeaderLength(msg.Subject.Length);
+        var status = ArrayPool<byte>.Shared.Rent(len);
+        try
+        {
+            ProtocolWriter.WriteNoRespondersHeader(status, msg.Subject);
+            _importer.Router.Publish(null, msg.Reply, default, len, new ReadOnlySequence<byte>(status, 0, len), null, batch);
+        }
+        finally
+        {
+            ArrayPool<byte>.Shared.Return(status); // deliveries copy synchronously
         }
     }
 

@@ -41,10 +41,13 @@ public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IBatch
             return;
         }
         if (_verbose) EnqueueProto(ProtocolWriter.Ok);
+        // An empty header block is no header: nats-server tests c.pa.hdr > 0 (client.go deliverMsg, processMsgResults),
+        // so `HPUB subj 0 N` reaches subscribers (and streams) as MSG.
+        if (headerSize == 0) headerSize = -1;
 
         if (!_account.Router.Publish(this, subject, reply, headerSize, payload, _l1, _batch) && _noResponders && !reply.IsEmpty)
         {
-            SendNoResponders(reply);
+            SendNoResponders(reply, subject);
         }
     }
 
@@ -215,17 +218,20 @@ public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IBatch
         return m;
     }
 
-    /// <summary>no_responders: HMSG &lt;reply&gt; &lt;sid&gt; 16 16 with the 503 status, to the requester itself.</summary>
-    private void SendNoResponders(ReadOnlySpan<byte> reply)
+    /// <summary>
+    /// no_responders: <c>HMSG &lt;reply&gt; &lt;sid&gt; &lt;n&gt; &lt;n&gt;</c> with the 503 status and the request's subject, to the
+    /// requester itself (nats-server 2.10+ client.go processInboundClientMsg: <c>NATS/1.0 503\r\nNats-Subject: &lt;subject&gt;</c>).
+    /// </summary>
+    private void SendNoResponders(ReadOnlySpan<byte> reply, ReadOnlySpan<byte> subject)
     {
         // The sid is that of the requester's subscription matching the reply subject.
         var result = _account.Router.SubList.Match(reply, _l1);
         foreach (var sub in result.Plain)
         {
             if (!ReferenceEquals(sub.Owner, this)) continue;
-            var hdr = ProtocolWriter.NoRespondersHeader;
-            // HMSG <reply> <sid> <hdr> <total>\r\n<hdr>\r\n
-            int len = 5 + reply.Length + 1 + sub.Sid.Length + 1 + 2 + 1 + 2 + 2 + hdr.Length + 2;
+            int hdrLen = ProtocolWriter.NoRespondersHeaderLength(subject.Length);
+            // HMSG <reply> <sid> <hdr> <hdr>\r\n<hdr>\r\n
+            int len = 5 + reply.Length + 1 + sub.Sid.Length + 2 * (1 + ProtocolWriter.DigitCount(hdrLen)) + 2 + hdrLen + 2;
             lock (_out.Lock)
             {
                 if (_closing) return;
@@ -235,8 +241,12 @@ public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IBatch
                 reply.CopyTo(span[o..]); o += reply.Length;
                 span[o++] = (byte)' ';
                 sub.Sid.CopyTo(span[o..]); o += sub.Sid.Length;
-                " 16 16\r\n"u8.CopyTo(span[o..]); o += 8;
-                hdr.CopyTo(span[o..]); o += hdr.Length;
+                span[o++] = (byte)' ';
+                o += ProtocolWriter.WriteInt(span[o..], hdrLen);
+                span[o++] = (byte)' ';
+                o += ProtocolWriter.WriteInt(span[o..], hdrLen);
+                span[o++] = (byte)'\r'; span[o++] = (byte)'\n';
+                o += ProtocolWriter.WriteNoRespondersHeader(span[o..], subject);
                 span[o++] = (byte)'\r'; span[o] = (byte)'\n';
             }
             _batch.Add(this);

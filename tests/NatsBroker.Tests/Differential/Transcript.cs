@@ -17,10 +17,12 @@ namespace NatsBroker.Tests.Differential;
 /// a>> PUB foo 1\r\nx   raw step: escapes (\r \n \t \\ \xHH) and no CRLF appended
 /// %sleep 200           wait (ms) and record what arrives meanwhile
 /// %close b             close connection b
+/// %since 2.10 reason    nats-server 2.9.10 answers differently (behaviour 2.10+ changed; ours follows 2.14.5): the
+///                       transcript is compared with 2.14.5 only
 /// </code>
 /// In every text <c>${N*c}</c> expands to the character c repeated N times.
 /// </summary>
-public sealed partial record Transcript(string Name, string? Config, IReadOnlyList<TranscriptStep> Steps)
+public sealed partial record Transcript(string Name, string? Config, IReadOnlyList<TranscriptStep> Steps, string? Since = null)
 {
     public static string Directory => Path.Combine(Infrastructure.TestEnvironment.RepoRoot, "tests", "NatsBroker.Tests", "Differential", "Transcripts");
 
@@ -32,6 +34,7 @@ public sealed partial record Transcript(string Name, string? Config, IReadOnlyLi
     public static Transcript Parse(string name, string text)
     {
         string? config = null;
+        string? since = null;
         var steps = new List<TranscriptStep>();
         var lines = text.Replace("\r\n", "\n", StringComparison.Ordinal).Split('\n');
         for (var i = 0; i < lines.Length; i++)
@@ -90,6 +93,11 @@ public sealed partial record Transcript(string Name, string? Config, IReadOnlyLi
                 case "%close":
                     steps.Add(new TranscriptStep(StepKind.Close, parts[1].Trim(), []));
                     break;
+                case "%since":
+                    since = parts.Length > 1 && parts[1].Contains(' ', StringComparison.Ordinal)
+                        ? parts[1].Trim()
+                        : throw new FormatException($"{name}:{i + 1}: %since needs a version and the reason");
+                    break;
                 case "%sleep":
                     steps.Add(new TranscriptStep(StepKind.Sleep, "", [], int.Parse(parts[1], CultureInfo.InvariantCulture)));
                     break;
@@ -98,7 +106,7 @@ public sealed partial record Transcript(string Name, string? Config, IReadOnlyLi
             }
         }
 
-        return new Transcript(name, config, steps);
+        return new Transcript(name, config, steps, since);
     }
 
     private static string Expand(string s) =>
