@@ -118,4 +118,25 @@ internal static class JsErrors
     public static ApiError ConsumerNameTooLong(int max) => E(400, 10102, $"consumer name is too long, maximum allowed is {max}");
     public static ApiError ConsumerInvalidSampling(string value) => E(400, 10095, $"failed to parse consumer sampling configuration: strconv.Atoi: parsing \"{value.TrimEnd('%')}\": invalid syntax");
     public static ApiError ConsumerMaxRequestBatchNegative { get; } = E(400, 10114, "consumer max request batch needs to be > 0");
+    // 2.10-2.14 consumer config refusals (consumer.go checkConsumerCfg, jetstream_api.go jsConsumerCreateRequest).
+    public static ApiError ConsumerEphemeralWithDurableName { get; } = E(400, 10020, "consumer expected to be ephemeral but a durable name was set in request");
+    public static ApiError ConsumerDeliverCycle { get; } = E(400, 10081, "consumer deliver subject forms a cycle");
+    public static ApiError ConsumerHbRequiresPush { get; } = E(400, 10088, "consumer idle heartbeat requires a push based consumer");
+    public static ApiError ConsumerDescriptionTooLong(int max) => E(400, 10107, $"consumer description is too long, maximum allowed is {max}");
+    public static ApiError ConsumerMaxRequestExpiresTooSmall { get; } = E(400, 10115, "consumer max request expires needs to be >= 1ms");
+    public static ApiError ConsumerReplicasExceedsStream { get; } = E(400, 10126, "consumer config replica count exceeds parent stream");
+    public static ApiError ReplicasCountCannotBeNegative { get; } = E(400, 10133, "replicas count cannot be negative");
+    public static ApiError ConsumerReplicasShouldMatchStream { get; } = E(400, 10134, "consumer config replicas must match interest retention stream's replicas");
+    public static ApiError ConsumerMetadataLength(string limit) => E(400, 10135, $"consumer metadata exceeds maximum size of {limit}");
+    public static ApiError ConsumerInactiveThresholdExcess(string limit) => E(400, 10153, $"consumer inactive threshold exceeds system limit of {limit}");
+    public static ApiError ConsumerAckPolicyInvalid { get; } = E(400, 10181, "consumer ack policy invalid");
+    public static ApiError ConsumerAckWaitNegative { get; } = E(400, 10183, "consumer ack wait needs to be positive");
+    public static ApiError ConsumerBackOffNegative { get; } = E(400, 10184, "consumer backoff needs to be positive");
+    public static ApiError ConsumerAckFcRequiresPush { get; } = E(400, 10218, "flow control ack policy requires a push based consumer");
+    public static ApiError ConsumerAckFcRequiresFc { get; } = E(400, 10219, "flow control ack policy requires flow control");
+    public static ApiError ConsumerAckFcRequiresMaxAckPending { get; } = E(400, 10220, "flow control ack policy requires max ack pending");
+    public static ApiError ConsumerAckFcRequiresNoAckWait { get; } = E(400, 10221, "flow control ack policy requires unset ack wait");
+    public static ApiError ConsumerAckFcRequiresNoMaxDeliver { get; } = E(400, 10222, "flow control ack policy requires unset max deliver");
+    /// <summary>Cluster-only APIs on a server without clustering (jsStreamLeaderStepDownRequest and the like).</summary>
+    public static ApiError ClusterRequired { get; } = E(503, 10010, "JetStream clustering support required");
 }
