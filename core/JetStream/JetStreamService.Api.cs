@@ -246,6 +246,14 @@ public sealed partial class JetStreamService
         if (!req.JetStream.TryGet(name, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
         err = JsConfigCheck.CheckStreamUpdate(stream.Config, cfg);
         if (err is not null) return Fail(req, type, err);
+        if (cfg.Sealed)
+        {
+            // configUpdateCheck: a sealed stream keeps everything: no age limit, no deletes, purges or roll-ups.
+            cfg.MaxAge = 0;
+            cfg.Discard = "new";
+            cfg.DenyDelete = cfg.DenyPurge = true;
+            cfg.AllowRollupHdrs = false;
+        }
         if (req.JetStream.OverlapsOthers(name, cfg.Subjects)) return Fail(req, type, JsErrors.StreamSubjectOverlap);
         // jsa.configUpdateCheck: the new max_bytes against what the account's other streams reserve.
         if (req.JetStream.CheckStreamConfigLimits(cfg) is { } limitError) return Fail(req, type, limitError);

@@ -55,7 +55,6 @@ internal static class JsErrors
     public static ApiError StreamExternalApiOverlap(string prefix, string subject) => E(400, 10021, $"stream external api prefix {prefix} must not overlap with {subject}");
     public static ApiError SourceMaxMessageSizeTooBig { get; } = E(400, 10046, "stream source must have max message size >= target");
     public static ApiError MirrorWithSources { get; } = E(400, 10031, "stream mirrors can not also contain other sources");
-    public static ApiError MirrorWithStartSeqAndTime { get; } = E(400, 10032, "stream mirrors can not have both start seq and start time configured");
     public static ApiError MirrorWithSubjects { get; } = E(400, 10034, "stream mirrors can not contain subjects");
     public static ApiError MirrorWithFirstSeq { get; } = E(400, 10143, "stream mirrors can not have first sequence configured");
     public static ApiError StreamMirrorNotUpdatable { get; } = E(400, 10055, "stream mirror configuration can not be updated");
