@@ -504,9 +504,14 @@ public sealed partial class JetStreamService
                 return Fail(req, type, JsErrors.ConsumerNameTooLong(JsConfigCheck.MaxNameLength));
             if (string.IsNullOrEmpty(name))
             {
+                // A legacy ephemeral's generated name is not written into its config (consumer.go names it after
+                // copying the config), so its info shows no config.name.
                 do name = RandomName(); while (stream.TryGetConsumer(name, out _));
             }
-            cfg.Name = name;
+            else
+            {
+                cfg.Name = name;
+            }
             if (!JsConfigCheck.IsValidAssetName(name)) return Fail(req, type, JsErrors.ConsumerBadDurableName);
             err = JsConsumer.Create(stream, name, cfg, DateTime.UtcNow, recovering: false, out consumer);
             if (err is not null) return Fail(req, type, err);

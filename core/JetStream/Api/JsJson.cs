@@ -11,7 +11,7 @@ internal static class JsJson
 
     public static byte[] Error(string type, ApiError error)
     {
-        var json = JsonSerializer.SerializeToUtf8Bytes(new ErrorResponse { Type = type, Error = error }, JsJsonContext.Default.ErrorResponse);
+        var json = GoJsonText.FromDotNet(JsonSerializer.SerializeToUtf8Bytes(new ErrorResponse { Type = type, Error = error }, JsJsonContext.Default.ErrorResponse));
         if (ErrorExtras(type) is not { } extras) return json;
         // nats-server writes its whole response struct: the fields without omitempty come with their zero values.
         var all = new byte[json.Length - 1 + extras.Length + 1];
@@ -33,7 +33,8 @@ internal static class JsJson
         _ => null,
     };
 
-    public static byte[] Serialize<T>(T value, JsonTypeInfo<T> info) => JsonSerializer.SerializeToUtf8Bytes(value, info);
+    /// <summary>An API answer, its text escaped as Go's encoding/json escapes it (GoJsonText).</summary>
+    public static byte[] Serialize<T>(T value, JsonTypeInfo<T> info) => GoJsonText.FromDotNet(JsonSerializer.SerializeToUtf8Bytes(value, info));
 
     /// <summary>
     /// Parses a request body as nats-server 2.14's strict decoding does (<see cref="GoJson"/>: Go's texts for syntax

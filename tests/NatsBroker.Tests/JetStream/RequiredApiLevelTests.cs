@@ -60,7 +60,7 @@ public sealed class RequiredApiLevelTests(AtomicBatchServer fixture) : IClassFix
         await HPubAsync(c, "al3.a", "_R.1", Batch("b1", 1) + "Nats-Required-Api-Level: 2\r\n", "one");
         Assert.Equal("", await ReplyAsync(c, "_R.1"));
         await HPubAsync(c, "al3.b", "_R.2", Batch("b1", 2, "1"), "two");
-        Assert.Equal("{\"stream\":\"AL3\", \"seq\":2,\"batch\":\"b1\",\"count\":2}", await ReplyAsync(c, "_R.2"));
+        Assert.Equal("{\"stream\":\"AL3\",\"seq\":2,\"batch\":\"b1\",\"count\":2}", await ReplyAsync(c, "_R.2"));
         var get = JsonDocument.Parse(await ApiAsync(T, "$JS.API.STREAM.MSG.GET.AL3", """{"seq":1}""")).RootElement;
         var hdrs = Encoding.UTF8.GetString(Convert.FromBase64String(get.GetProperty("message").GetProperty("hdrs").GetString()!));
         Assert.Equal("NATS/1.0\r\nNats-Batch-Id: b1\r\nNats-Batch-Sequence: 1\r\n\r\n", hdrs);
@@ -75,7 +75,7 @@ public sealed class RequiredApiLevelTests(AtomicBatchServer fixture) : IClassFix
         await HPubAsync(c, "al4.a", "_R.f.1.fail.1.2.$FI", "Nats-Required-Api-Level: 9\r\n", "x");
         Assert.Equal(Error(412, 10185, "JetStream minimum api level required", "AL4"), await ReplyAsync(c));
         await HPubAsync(c, "al4.a", "_R.g.1.fail.1.2.$FI", "Nats-Required-Api-Level: 3\r\n", "x");
-        Assert.Equal("{\"stream\":\"AL4\", \"seq\":1,\"batch\":\"g\",\"count\":1}", await ReplyAsync(c));
+        Assert.Equal("{\"stream\":\"AL4\",\"seq\":1,\"batch\":\"g\",\"count\":1}", await ReplyAsync(c));
         get = JsonDocument.Parse(await ApiAsync(T, "$JS.API.STREAM.MSG.GET.AL4", """{"seq":1}""")).RootElement;
         Assert.False(get.GetProperty("message").TryGetProperty("hdrs", out _));
     }
