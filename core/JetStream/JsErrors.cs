@@ -109,7 +109,6 @@ internal static class JsErrors
     public static ApiError ConsumerWqMultipleUnfiltered { get; } = E(400, 10099, "multiple non-filtered consumers not allowed on workqueue stream");
     public static ApiError ConsumerWqConsumerNotUnique { get; } = E(400, 10100, "filtered consumer not unique on workqueue stream");
     public static ApiError ConsumerWqConsumerNotDeliverAll { get; } = E(400, 10101, "consumer must be deliver all on workqueue stream");
-    public static ApiError ConsumerFilterNotSubset { get; } = E(400, 10093, "consumer filter subject is not a valid subset of the interest subjects");
     public static ApiError ConsumerInvalidDeliverSubject { get; } = E(400, 10112, "invalid push consumer deliver subject");
     public static ApiError ConsumerMaxDeliverBackoff { get; } = E(400, 10116, "max deliver is required to be > length of backoff values");
     public static ApiError ConsumerStoreFailed(string err) => E(500, 10104, $"error creating store for consumer: {err}");
