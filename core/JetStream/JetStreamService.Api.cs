@@ -25,6 +25,7 @@ public sealed partial class JetStreamService
         var t = subject.Split('.');
         // t[0]="$JS", t[1]="API"
         if (t.Length < 3) return true;
+        if (RefusedBeforeAccountChecks(req, t) is { } refused) return refused;
         if (!req.Headers.IsEmpty && ApiLevel.RequiresMore(req.Headers) && ResponseType(t) is { } responseType)
             return Fail(req, responseType, JsErrors.RequiredApiLevel);
         if (req.Js is null) return NotEnabledForAccount(req, t);
@@ -201,8 +202,12 @@ public sealed partial class JetStreamService
     private bool StreamCreate(ApiRequest req, string name)
     {
         const string type = "stream_create_response";
-        if (!JsJson.TryParse(req.Body, JsJsonContext.Default.StreamConfig, out var cfg, out var perr)) return Fail(req, type, perr!);
+        if (!JsJson.TryParseStrict(req.Body, JsJsonContext.Default.StreamConfig, GoSchemas.StreamConfigRequest, out var cfg, out var perr)) return Fail(req, type, perr!);
+        // jsStreamCreateRequest's own checks, before checkStreamCfg.
         if (cfg!.Name != name) return Fail(req, type, JsErrors.StreamMismatch);
+        if (name.Contains('/') || name.Contains('\\')) return Fail(req, type, JsErrors.StreamNameContainsPathSeparators);
+        if (cfg.Sealed) return Fail(req, type, JsErrors.StreamInvalidConfig("stream configuration for create can not be sealed"));
+        if (cfg.MirrorDirect && cfg.Mirror is null) return Fail(req, type, JsErrors.StreamInvalidConfig("stream has no mirror but does have mirror direct"));
         var err = JsConfigCheck.CheckStream(cfg, req.JetStream);
         if (err is not null) return Fail(req, type, err);
         AssetVersioning.SetStatic(cfg);
@@ -232,14 +237,23 @@ public sealed partial class JetStreamService
     private bool StreamUpdate(ApiRequest req, string name)
     {
         const string type = "stream_update_response";
-        if (!JsJson.TryParse(req.Body, JsJsonContext.Default.StreamConfig, out var cfg, out var perr)) return Fail(req, type, perr!);
-        if (cfg!.Name != name) return Fail(req, type, JsErrors.StreamMismatch);
-        var err = JsConfigCheck.CheckStream(cfg, req.JetStream);
+        if (!JsJson.TryParseStrict(req.Body, JsJsonContext.Default.StreamConfig, GoSchemas.StreamConfigRequest, out var cfg, out var perr)) return Fail(req, type, perr!);
+        // jsStreamUpdateRequest: checkStreamCfg first, then the name in the subject.
+        var err = JsConfigCheck.CheckStream(cfg!, req.JetStream);
         if (err is not null) return Fail(req, type, err);
+        if (cfg!.Name != name) return Fail(req, type, JsErrors.StreamMismatch);
         AssetVersioning.SetStatic(cfg);
         if (!req.JetStream.TryGet(name, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
         err = JsConfigCheck.CheckStreamUpdate(stream.Config, cfg);
         if (err is not null) return Fail(req, type, err);
+        if (cfg.Sealed)
+        {
+            // configUpdateCheck: a sealed stream keeps everything: no age limit, no deletes, purges or roll-ups.
+            cfg.MaxAge = 0;
+            cfg.Discard = "new";
+            cfg.DenyDelete = cfg.DenyPurge = true;
+            cfg.AllowRollupHdrs = false;
+        }
         if (req.JetStream.OverlapsOthers(name, cfg.Subjects)) return Fail(req, type, JsErrors.StreamSubjectOverlap);
         // jsa.configUpdateCheck: the new max_bytes against what the account's other streams reserve.
         if (req.JetStream.CheckStreamConfigLimits(cfg) is { } limitError) return Fail(req, type, limitError);
@@ -252,7 +266,9 @@ public sealed partial class JetStreamService
     private bool StreamInfo(ApiRequest req, string name)
     {
         const string type = "stream_info_response";
-        if (!JsJson.TryParse(req.Body, JsJsonContext.Default.StreamInfoRequest, out var r, out var perr)) return Fail(req, type, perr!);
+        // jsStreamInfoRequest reads a body only when it starts as a JSON object or array.
+        var r = new StreamInfoRequest();
+        if (ApiBodies.IsJsonObjectOrArray(req.Body) && !JsJson.TryParseStrict(req.Body, JsJsonContext.Default.StreamInfoRequest, GoSchemas.StreamInfoRequest, out r, out var perr)) return Fail(req, type, perr!);
         if (!req.JetStream.TryGet(name, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
         return Respond(req, StreamInfoJson(type, stream.Info(r!.SubjectsFilter, r.DeletedDetails == true), paged: true));
     }
@@ -274,7 +290,8 @@ public sealed partial class JetStreamService
             Config = AssetVersioning.WithDynamic(info.Config),
             Created = info.Created,
             State = info.State,
-            Cluster = info.Cluster,
+            // nats-server's create and update answers carry no cluster info; STREAM.INFO does (jsStreamInfoRequest).
+            Cluster = paged ? info.Cluster : null,
             Mirror = info.Mirror,
             Sources = info.Sources,
             Ts = info.Ts,
@@ -283,6 +300,7 @@ public sealed partial class JetStreamService
     private async Task<bool> StreamDeleteAsync(ApiRequest req, string name)
     {
         const string type = "stream_delete_response";
+        if (!ApiBodies.IsEmptyRequest(req.Body)) return Fail(req, type, JsErrors.NotEmptyRequest);
         if (!req.JetStream.TryGet(name, out _)) return Fail(req, type, JsErrors.StreamNotFound);
         if (!await req.JetStream.DeleteAsync(name).ConfigureAwait(false)) return Fail(req, type, JsErrors.StreamNotFound);
         Respond(req, JsJson.Serialize(new StreamDeleteResponse { Type = P + type, Success = true }, JsJsonContext.Default.StreamDeleteResponse));
@@ -294,7 +312,12 @@ public sealed partial class JetStreamService
     private bool StreamPurge(ApiRequest req, string name)
     {
         const string type = "stream_purge_response";
-        if (!JsJson.TryParse(req.Body, JsJsonContext.Default.StreamPurgeRequest, out var r, out var perr)) return Fail(req, type, perr!);
+        var r = new StreamPurgeRequest();
+        if (ApiBodies.IsJsonObjectOrArray(req.Body))
+        {
+            if (!JsJson.TryParseStrict(req.Body, JsJsonContext.Default.StreamPurgeRequest, GoSchemas.StreamPurgeRequest, out r, out var perr)) return Fail(req, type, perr!);
+            if (r!.Seq is > 0 && r.Keep is > 0) return Fail(req, type, JsErrors.BadRequest);
+        }
         if (!req.JetStream.TryGet(name, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
         var err = stream.Purge(r!, out ulong purged);
         req.JetStream.SyncUsage(stream);
@@ -305,7 +328,8 @@ public sealed partial class JetStreamService
     private bool StreamNames(ApiRequest req)
     {
         const string type = "stream_names_response";
-        if (!JsJson.TryParse(req.Body, JsJsonContext.Default.StreamNamesRequest, out var r, out var perr)) return Fail(req, type, perr!);
+        var r = new StreamNamesRequest();
+        if (ApiBodies.IsJsonObjectOrArray(req.Body) && !JsJson.TryParseStrict(req.Body, JsJsonContext.Default.StreamNamesRequest, GoSchemas.StreamNamesRequest, out r, out var perr)) return Fail(req, type, perr!);
         const int limit = 1024;
         var names = req.JetStream.Streams()
             .Where(s => string.IsNullOrEmpty(r!.Subject) || (s.Config.Subjects ?? []).Any(x => JsSubjects.Collide(x, r.Subject)))
@@ -318,20 +342,23 @@ public sealed partial class JetStreamService
     private bool StreamList(ApiRequest req)
     {
         const string type = "stream_list_response";
-        if (!JsJson.TryParse(req.Body, JsJsonContext.Default.StreamNamesRequest, out var r, out var perr)) return Fail(req, type, perr!);
+        var r = new StreamNamesRequest();
+        if (ApiBodies.IsJsonObjectOrArray(req.Body) && !JsJson.TryParseStrict(req.Body, JsJsonContext.Default.StreamNamesRequest, GoSchemas.StreamListRequest, out r, out var perr)) return Fail(req, type, perr!);
         const int limit = 256;
         var all = req.JetStream.Streams()
             .Where(s => string.IsNullOrEmpty(r!.Subject) || (s.Config.Subjects ?? []).Any(x => JsSubjects.Collide(x, r.Subject)))
             .ToList();
         int offset = Math.Clamp(r!.Offset ?? 0, 0, all.Count);
-        var resp = new StreamListResponse { Type = P + type, Total = all.Count, Offset = offset, Limit = limit, Streams = all.Skip(offset).Take(limit).Select(s => s.Info()).ToList() };
+        var resp = new StreamListResponse { Type = P + type, Total = all.Count, Offset = offset, Limit = limit, Streams = all.Skip(offset).Take(limit).Select(s => WithoutCluster(s.Info())).ToList() };
         return Respond(req, JsJson.Serialize(resp, JsJsonContext.Default.StreamListResponse));
     }
 
     private bool StreamMsgGet(ApiRequest req, string name)
     {
         const string type = "stream_msg_get_response";
-        if (!JsJson.TryParse(req.Body, JsJsonContext.Default.MsgGetRequest, out var r, out var perr)) return Fail(req, type, perr!);
+        if (ApiBodies.IsEmptyRequest(req.Body)) return Fail(req, type, JsErrors.BadRequest);
+        if (!JsJson.TryParseStrict(req.Body, JsJsonContext.Default.MsgGetRequest, GoSchemas.MsgGetRequest, out var r, out var perr)) return Fail(req, type, perr!);
+        if (JsStream.RefuseMsgGet(r!) is { } refused) return Fail(req, type, refused);
         if (!req.JetStream.TryGet(name, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
         lock (_apiMsgLock)
         {
@@ -341,7 +368,7 @@ public sealed partial class JetStreamService
             {
                 Subject = Encoding.UTF8.GetString(_apiMsg.Subject),
                 Seq = _apiMsg.Sequence,
-                Hdrs = _apiMsg.HeadersLength > 0 ? _apiMsg.Headers.ToArray() : null,
+                Hdrs = _apiMsg.HeadersLength > 0 && r!.NoHdr != true ? _apiMsg.Headers.ToArray() : null,
                 Data = _apiMsg.PayloadLength > 0 ? _apiMsg.Payload.ToArray() : null,
                 Time = GoTime.FromUnixNanos(_apiMsg.Timestamp),
             };
@@ -352,7 +379,8 @@ public sealed partial class JetStreamService
     private bool StreamMsgDelete(ApiRequest req, string name)
     {
         const string type = "stream_msg_delete_response";
-        if (!JsJson.TryParse(req.Body, JsJsonContext.Default.MsgDeleteRequest, out var r, out var perr)) return Fail(req, type, perr!);
+        if (ApiBodies.IsEmptyRequest(req.Body)) return Fail(req, type, JsErrors.BadRequest);
+        if (!JsJson.TryParseStrict(req.Body, JsJsonContext.Default.MsgDeleteRequest, GoSchemas.MsgDeleteRequest, out var r, out var perr)) return Fail(req, type, perr!);
         if (!req.JetStream.TryGet(name, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
         var err = stream.DeleteMessage(r!);
         req.JetStream.SyncUsage(stream);
@@ -398,55 +426,52 @@ public sealed partial class JetStreamService
         return true;
     }
 
+    /// <summary>
+    /// CONSUMER.CREATE.&lt;stream&gt;[.&lt;name&gt;[.&lt;filter&gt;]] and CONSUMER.DURABLE.CREATE.&lt;stream&gt;.&lt;durable&gt;, in the
+    /// order of nats-server's jsConsumerCreateRequest and stream.addConsumerWithAssignment (the first refusal wins).
+    /// </summary>
     private bool ConsumerCreate(ApiRequest req, string streamName, string? nameInSubject, string? filterInSubject, bool durableForm)
     {
         const string type = "consumer_create_response";
-        if (!JsJson.TryParse(req.Body, JsJsonContext.Default.CreateConsumerRequest, out var r, out var perr)) return Fail(req, type, perr!);
-        if (r!.StreamName != streamName) return Fail(req, type, JsErrors.StreamMismatch);
+        if (!JsJson.TryParseStrict(req.Body, JsJsonContext.Default.CreateConsumerRequest, GoSchemas.CreateConsumerRequest, out var r, out var perr)) return Fail(req, type, perr!);
         // nats-server's request holds the config by value: a missing one is an empty config.
-        var cfg = r.Config ?? new ConsumerConfig();
-        if (!req.JetStream.TryGet(streamName, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
-
+        var cfg = r!.Config ?? new ConsumerConfig();
+        bool legacyEphemeral = !durableForm && nameInSubject is null;
+        string? consumerName = legacyEphemeral ? cfg.Name : nameInSubject;
+        if (streamName != (r.StreamName ?? "")) return Fail(req, type, JsErrors.StreamMismatch);
+        if (!string.IsNullOrEmpty(consumerName) && (consumerName.Contains('/') || consumerName.Contains('\\')))
+            return Fail(req, type, JsErrors.ConsumerNameContainsPathSeparators);
         if (durableForm)
         {
-            if (string.IsNullOrEmpty(nameInSubject)) return Fail(req, type, JsErrors.ConsumerDurableNameNotInSubject);
             if (string.IsNullOrEmpty(cfg.DurableName)) return Fail(req, type, JsErrors.ConsumerDurableNameNotSet);
-            if (cfg.DurableName != nameInSubject) return Fail(req, type, JsErrors.ConsumerDurableNameNotMatchSubject);
+            if (cfg.DurableName != consumerName) return Fail(req, type, JsErrors.ConsumerDurableNameNotMatchSubject);
+            cfg.Name = consumerName;
         }
-        else if (nameInSubject is not null)
+        else if (!legacyEphemeral)
         {
-            if (!string.IsNullOrEmpty(cfg.Name) && cfg.Name != nameInSubject) return Fail(req, type, JsErrors.ConsumerDurableNameNotMatchSubject);
-            if (!string.IsNullOrEmpty(cfg.DurableName) && cfg.DurableName != nameInSubject) return Fail(req, type, JsErrors.ConsumerDurableNameNotMatchSubject);
-            if (filterInSubject is not null)
-            {
-                if (cfg.FilterSubjects is { Length: > 0 }) return Fail(req, type, JsErrors.ConsumerMultipleFiltersNotAllowed);
-                if (!string.IsNullOrEmpty(cfg.FilterSubject) && cfg.FilterSubject != filterInSubject) return Fail(req, type, JsErrors.ConsumerCreateFilterSubjectMismatch);
-            }
+            if (!string.IsNullOrEmpty(cfg.DurableName) && cfg.DurableName != consumerName) return Fail(req, type, JsErrors.ConsumerDurableNameNotMatchSubject);
+            cfg.Name = consumerName;
         }
-        if (!string.IsNullOrEmpty(cfg.DurableName) && !string.IsNullOrEmpty(cfg.Name) && cfg.DurableName != cfg.Name)
-            return Fail(req, type, JsErrors.ConsumerCreateDurableAndNameMismatch);
-        string? name = !string.IsNullOrEmpty(cfg.DurableName) ? cfg.DurableName : !string.IsNullOrEmpty(cfg.Name) ? cfg.Name : nameInSubject;
-        if (name is not null)
+        if (legacyEphemeral && !string.IsNullOrEmpty(cfg.DurableName)) return Fail(req, type, JsErrors.ConsumerEphemeralWithDurableName);
+        if (!string.IsNullOrEmpty(filterInSubject))
         {
-            if (name.Contains('/') || name.Contains('\\')) return Fail(req, type, JsErrors.ConsumerNameContainsPathSeparators);
-            if (!JsConfigCheck.IsValidName(name)) return Fail(req, type, JsErrors.ConsumerBadDurableName);
-            if (name.Length > JsConfigCheck.MaxNameLength) return Fail(req, type, JsErrors.ConsumerNameTooLong(JsConfigCheck.MaxNameLength));
+            if (cfg.FilterSubjects is { Length: > 0 }) return Fail(req, type, JsErrors.ConsumerMultipleFiltersNotAllowed);
+            if (cfg.FilterSubject != filterInSubject) return Fail(req, type, JsErrors.ConsumerCreateFilterSubjectMismatch);
         }
-        name ??= RandomName();
-        if (!string.IsNullOrEmpty(cfg.Name) || nameInSubject is not null) cfg.Name = name;
-        if (!string.IsNullOrEmpty(cfg.DurableName)) cfg.Name = name;
-        cfg.Name ??= name;
-        bool ackPendingSet = cfg.MaxAckPending is > 0;
-        var err = JsConfigCheck.CheckConsumer(cfg, stream.Config, false);
-        if (err is not null) return Fail(req, type, err);
+        if (cfg.NumReplicas > 1) return Fail(req, type, JsErrors.StreamReplicasNotSupported);
+        if (!req.JetStream.TryGet(streamName, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
+        // An existing consumer keeps its pause_until (CONSUMER.PAUSE changes it, not a create).
+        if (!string.IsNullOrEmpty(consumerName) && stream.TryGetConsumer(consumerName, out var paused)) cfg.PauseUntil = paused.Config.PauseUntil;
         AssetVersioning.SetStatic(cfg);
-        err = req.JetStream.ApplyAckPendingLimit(cfg, ackPendingSet);
+        var err = JsConfigCheck.CheckConsumer(cfg, stream.Config, req.JetStream.Limits.MaxAckPending);
         if (err is not null) return Fail(req, type, err);
 
+        string? name = !string.IsNullOrEmpty(cfg.DurableName) ? cfg.DurableName : cfg.Name;
         JsConsumer? consumer;
         lock (stream.ConsumersLock)
         {
-            if (stream.TryGetConsumer(name, out var existing))
+            var wq = stream.Config.Retention == "workqueue";
+            if (!string.IsNullOrEmpty(name) && stream.TryGetConsumer(name, out var existing))
             {
                 if (r.Action == "create")
                 {
@@ -454,6 +479,7 @@ public sealed partial class JetStreamService
                     AssetVersioning.CopyStatic(cfg, existing.Config);
                     if (!SameJson(existing.Config, cfg)) return Fail(req, type, JsErrors.ConsumerAlreadyExists);
                 }
+                if (wq && !PartitionUnique(stream, name, cfg)) return Fail(req, type, JsErrors.ConsumerWqConsumerNotUnique);
                 if (!SameJson(existing.Config, cfg))
                 {
                     var uerr = CheckConsumerUpdate(existing.Config, cfg);
@@ -464,16 +490,29 @@ public sealed partial class JetStreamService
             }
             if (r.Action == "update") return Fail(req, type, JsErrors.ConsumerDoesNotExist);
             if (req.JetStream.ConsumerLimitReached(stream)) return Fail(req, type, JsErrors.MaximumConsumersLimit);
-            if (stream.Config.Retention == "workqueue")
+            if (wq)
             {
-                foreach (var other in stream.ConsumersUnlocked)
+                if (cfg.AckPolicy != "explicit") return Fail(req, type, JsErrors.ConsumerWqRequiresExplicitAck);
+                if (cfg.DeliverPolicy != "all") return Fail(req, type, JsErrors.ConsumerWqConsumerNotDeliverAll);
+                if (stream.ConsumersUnlocked.Any())
                 {
-                    var of = other.Config.FilterSubjects is { Length: > 0 } ofs ? ofs : string.IsNullOrEmpty(other.Config.FilterSubject) ? [] : [other.Config.FilterSubject];
-                    var nf = cfg.FilterSubjects is { Length: > 0 } nfs ? nfs : string.IsNullOrEmpty(cfg.FilterSubject) ? [] : [cfg.FilterSubject];
-                    if (of.Length == 0 || nf.Length == 0) return Fail(req, type, of.Length == 0 && nf.Length == 0 ? JsErrors.ConsumerWqMultipleUnfiltered : JsErrors.ConsumerWqConsumerNotUnique);
-                    if (JsSubjects.Overlap(of, nf)) return Fail(req, type, JsErrors.ConsumerWqConsumerNotUnique);
+                    if (Filters(cfg).Length == 0) return Fail(req, type, JsErrors.ConsumerWqMultipleUnfiltered);
+                    if (!PartitionUnique(stream, name, cfg)) return Fail(req, type, JsErrors.ConsumerWqConsumerNotUnique);
                 }
             }
+            if (!string.IsNullOrEmpty(cfg.DurableName) && cfg.DurableName.Length > JsConfigCheck.MaxNameLength)
+                return Fail(req, type, JsErrors.ConsumerNameTooLong(JsConfigCheck.MaxNameLength));
+            if (string.IsNullOrEmpty(name))
+            {
+                // A legacy ephemeral's generated name is not written into its config (consumer.go names it after
+                // copying the config), so its info shows no config.name.
+                do name = RandomName(); while (stream.TryGetConsumer(name, out _));
+            }
+            else
+            {
+                cfg.Name = name;
+            }
+            if (!JsConfigCheck.IsValidAssetName(name)) return Fail(req, type, JsErrors.ConsumerBadDurableName);
             err = JsConsumer.Create(stream, name, cfg, DateTime.UtcNow, recovering: false, out consumer);
             if (err is not null) return Fail(req, type, err);
             stream.AddConsumerLocked(consumer!);
@@ -486,17 +525,51 @@ public sealed partial class JetStreamService
         return Respond(req, ConsumerInfoJson(type, info));
     }
 
-    /// <summary>What a consumer update may not change (nats-server consumer.go checkNewConsumerConfig).</summary>
+    private static string[] Filters(ConsumerConfig c) =>
+        c.FilterSubjects is { Length: > 0 } fs ? fs : string.IsNullOrEmpty(c.FilterSubject) ? [] : [c.FilterSubject];
+
+    /// <summary>
+    /// stream.go partitionUnique: on a work queue no other consumer's filters may overlap this one's (an unfiltered
+    /// other consumer overlaps everything; a request without filters has nothing to compare).
+    /// </summary>
+    private static bool PartitionUnique(JsStream stream, string? name, ConsumerConfig cfg)
+    {
+        var mine = Filters(cfg);
+        if (mine.Length == 0) return true;
+        foreach (var other in stream.ConsumersUnlocked)
+        {
+            if (other.Name == name) continue;
+            var theirs = Filters(other.Config);
+            if (theirs.Length == 0) return false;
+            foreach (var a in mine)
+                foreach (var b in theirs)
+                    if (JsSubjects.Collide(a, b)) return false;
+        }
+        return true;
+    }
+
+    /// <summary>What a consumer update may not change (nats-server consumer.go checkNewConsumerConfig, its order and texts).</summary>
     private static ApiError? CheckConsumerUpdate(ConsumerConfig old, ConsumerConfig next)
     {
         if (old.DeliverPolicy != next.DeliverPolicy) return JsErrors.ConsumerCreate("deliver policy can not be updated");
+        if ((old.MemStorage ?? false) != (next.MemStorage ?? false)) return JsErrors.ConsumerCreate("storage type can not be updated");
         if (old.OptStartSeq != next.OptStartSeq) return JsErrors.ConsumerCreate("start sequence can not be updated");
         if (old.OptStartTime != next.OptStartTime) return JsErrors.ConsumerCreate("start time can not be updated");
         if (old.AckPolicy != next.AckPolicy) return JsErrors.ConsumerCreate("ack policy can not be updated");
         if (old.ReplayPolicy != next.ReplayPolicy) return JsErrors.ConsumerCreate("replay policy can not be updated");
-        if (string.IsNullOrEmpty(old.DeliverSubject) != string.IsNullOrEmpty(next.DeliverSubject))
-            return JsErrors.ConsumerCreate(string.IsNullOrEmpty(old.DeliverSubject) ? "can not update pull consumer to push based" : "can not update push consumer to pull based");
-        if (old.DeliverSubject != next.DeliverSubject) return JsErrors.ConsumerExistingActive;
+        if (old.IdleHeartbeat != next.IdleHeartbeat) return JsErrors.ConsumerCreate("heart beats can not be updated");
+        if ((old.FlowControl ?? false) != (next.FlowControl ?? false)) return JsErrors.ConsumerCreate("flow control can not be updated");
+        if (old.DeliverSubject != next.DeliverSubject)
+        {
+            if (string.IsNullOrEmpty(old.DeliverSubject)) return JsErrors.ConsumerCreate("can not update pull consumer to push based");
+            if (string.IsNullOrEmpty(next.DeliverSubject)) return JsErrors.ConsumerCreate("can not update push consumer to pull based");
+            // nats-server allows a new deliver subject when nobody listens on the old one (10013 otherwise); the
+            // consumer here cannot move its deliveries, so it keeps refusing.
+            return JsErrors.ConsumerExistingActive;
+        }
+        if (old.MaxWaiting != next.MaxWaiting) return JsErrors.ConsumerCreate("max waiting can not be updated");
+        if (next.Backoff is { Length: > 0 } bo && next.MaxDeliver != -1 && bo.Length > next.MaxDeliver) return JsErrors.ConsumerMaxDeliverBackoff;
+        // nats-server 2.10+ may change filters on update; this consumer's delivery cannot yet.
         if (old.FilterSubject != next.FilterSubject || !(old.FilterSubjects ?? []).SequenceEqual(next.FilterSubjects ?? []))
             return JsErrors.ConsumerCreate("filter subject can not be updated by this server yet");
         return null;
@@ -510,9 +583,26 @@ public sealed partial class JetStreamService
         return new string(c);
     }
 
+    /// <summary>
+    /// A non-clustered nats-server 2.14 leaves cluster info out of consumer answers and STREAM.LIST entries
+    /// (js.clusterInfo of a nil raft group); only STREAM.INFO names the server as leader.
+    /// </summary>
+    private static ConsumerInfo WithoutCluster(ConsumerInfo info)
+    {
+        info.Cluster = null;
+        return info;
+    }
+
+    private static StreamInfo WithoutCluster(StreamInfo info)
+    {
+        info.Cluster = null;
+        return info;
+    }
+
     /// <summary>A ConsumerInfo response, its config's metadata naming this server (nats-server setDynamicConsumerInfoMetadata).</summary>
     private static byte[] ConsumerInfoJson(string type, ConsumerInfo info)
     {
+        WithoutCluster(info);
         var resp = ConsumerInfoResponse.From(P + type, info);
         resp.Config = AssetVersioning.WithDynamic(info.Config);
         return JsJson.Serialize(resp, JsJsonContext.Default.ConsumerInfoResponse);
@@ -521,6 +611,7 @@ public sealed partial class JetStreamService
     private bool ConsumerInfo(ApiRequest req, string streamName, string name)
     {
         const string type = "consumer_info_response";
+        // A request body was refused before (RefusedBeforeAccountChecks), as jsConsumerInfoRequest does first.
         if (!req.JetStream.TryGet(streamName, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
         if (!stream.TryGetConsumer(name, out var c)) return Fail(req, type, JsErrors.ConsumerNotFound);
         return Respond(req, ConsumerInfoJson(type, c.Info()));
@@ -529,6 +620,7 @@ public sealed partial class JetStreamService
     private async Task<bool> ConsumerDeleteAsync(ApiRequest req, string streamName, string name)
     {
         const string type = "consumer_delete_response";
+        if (!ApiBodies.IsEmptyRequest(req.Body)) return Fail(req, type, JsErrors.NotEmptyRequest);
         if (!req.JetStream.TryGet(streamName, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
         if (!stream.TryGetConsumer(name, out var c)) return Fail(req, type, JsErrors.ConsumerNotFound);
         c.MarkDeleted();
@@ -562,7 +654,8 @@ public sealed partial class JetStreamService
     private bool ConsumerNames(ApiRequest req, string streamName)
     {
         const string type = "consumer_names_response";
-        if (!JsJson.TryParse(req.Body, JsJsonContext.Default.OffsetRequest, out var r, out var perr)) return Fail(req, type, perr!);
+        var r = new OffsetRequest();
+        if (ApiBodies.IsJsonObjectOrArray(req.Body) && !JsJson.TryParseStrict(req.Body, JsJsonContext.Default.OffsetRequest, GoSchemas.ConsumersRequest, out r, out var perr)) return Fail(req, type, perr!);
         if (!req.JetStream.TryGet(streamName, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
         const int limit = 1024;
         var all = stream.Consumers;
@@ -574,12 +667,13 @@ public sealed partial class JetStreamService
     private bool ConsumerList(ApiRequest req, string streamName)
     {
         const string type = "consumer_list_response";
-        if (!JsJson.TryParse(req.Body, JsJsonContext.Default.OffsetRequest, out var r, out var perr)) return Fail(req, type, perr!);
+        var r = new OffsetRequest();
+        if (ApiBodies.IsJsonObjectOrArray(req.Body) && !JsJson.TryParseStrict(req.Body, JsJsonContext.Default.OffsetRequest, GoSchemas.ConsumersRequest, out r, out var perr)) return Fail(req, type, perr!);
         if (!req.JetStream.TryGet(streamName, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
         const int limit = 256;
         var all = stream.Consumers;
         int offset = Math.Clamp(r!.Offset ?? 0, 0, all.Length);
-        var resp = new ConsumerListResponse { Type = P + type, Total = all.Length, Offset = offset, Limit = limit, Consumers = all.Skip(offset).Take(limit).Select(c => c.Info()).ToList() };
+        var resp = new ConsumerListResponse { Type = P + type, Total = all.Length, Offset = offset, Limit = limit, Consumers = all.Skip(offset).Take(limit).Select(c => WithoutCluster(c.Info())).ToList() };
         return Respond(req, JsJson.Serialize(resp, JsJsonContext.Default.ConsumerListResponse));
     }
 

@@ -15,7 +15,10 @@ internal static partial class JsConfigCheck
             if (c.Sources is { Length: > 0 }) return JsErrors.MirrorWithSources;
             if (c.Subjects is { Length: > 0 }) return JsErrors.MirrorWithSubjects;
             if (c.FirstSeq is > 0) return JsErrors.MirrorWithFirstSeq;
-            if (m.OptStartSeq is > 0 && m.OptStartTime is not null) return JsErrors.MirrorWithStartSeqAndTime;
+            // 2.14 refuses no start seq + start time pair any more (10032 is unused); it refuses these instead.
+            if (c.AllowMsgCounter == true) return Batching.BatchErrors.MirrorWithCounters;
+            if (c.AllowAtomic == true) return Batching.BatchErrors.MirrorWithAtomicPublish;
+            if (c.AllowBatched == true) return Batching.BatchErrors.MirrorWithBatchPublish;
             if (!string.IsNullOrEmpty(m.FilterSubject) && m.SubjectTransforms is { Length: > 0 }) return JsErrors.MirrorMultipleFiltersNotAllowed;
             if (c.SubjectDeleteMarkerTtl is > 0) return JsErrors.StreamInvalidConfig("subject delete markers forbidden on mirrors");
             var trs = m.SubjectTransforms ?? [];

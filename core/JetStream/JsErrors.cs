@@ -55,7 +55,6 @@ internal static class JsErrors
     public static ApiError StreamExternalApiOverlap(string prefix, string subject) => E(400, 10021, $"stream external api prefix {prefix} must not overlap with {subject}");
     public static ApiError SourceMaxMessageSizeTooBig { get; } = E(400, 10046, "stream source must have max message size >= target");
     public static ApiError MirrorWithSources { get; } = E(400, 10031, "stream mirrors can not also contain other sources");
-    public static ApiError MirrorWithStartSeqAndTime { get; } = E(400, 10032, "stream mirrors can not have both start seq and start time configured");
     public static ApiError MirrorWithSubjects { get; } = E(400, 10034, "stream mirrors can not contain subjects");
     public static ApiError MirrorWithFirstSeq { get; } = E(400, 10143, "stream mirrors can not have first sequence configured");
     public static ApiError StreamMirrorNotUpdatable { get; } = E(400, 10055, "stream mirror configuration can not be updated");
@@ -110,7 +109,6 @@ internal static class JsErrors
     public static ApiError ConsumerWqMultipleUnfiltered { get; } = E(400, 10099, "multiple non-filtered consumers not allowed on workqueue stream");
     public static ApiError ConsumerWqConsumerNotUnique { get; } = E(400, 10100, "filtered consumer not unique on workqueue stream");
     public static ApiError ConsumerWqConsumerNotDeliverAll { get; } = E(400, 10101, "consumer must be deliver all on workqueue stream");
-    public static ApiError ConsumerFilterNotSubset { get; } = E(400, 10093, "consumer filter subject is not a valid subset of the interest subjects");
     public static ApiError ConsumerInvalidDeliverSubject { get; } = E(400, 10112, "invalid push consumer deliver subject");
     public static ApiError ConsumerMaxDeliverBackoff { get; } = E(400, 10116, "max deliver is required to be > length of backoff values");
     public static ApiError ConsumerStoreFailed(string err) => E(500, 10104, $"error creating store for consumer: {err}");
@@ -118,4 +116,25 @@ internal static class JsErrors
     public static ApiError ConsumerNameTooLong(int max) => E(400, 10102, $"consumer name is too long, maximum allowed is {max}");
     public static ApiError ConsumerInvalidSampling(string value) => E(400, 10095, $"failed to parse consumer sampling configuration: strconv.Atoi: parsing \"{value.TrimEnd('%')}\": invalid syntax");
     public static ApiError ConsumerMaxRequestBatchNegative { get; } = E(400, 10114, "consumer max request batch needs to be > 0");
+    // 2.10-2.14 consumer config refusals (consumer.go checkConsumerCfg, jetstream_api.go jsConsumerCreateRequest).
+    public static ApiError ConsumerEphemeralWithDurableName { get; } = E(400, 10020, "consumer expected to be ephemeral but a durable name was set in request");
+    public static ApiError ConsumerDeliverCycle { get; } = E(400, 10081, "consumer deliver subject forms a cycle");
+    public static ApiError ConsumerHbRequiresPush { get; } = E(400, 10088, "consumer idle heartbeat requires a push based consumer");
+    public static ApiError ConsumerDescriptionTooLong(int max) => E(400, 10107, $"consumer description is too long, maximum allowed is {max}");
+    public static ApiError ConsumerMaxRequestExpiresTooSmall { get; } = E(400, 10115, "consumer max request expires needs to be >= 1ms");
+    public static ApiError ConsumerReplicasExceedsStream { get; } = E(400, 10126, "consumer config replica count exceeds parent stream");
+    public static ApiError ReplicasCountCannotBeNegative { get; } = E(400, 10133, "replicas count cannot be negative");
+    public static ApiError ConsumerReplicasShouldMatchStream { get; } = E(400, 10134, "consumer config replicas must match interest retention stream's replicas");
+    public static ApiError ConsumerMetadataLength(string limit) => E(400, 10135, $"consumer metadata exceeds maximum size of {limit}");
+    public static ApiError ConsumerInactiveThresholdExcess(string limit) => E(400, 10153, $"consumer inactive threshold exceeds system limit of {limit}");
+    public static ApiError ConsumerAckPolicyInvalid { get; } = E(400, 10181, "consumer ack policy invalid");
+    public static ApiError ConsumerAckWaitNegative { get; } = E(400, 10183, "consumer ack wait needs to be positive");
+    public static ApiError ConsumerBackOffNegative { get; } = E(400, 10184, "consumer backoff needs to be positive");
+    public static ApiError ConsumerAckFcRequiresPush { get; } = E(400, 10218, "flow control ack policy requires a push based consumer");
+    public static ApiError ConsumerAckFcRequiresFc { get; } = E(400, 10219, "flow control ack policy requires flow control");
+    public static ApiError ConsumerAckFcRequiresMaxAckPending { get; } = E(400, 10220, "flow control ack policy requires max ack pending");
+    public static ApiError ConsumerAckFcRequiresNoAckWait { get; } = E(400, 10221, "flow control ack policy requires unset ack wait");
+    public static ApiError ConsumerAckFcRequiresNoMaxDeliver { get; } = E(400, 10222, "flow control ack policy requires unset max deliver");
+    /// <summary>Cluster-only APIs on a server without clustering (jsStreamLeaderStepDownRequest and the like).</summary>
+    public static ApiError ClusterRequired { get; } = E(503, 10010, "JetStream clustering support required");
 }

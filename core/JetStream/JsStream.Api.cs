@@ -69,15 +69,35 @@ internal sealed partial class JsStream
         return null;
     }
 
+    /// <summary>jsMsgGetRequest's refusals of a request (before the stream is looked up): 10003 bad request.</summary>
+    internal static ApiError? RefuseMsgGet(MsgGetRequest r)
+    {
+        if (r.Batch > 0 || r.MaxBytes > 0) return JsErrors.BadRequest;
+        bool seq = r.Seq > 0, last = !string.IsNullOrEmpty(r.LastBySubj), next = !string.IsNullOrEmpty(r.NextBySubj), start = r.StartTime is not null;
+        if ((seq && last) || (!seq && !last && !next && !start) || (seq && start) || (start && last) || (last && next)) return JsErrors.BadRequest;
+        return null;
+    }
+
+    /// <summary>A request that passed <see cref="RefuseMsgGet"/>: by sequence, next by subject from a sequence, or last by subject.</summary>
     public ApiError? GetMessage(MsgGetRequest req, StoredMessage into)
     {
-        int set = (req.Seq is > 0 ? 1 : 0) + (string.IsNullOrEmpty(req.LastBySubj) ? 0 : 1);
-        if (set != 1 && !(req.Seq is > 0 && !string.IsNullOrEmpty(req.NextBySubj)) && string.IsNullOrEmpty(req.NextBySubj)) return JsErrors.BadRequest;
+        ulong seq = req.StartTime is { } start ? SequenceFromTime(GoTime.ToUnixNanos(start), into) : req.Seq ?? 0;
         StoreStatus status;
-        if (!string.IsNullOrEmpty(req.LastBySubj)) status = Store.LoadLast(Encoding.UTF8.GetBytes(req.LastBySubj), into);
-        else if (!string.IsNullOrEmpty(req.NextBySubj)) status = Store.LoadNext(Encoding.UTF8.GetBytes(req.NextBySubj), Math.Max(1, req.Seq ?? 1), into);
-        else status = Store.Load(req.Seq!.Value, into);
+        if (seq > 0 && string.IsNullOrEmpty(req.NextBySubj)) status = Store.Load(seq, into);
+        else if (!string.IsNullOrEmpty(req.NextBySubj)) status = Store.LoadNext(Encoding.UTF8.GetBytes(req.NextBySubj), Math.Max(1, seq), into);
+        else status = Store.LoadLast(Encoding.UTF8.GetBytes(req.LastBySubj ?? ""), into);
         return status == StoreStatus.Ok ? null : JsErrors.NoMessageFound;
+    }
+
+    /// <summary>The first sequence stored at or after <paramref name="unixNanos"/>, or last+1 (store GetSeqFromTime), by a scan.</summary>
+    private ulong SequenceFromTime(long unixNanos, StoredMessage probe)
+    {
+        var st = Store.GetState();
+        for (ulong s = st.FirstSequence; s <= st.LastSequence && s > 0; s++)
+        {
+            if (Store.Load(s, probe) == StoreStatus.Ok && probe.Timestamp >= unixNanos) return s;
+        }
+        return st.LastSequence + 1;
     }
 
     public ApiError? DeleteMessage(MsgDeleteRequest req)
@@ -86,7 +106,19 @@ internal sealed partial class JsStream
         if (cfg.Sealed) return JsErrors.StreamSealed;
         if (cfg.DenyDelete) return JsErrors.StreamMsgDeleteFailed("message delete not permitted");
         var status = req.NoErase == true ? Store.Remove(req.Seq) : Store.Erase(req.Seq);
-        if (status is StoreStatus.NotFound or StoreStatus.Deleted) return JsErrors.SequenceNotFound(req.Seq);
+        if (status is StoreStatus.NotFound or StoreStatus.Deleted)
+        {
+            // nats-server's file store tells a sequence outside its blocks apart (filestore.go removeMsg):
+            // 0 or below the first sequence "no message found", above the last "stream store EOF"; its memory
+            // store, and a deleted sequence inside a block, answer 10043.
+            if (cfg.Storage == "file")
+            {
+                var st = Store.GetState();
+                if (req.Seq == 0 || (req.Seq < st.FirstSequence && req.Seq <= st.LastSequence)) return JsErrors.StreamMsgDeleteFailed("no message found");
+                if (req.Seq > st.LastSequence) return JsErrors.StreamMsgDeleteFailed("stream store EOF");
+            }
+            return JsErrors.SequenceNotFound(req.Seq);
+        }
         if (status != StoreStatus.Ok) return JsErrors.StreamMsgDeleteFailed(Store.LastError ?? status.ToString());
         foreach (var c in _consumerSnapshot) c.OnStreamChanged();
         return null;

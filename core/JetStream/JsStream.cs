@@ -52,10 +52,11 @@ internal sealed partial class JsStream : IAsyncDisposable
         // Full: TryWrite fails (the publisher gets 429; nothing is dropped silently), and mirror/source copies wait
         // for room (WaitToWriteAsync).
         _inbound = new InboundQueue<Inbound>(InboundLimit);
-        // nats-server formats PubAcks with Sprintf, spaces included: {"stream":"S", ["domain":"D", ]"seq":N[,"duplicate": true]}
+        // nats-server 2.14 formats PubAcks without spaces (stream.go: {"stream":"S",["domain":"D",]"seq":N[,"duplicate": true]});
+        // 2.9.10 wrote a space after each comma.
         string quotedName = JsonSerializer.Serialize(Name, JsJsonContextStrings.Default.String);
-        string domain = account.Domain is { Length: > 0 } d ? $"\"domain\":{JsonSerializer.Serialize(d, JsJsonContextStrings.Default.String)}, " : "";
-        _pubAckPrefix = Encoding.UTF8.GetBytes($"{{\"stream\":{quotedName}, {domain}\"seq\":");
+        string domain = account.Domain is { Length: > 0 } d ? $"\"domain\":{JsonSerializer.Serialize(d, JsJsonContextStrings.Default.String)}," : "";
+        _pubAckPrefix = Encoding.UTF8.GetBytes($"{{\"stream\":{quotedName},{domain}\"seq\":");
     }
 
     public string Name { get; }

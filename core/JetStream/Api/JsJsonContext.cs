@@ -5,12 +5,13 @@ namespace NatsBroker.JetStream.Api;
 
 /// <summary>
 /// Source-generated JSON for the JetStream API: snake_case names as nats-server's struct tags, nulls skipped
-/// (Go's omitempty on the fields modelled as nullable), unknown request fields ignored (nats-server is not strict
-/// outside pedantic mode).
+/// (Go's omitempty on the fields modelled as nullable), names matched case-insensitively as Go does. Unknown request
+/// fields are ignored here: GoJson has already refused them where nats-server 2.14's strict decoding does.
 /// </summary>
 [JsonSourceGenerationOptions(
     PropertyNamingPolicy = JsonKnownNamingPolicy.SnakeCaseLower,
     DefaultIgnoreCondition = JsonIgnoreCondition.WhenWritingNull,
+    PropertyNameCaseInsensitive = true,
     Converters = [typeof(GoTimeConverter), typeof(GoNullableTimeConverter)])]
 [JsonSerializable(typeof(ErrorResponse))]
 [JsonSerializable(typeof(StreamConfig))]

@@ -46,6 +46,7 @@ public sealed class Placement
 {
     public string? Cluster { get; set; }
     public string[]? Tags { get; set; }
+    public string? Preferred { get; set; }
 }
 
 /// <summary>nats-server ExternalStream: a source or mirror in another account or domain (api / deliver prefixes).</summary>
@@ -234,6 +235,12 @@ public sealed class MsgGetRequest
     public ulong? Seq { get; set; }
     public string? LastBySubj { get; set; }
     public string? NextBySubj { get; set; }
+    /// <summary>DIRECT.GET's batch fields: STREAM.MSG.GET refuses them (jsMsgGetRequest).</summary>
+    public int? Batch { get; set; }
+    public int? MaxBytes { get; set; }
+    /// <summary>The first message at or after this time.</summary>
+    public DateTime? StartTime { get; set; }
+    [System.Text.Json.Serialization.JsonPropertyName("no_hdr")] public bool? NoHdr { get; set; }
 }
 
 public sealed class StoredMsgInfo

@@ -14,6 +14,8 @@ internal static class BatchConfigCheck
         if (c.AllowMsgCounter == true)
         {
             if (c.Discard == "new") return JsErrors.StreamInvalidConfig("counter stream cannot use discard new");
+            if (c.AllowMsgTtl) return JsErrors.StreamInvalidConfig("counter stream cannot use message TTLs");
+            if (c.AllowMsgSchedules == true) return JsErrors.StreamInvalidConfig("counter stream cannot use message schedules");
             if (c.Retention != "limits") return JsErrors.StreamInvalidConfig("counter stream can only use limits retention");
         }
         if (c.PersistMode == "async" && c.AllowAtomic == true)

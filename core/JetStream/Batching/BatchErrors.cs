@@ -34,4 +34,8 @@ internal static class BatchErrors
     public static ApiError MessageIncrPayload => E(400, 10170, "message counter has payload");
     public static ApiError MessageIncrInvalid => E(400, 10171, "message counter increment is invalid");
     public static ApiError MessageCounterBroken => E(400, 10172, "message counter is broken");
+    // Mirrors copy their origin: they neither count, nor take batches (stream.go checkStreamCfg).
+    public static ApiError MirrorWithCounters { get; } = E(400, 10173, "stream mirrors can not also calculate counters");
+    public static ApiError MirrorWithAtomicPublish { get; } = E(400, 10198, "stream mirrors can not also use atomic publishing");
+    public static ApiError MirrorWithBatchPublish { get; } = E(400, 10209, "stream mirrors can not also use batch publishing");
 }

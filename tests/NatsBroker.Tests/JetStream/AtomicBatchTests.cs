@@ -32,7 +32,7 @@ public sealed class AtomicBatchTests(AtomicBatchServer fixture) : IClassFixture<
         // Staged, not stored yet.
         Assert.Equal(0, await MessagesAsync(T, "AB1"));
         await HPubAsync(c, "ab1.c", "_R.3", Batch("b1", 3, "1"), "three");
-        Assert.Equal("{\"stream\":\"AB1\", \"seq\":3,\"batch\":\"b1\",\"count\":3}", await ReplyAsync(c, "_R.3"));
+        Assert.Equal("{\"stream\":\"AB1\",\"seq\":3,\"batch\":\"b1\",\"count\":3}", await ReplyAsync(c, "_R.3"));
         Assert.Equal(3, await MessagesAsync(T, "AB1"));
         // Stored with their headers, the commit message included.
         var get = await ApiAsync(T, "$JS.API.STREAM.MSG.GET.AB1", """{"seq":3}""");
@@ -50,7 +50,7 @@ public sealed class AtomicBatchTests(AtomicBatchServer fixture) : IClassFixture<
         await HPubAsync(c, "ab2.a", "_R.2", Batch("e", 2), "two");
         Assert.Equal("", await ReplyAsync(c, "_R.2"));
         await HPubAsync(c, "ab2.a", "_R.3", Batch("e", 3, "eob"), "");
-        Assert.Equal("{\"stream\":\"AB2\", \"seq\":2,\"batch\":\"e\",\"count\":2}", await ReplyAsync(c, "_R.3"));
+        Assert.Equal("{\"stream\":\"AB2\",\"seq\":2,\"batch\":\"e\",\"count\":2}", await ReplyAsync(c, "_R.3"));
         Assert.Equal(2, await MessagesAsync(T, "AB2"));
         var get = await ApiAsync(T, "$JS.API.STREAM.MSG.GET.AB2", """{"seq":2}""");
         var hdrs = Encoding.UTF8.GetString(Convert.FromBase64String(JsonDocument.Parse(get).RootElement.GetProperty("message").GetProperty("hdrs").GetString()!));
@@ -131,7 +131,7 @@ public sealed class AtomicBatchTests(AtomicBatchServer fixture) : IClassFixture<
         await HPubAsync(c, "ab6.s", "_R.11", Batch("ok", 1) + "Nats-Expected-Last-Sequence: 1\r\nNats-Expected-Last-Subject-Sequence: 0\r\n");
         Assert.Equal("", await ReplyAsync(c, "_R.11"));
         await HPubAsync(c, "ab6.t", "_R.12", Batch("ok", 2, "1") + "Nats-Msg-Id: new\r\n");
-        Assert.Equal("{\"stream\":\"AB6\", \"seq\":3,\"batch\":\"ok\",\"count\":2}", await ReplyAsync(c, "_R.12"));
+        Assert.Equal("{\"stream\":\"AB6\",\"seq\":3,\"batch\":\"ok\",\"count\":2}", await ReplyAsync(c, "_R.12"));
     }
 
     [Fact]

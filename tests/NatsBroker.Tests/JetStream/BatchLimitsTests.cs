@@ -115,6 +115,6 @@ public sealed class BatchLimitsTests
         // max_msgs is an atomic limit only: a fast batch runs past 5.
         for (ulong s = 2; s <= 8; s++) await PubAsync(c, "fb.a", Fi("g1", s, 1));
         await PubAsync(c, "fb.a", Fi("g1", 9, 2));
-        Assert.Equal("{\"stream\":\"FB\", \"seq\":9,\"batch\":\"g1\",\"count\":9}", await ReplyAsync(c, Fi("g1", 9, 2)));
+        Assert.Equal("{\"stream\":\"FB\",\"seq\":9,\"batch\":\"g1\",\"count\":9}", await ReplyAsync(c, Fi("g1", 9, 2)));
     }
 }

@@ -18,14 +18,14 @@ public sealed class CounterTests(AtomicBatchServer fixture) : IClassFixture<Atom
         await CreateStreamAsync(T, """{"name":"CN1","subjects":["cn1.>"],"allow_msg_counter":true}""");
         await using var c = await ConnectAsync(T);
         await HPubAsync(c, "cn1.hits", "_R.1", "Nats-Incr: +2\r\n", "");
-        Assert.Equal("{\"stream\":\"CN1\", \"seq\":1,\"val\":\"2\"}", await ReplyAsync(c, "_R.1"));
+        Assert.Equal("{\"stream\":\"CN1\",\"seq\":1,\"val\":\"2\"}", await ReplyAsync(c, "_R.1"));
         await HPubAsync(c, "cn1.hits", "_R.2", "Nats-Incr: 40\r\n", "");
-        Assert.Equal("{\"stream\":\"CN1\", \"seq\":2,\"val\":\"42\"}", await ReplyAsync(c, "_R.2"));
+        Assert.Equal("{\"stream\":\"CN1\",\"seq\":2,\"val\":\"42\"}", await ReplyAsync(c, "_R.2"));
         await HPubAsync(c, "cn1.other", "_R.3", "Nats-Incr: -5\r\n", "");
-        Assert.Equal("{\"stream\":\"CN1\", \"seq\":3,\"val\":\"-5\"}", await ReplyAsync(c, "_R.3"));
+        Assert.Equal("{\"stream\":\"CN1\",\"seq\":3,\"val\":\"-5\"}", await ReplyAsync(c, "_R.3"));
         // Beyond 64 bits (big integers, as nats-server's big.Int).
         await HPubAsync(c, "cn1.hits", "_R.4", "Nats-Incr: 99999999999999999999999999\r\n", "");
-        Assert.Equal("{\"stream\":\"CN1\", \"seq\":4,\"val\":\"100000000000000000000000041\"}", await ReplyAsync(c, "_R.4"));
+        Assert.Equal("{\"stream\":\"CN1\",\"seq\":4,\"val\":\"100000000000000000000000041\"}", await ReplyAsync(c, "_R.4"));
         var get = await ApiAsync(T, "$JS.API.STREAM.MSG.GET.CN1", """{"last_by_subj":"cn1.hits"}""");
         var data = System.Text.Json.JsonDocument.Parse(get).RootElement.GetProperty("message").GetProperty("data").GetString()!;
         Assert.Equal("{\"val\":\"100000000000000000000000041\"}", System.Text.Encoding.UTF8.GetString(Convert.FromBase64String(data)));

@@ -25,14 +25,14 @@ public sealed class FastBatchTests(AtomicBatchServer fixture) : IClassFixture<At
         Assert.Equal("{\"type\":\"ack\",\"seq\":10,\"msgs\":10}", await ReplyAsync(c));
         Assert.Equal("{\"type\":\"ack\",\"seq\":20,\"msgs\":10}", await ReplyAsync(c));
         await PubAsync(c, "fb1.a", Fi("f1", 10, "fail", 21, 2));
-        Assert.Equal("{\"stream\":\"FB1\", \"seq\":21,\"batch\":\"f1\",\"count\":21}", await ReplyAsync(c, Fi("f1", 10, "fail", 21, 2)));
+        Assert.Equal("{\"stream\":\"FB1\",\"seq\":21,\"batch\":\"f1\",\"count\":21}", await ReplyAsync(c, Fi("f1", 10, "fail", 21, 2)));
         Assert.Equal(21, await MessagesAsync(T, "FB1"));
 
         // commit-eob: no message stored; the count is what was stored.
         await PubAsync(c, "fb1.a", Fi("f2", 10, "fail", 1, 0));
         Assert.Equal("{\"type\":\"ack\",\"seq\":0,\"msgs\":10}", await ReplyAsync(c));
         await PubAsync(c, "fb1.a", Fi("f2", 10, "fail", 2, 3));
-        Assert.Equal("{\"stream\":\"FB1\", \"seq\":22,\"batch\":\"f2\",\"count\":1}", await ReplyAsync(c));
+        Assert.Equal("{\"stream\":\"FB1\",\"seq\":22,\"batch\":\"f2\",\"count\":1}", await ReplyAsync(c));
         Assert.Equal(22, await MessagesAsync(T, "FB1"));
     }
 
@@ -66,7 +66,7 @@ public sealed class FastBatchTests(AtomicBatchServer fixture) : IClassFixture<At
         await PubAsync(c, "fb4.a", Fi("gf", 100, "fail", 2, 1));
         await PubAsync(c, "fb4.a", Fi("gf", 100, "fail", 4, 1));
         Assert.Equal("{\"type\":\"gap\",\"last_seq\":3,\"seq\":4}", await ReplyAsync(c));
-        Assert.Equal("{\"stream\":\"FB4\", \"seq\":2,\"batch\":\"gf\",\"count\":2}", await ReplyAsync(c));
+        Assert.Equal("{\"stream\":\"FB4\",\"seq\":2,\"batch\":\"gf\",\"count\":2}", await ReplyAsync(c));
         await PubAsync(c, "fb4.a", Fi("gf", 100, "fail", 5, 1));
         Assert.Equal(Error(400, 10208, "batch publish ID unknown", "FB4"), await ReplyAsync(c));
 
@@ -78,7 +78,7 @@ public sealed class FastBatchTests(AtomicBatchServer fixture) : IClassFixture<At
         await c.SendAsync($"HPUB fb4.b {Fi("go", 100, "ok", 4, 1)} 44 45\r\nNATS/1.0\r\nNats-Expected-Last-Sequence: 1\r\n\r\nx\r\n");
         Assert.Equal("{\"type\":\"err\",\"seq\":4,\"error\":{\"code\":400,\"err_code\":10071,\"description\":\"wrong last sequence: 4\"}}", await ReplyAsync(c));
         await PubAsync(c, "fb4.b", Fi("go", 100, "ok", 5, 2));
-        Assert.Equal("{\"stream\":\"FB4\", \"seq\":5,\"batch\":\"go\",\"count\":5}", await ReplyAsync(c));
+        Assert.Equal("{\"stream\":\"FB4\",\"seq\":5,\"batch\":\"go\",\"count\":5}", await ReplyAsync(c));
         Assert.Equal(5, await MessagesAsync(T, "FB4"));
     }
 
@@ -95,7 +95,7 @@ public sealed class FastBatchTests(AtomicBatchServer fixture) : IClassFixture<At
         // The client says it sent 4; the server saw 2: gap, and in fail mode the end of the batch.
         await PubAsync(c, "fb5.a", Fi("p", 10, "fail", 4, 4));
         Assert.Equal("{\"type\":\"gap\",\"last_seq\":3,\"seq\":5}", await ReplyAsync(c));
-        Assert.Equal("{\"stream\":\"FB5\", \"seq\":2,\"batch\":\"p\",\"count\":2}", await ReplyAsync(c));
+        Assert.Equal("{\"stream\":\"FB5\",\"seq\":2,\"batch\":\"p\",\"count\":2}", await ReplyAsync(c));
     }
 
     [Fact]

@@ -146,7 +146,7 @@ public sealed partial class InlinePathTests
         return seqs;
     }
 
-    [GeneratedRegex("^\\{\"stream\":\"ORD\", \"seq\":(\\d+)\\}$")]
+    [GeneratedRegex("^\\{\"stream\":\"ORD\",\"seq\":(\\d+)\\}$")]
     private static partial Regex AckSeq();
 
     [GeneratedRegex("^NATS/1.0\r\nFoo: bar\r\nNats-Stream: DH\r\nNats-Subject: dh.a\r\nNats-Sequence: \\d+\r\nNats-Time-Stamp: \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(\\.\\d*[1-9])?Z\r\n\r\n$")]

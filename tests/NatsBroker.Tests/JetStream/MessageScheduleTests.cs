@@ -89,7 +89,7 @@ public sealed class MessageScheduleTests(AtomicBatchServer fixture) : IClassFixt
         await HPubAsync(c, "sa1.sched.one", "_R.1",
             "Foo: bar\r\nNats-Msg-Id: m1\r\nNats-Schedule: @at 2009-11-10T23:00:00Z\r\nNats-Schedule-Target: sa1.orders\r\nNats-Schedule-TTL: 5m\r\nNats-Expected-Stream: SA1\r\n",
             "order body");
-        Assert.Equal("{\"stream\":\"SA1\", \"seq\":1}", await ReplyAsync(c, "_R.1"));
+        Assert.Equal("{\"stream\":\"SA1\",\"seq\":1}", await ReplyAsync(c, "_R.1"));
         var produced = await WaitLastAsync("SA1", "sa1.orders");
         Assert.Equal("order body", produced.Data);
         // The schedule's own headers, minus Nats-Schedule*, Nats-Expected-*, Nats-Msg-Id, then the scheduler's.
@@ -108,15 +108,15 @@ public sealed class MessageScheduleTests(AtomicBatchServer fixture) : IClassFixt
         await CreateStreamAsync(T, """{"name":"SR1","subjects":["sr1.>"],"allow_msg_schedules":true}""");
         await using var c = await ConnectAsync(T);
         await HPubAsync(c, "sr1.s", "_R.1", "Nats-Schedule: @at 2099-01-01T00:00:00Z\r\nNats-Schedule-Target: sr1.out\r\n");
-        Assert.Equal("{\"stream\":\"SR1\", \"seq\":1}", await ReplyAsync(c, "_R.1"));
+        Assert.Equal("{\"stream\":\"SR1\",\"seq\":1}", await ReplyAsync(c, "_R.1"));
         await HPubAsync(c, "sr1.s", "_R.2", "Nats-Schedule: @at 2098-01-01T00:00:00+02:00\r\nNats-Schedule-Target: sr1.out\r\n");
-        Assert.Equal("{\"stream\":\"SR1\", \"seq\":2}", await ReplyAsync(c, "_R.2"));
+        Assert.Equal("{\"stream\":\"SR1\",\"seq\":2}", await ReplyAsync(c, "_R.2"));
         Assert.Equal(1, await MessagesAsync(T, "SR1"));
         var last = await LastAsync("SR1", "sr1.s");
         Assert.Equal("NATS/1.0\r\nNats-Schedule: @at 2098-01-01T00:00:00+02:00\r\nNats-Schedule-Target: sr1.out\r\nNats-Rollup: sub\r\n\r\n", last!.Value.Headers);
         // A client may stop a schedule by purging it through Nats-Schedule-Next: purge.
         await HPubAsync(c, "sr1.stop", "_R.3", "Nats-Schedule-Next: purge\r\nNats-Scheduler: sr1.s\r\n", "");
-        Assert.Equal("{\"stream\":\"SR1\", \"seq\":3}", await ReplyAsync(c, "_R.3"));
+        Assert.Equal("{\"stream\":\"SR1\",\"seq\":3}", await ReplyAsync(c, "_R.3"));
         Assert.Null(await LastAsync("SR1", "sr1.s"));
     }
 
@@ -190,7 +190,7 @@ public sealed class MessageScheduleTests(AtomicBatchServer fixture) : IClassFixt
         await HPubAsync(c, "sb1.data", "_R.3", Batch("good", 1), "first");
         Assert.Equal("", await ReplyAsync(c, "_R.3"));
         await HPubAsync(c, "sb1.s", "_R.4", Batch("good", 2, "1") + "Nats-Schedule: @at 2009-11-10T23:00:00Z\r\nNats-Schedule-Target: sb1.out\r\n", "later");
-        Assert.Equal("{\"stream\":\"SB1\", \"seq\":2,\"batch\":\"good\",\"count\":2}", await ReplyAsync(c, "_R.4"));
+        Assert.Equal("{\"stream\":\"SB1\",\"seq\":2,\"batch\":\"good\",\"count\":2}", await ReplyAsync(c, "_R.4"));
         var produced = await WaitLastAsync("SB1", "sb1.out");
         Assert.Equal("later", produced.Data);
         Assert.Equal("NATS/1.0\r\nNats-Batch-Id: good\r\nNats-Batch-Sequence: 2\r\nNats-Batch-Commit: 1\r\nNats-Scheduler: sb1.s\r\nNats-Schedule-Next: purge\r\n\r\n", produced.Headers);
@@ -209,9 +209,9 @@ public sealed class MessageScheduleTests(AtomicBatchServer fixture) : IClassFixt
             {
                 string at = MsgSchedulePattern.FormatRfc3339Nano(NatsBroker.JetStream.GoTime.NowNanos() / 1_000_000_000 * 1_000_000_000 + 4_000_000_000, TimeSpan.Zero);
                 await HPubAsync(c, "sx1.later", "_R.1", $"Nats-Schedule: @at {at}\r\nNats-Schedule-Target: sx1.at\r\n", "later");
-                Assert.Equal("{\"stream\":\"SX1\", \"seq\":1}", await ReplyAsync(c, "_R.1"));
+                Assert.Equal("{\"stream\":\"SX1\",\"seq\":1}", await ReplyAsync(c, "_R.1"));
                 await HPubAsync(c, "sx1.cron", "_R.2", "Nats-Schedule: @hourly\r\nNats-Schedule-Target: sx1.hourly\r\n", "h");
-                Assert.Equal("{\"stream\":\"SX1\", \"seq\":2}", await ReplyAsync(c, "_R.2"));
+                Assert.Equal("{\"stream\":\"SX1\",\"seq\":2}", await ReplyAsync(c, "_R.2"));
             }
             await first.StopKeepingStoreAsync();
 
