@@ -80,7 +80,7 @@ public sealed class CommandLineResult
 public static class CommandLine
 {
     /// <summary>The nats-server version whose flags and config format this broker follows.</summary>
-    public const string CompatibleVersion = "2.10.29";
+    public const string CompatibleVersion = "2.14.5";
 
     public static string VersionText => $"nats-server: v{CompatibleVersion}";
 

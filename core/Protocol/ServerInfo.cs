@@ -25,6 +25,9 @@ public sealed class ServerInfo
     [JsonPropertyName("client_ip")] public string? ClientIp { get; set; }
     [JsonPropertyName("nonce"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? Nonce { get; set; }
     [JsonPropertyName("ldm"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public bool LameDuckMode { get; set; }
+    /// <summary>The JetStream API level (server.go sets it in every INFO, with or without JetStream).</summary>
+    [JsonPropertyName("api_lvl"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public int ApiLevel { get; set; }
+    /// <summary>The server's x25519 public key (auth callout encryption); nats-server 2.10+ sends it in every INFO.</summary>
     [JsonPropertyName("xkey"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? XKey { get; set; }
     /// <summary>Our implementation's name and version; nats-server has no such field, clients ignore it.</summary>
     [JsonPropertyName("implementation")] public string Implementation { get; set; } = "";

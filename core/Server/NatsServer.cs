@@ -105,6 +105,8 @@ public sealed partial class NatsServer : IAsyncDisposable
             // One nonce per connection (ClientConnection.Nonce): nkey users sign it, and trusted proxies (ADR-55).
             Nonce = client?.Nonce,
             LameDuckMode = LameDuckMode,
+            ApiLevel = NatsBroker.JetStream.ApiLevel.Current,
+            XKey = Identity.CurvePublicKey,
         };
     }
 

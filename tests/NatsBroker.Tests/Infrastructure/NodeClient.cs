@@ -38,7 +38,7 @@ public sealed class NodeClient : IAsyncDisposable
             return "node was not found on PATH (install Node.js 18+ to run the nats.js client tests)";
         }
 
-        if (!File.Exists(Path.Combine(TestEnvironment.JsDir, "node_modules", "nats", "package.json")) && TestEnvironment.NpmPath is null)
+        if (!Installed() && TestEnvironment.NpmPath is null)
         {
             return "tests/js/node_modules is missing and npm was not found on PATH";
         }
@@ -46,7 +46,13 @@ public sealed class NodeClient : IAsyncDisposable
         return null;
     }
 
-    /// <summary>Runs <c>npm ci</c> in tests/js once per test run when node_modules/nats is missing (bounded to 3 minutes).</summary>
+    // Every package of tests/js/package.json: a node_modules installed before a package was added runs npm ci again.
+    private static readonly string[] s_packages = ["nats", "@nats-io/transport-node", "@nats-io/jetstream"];
+
+    private static bool Installed() =>
+        s_packages.All(p => File.Exists(Path.Combine(TestEnvironment.JsDir, "node_modules", p, "package.json")));
+
+    /// <summary>Runs <c>npm ci</c> in tests/js once per test run when a package is missing (bounded to 3 minutes).</summary>
     public static async Task EnsureInstalledAsync()
     {
         await s_installLock.WaitAsync().ConfigureAwait(false);
@@ -65,7 +71,7 @@ public sealed class NodeClient : IAsyncDisposable
     private static async Task InstallAsync()
     {
         var dir = TestEnvironment.JsDir;
-        if (File.Exists(Path.Combine(dir, "node_modules", "nats", "package.json")))
+        if (Installed())
         {
             return;
         }

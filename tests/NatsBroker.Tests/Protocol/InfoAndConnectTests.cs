@@ -30,6 +30,41 @@ public sealed class InfoAndConnectTests(ITestOutputHelper output, ServerPool poo
         Assert.False(info.TryGetProperty("auth_required", out _), "no auth configured: auth_required must be absent");
     }
 
+    /// <summary>
+    /// The INFO a client reads, against nats-server 2.14.5's: the same keys in the same order (with and without
+    /// JetStream), version 2.14.5 (clients gate 2.11-2.14 features on it, e.g. nats.js 3.x's Features), api_lvl 4 and an
+    /// x25519 xkey. Only ours adds <c>implementation</c>; only Go has <c>git_commit</c>.
+    /// </summary>
+    [SkippableTheory]
+    [InlineData("")]
+    [InlineData("jetstream: enabled\n")]
+    public async Task Info_has_nats_server_2_14_keys_and_version(string config)
+    {
+        var oracle = Prerequisites.RequireOracle214(Output);
+        var dir = Directory.CreateTempSubdirectory("info214-");
+        try
+        {
+            var cfg = config.Length == 0 ? "" : config + $"jetstream {{ store_dir: \"{dir.FullName}/%KIND%\" }}\n";
+            var keys = new Dictionary<string, string>();
+            foreach (var (kind, binary) in new[] { (ServerKind.Ours, (string?)null), (ServerKind.Go, oracle) })
+            {
+                await using var s = await ServerProcess.StartAsync(kind, new ServerStartOptions { Config = cfg.Replace("%KIND%", kind.ToString(), StringComparison.Ordinal), GoBinary = binary }, Output);
+                await using var c = await RawClient.ConnectAsync(s);
+                var info = await c.ReadInfoAsync();
+                Output.WriteLine($"{kind}: {info.GetRawText()}");
+                Assert.Equal("2.14.5", info.GetProperty("version").GetString());
+                Assert.Equal(4, info.GetProperty("api_lvl").GetInt32());
+                Assert.Matches("^X[A-Z2-7]{55}$", info.GetProperty("xkey").GetString());
+                keys[kind.ToString()] = string.Join(",", info.EnumerateObject().Select(p => p.Name).Where(n => n is not ("implementation" or "git_commit")));
+            }
+            Assert.Equal(keys["Go"], keys["Ours"]);
+        }
+        finally
+        {
+            dir.Delete(recursive: true);
+        }
+    }
+
     [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Client_ids_are_distinct_and_increasing(ServerKind kind)
     {
