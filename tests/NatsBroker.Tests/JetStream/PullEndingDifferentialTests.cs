@@ -101,6 +101,10 @@ public sealed class PullEndingDifferentialTests(ITestOutputHelper output)
         await Pull("max_bytes for one message", "C9", """{"batch":5,"max_bytes":100}""");
         await Consumer("CA");
         await Pull("batch done, bytes left", "CA", """{"batch":1,"max_bytes":1000}""");
+        // NATS.Net's max_bytes fetch: ten 1 KiB messages, max_bytes 10 x (1024 + 50), deliver what fits whole.
+        for (int i = 0; i < 10; i++) await s.PublishAsync("E.big", new string('x', 1024));
+        await Consumer("CB", "\"filter_subject\":\"E.big\"");
+        await Pull("max_bytes over ten 1 KiB messages", "CB", """{"batch":100,"max_bytes":10740,"expires":500000000}""");
         lines.Add(await s.ConsumerAsync("P1", "\"ack_policy\":\"explicit\",\"deliver_subject\":\"push.p1\""));
         await Pull("pull on a push consumer", "P1", "");
         await Pull("pull on a missing consumer", "NOPE", "");

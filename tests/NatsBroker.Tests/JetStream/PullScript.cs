@@ -114,7 +114,7 @@ internal sealed class PullScript(NatsConnection nats, string stream) : IAsyncDis
             }
             return sb.ToString();
         }
-        var data = Encoding.UTF8.GetString(m.Data ?? []);
+        var data = m.Data is { Length: > 32 } big ? $"<{big.Length} bytes>" : Encoding.UTF8.GetString(m.Data ?? []);
         if (m.ReplyTo is null) return $"reply '{data}'";
         // $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending>: all but the timestamp.
         var t = m.ReplyTo.Split('.');
