@@ -413,8 +413,8 @@ public sealed partial class JetStreamService
                 return ConsumerNames(req, t[4]);
             case "LIST" when t.Length == 5:
                 return ConsumerList(req, t[4]);
-            case "MSG" when t.Length == 7 && t[4] == "NEXT":
-                PullNext(req, t[5], t[6]);
+            case "MSG" when t.Length >= 6 && t[4] == "NEXT":
+                PullNext(req, t); // JetStreamService.PullNext.cs
                 return true;
             case "PAUSE" when t.Length == 6:
                 return ConsumerPause(req, t[4], t[5]);
@@ -675,74 +675,5 @@ public sealed partial class JetStreamService
         int offset = Math.Clamp(r!.Offset ?? 0, 0, all.Length);
         var resp = new ConsumerListResponse { Type = P + type, Total = all.Length, Offset = offset, Limit = limit, Consumers = all.Skip(offset).Take(limit).Select(c => WithoutCluster(c.Info())).ToList() };
         return Respond(req, JsJson.Serialize(resp, JsJsonContext.Default.ConsumerListResponse));
-    }
-
-    /// <summary>$JS.API.CONSUMER.MSG.NEXT.&lt;stream&gt;.&lt;consumer&gt;: body empty (1), a number (batch) or JSON.</summary>
-    private void PullNext(ApiRequest req, string streamName, string name)
-    {
-        if (req.Reply.Length == 0) return;
-        if (!req.JetStream.TryGet(streamName, out var stream) || !stream.TryGetConsumer(name, out var c) || !c.IsPull)
-        {
-            Publish(req, req.Reply, NoResponders, default);
-            return;
-        }
-        if (ApiLevel.RequiresMore(req.Headers))
-        {
-            Publish(req, req.Reply, RequiredApiLevelStatus, default);
-            return;
-        }
-        var body = req.Body.Trim((byte)' ');
-        var next = new NextRequest();
-        bool json = !body.IsEmpty && body[0] == (byte)'{';
-        if (!body.IsEmpty)
-        {
-            if (body[0] == (byte)'{')
-            {
-                try
-                {
-                    next = JsonSerializer.Deserialize(body, JsJsonContext.Default.NextRequest) ?? next;
-                }
-                catch (JsonException)
-                {
-                    Publish(req, req.Reply, NatsHeaders.Status(400, "Bad Request"), default);
-                    return;
-                }
-            }
-            else if (System.Buffers.Text.Utf8Parser.TryParse(body, out int n, out _))
-            {
-                next.Batch = n;
-            }
-        }
-        int batch = next.Batch is > 0 ? next.Batch.Value : 1;
-        if (c.Config.MaxBatch is > 0 && batch > c.Config.MaxBatch)
-        {
-            Publish(req, req.Reply, NatsHeaders.Status(409, $"Exceeded MaxRequestBatch of {c.Config.MaxBatch}"), default);
-            return;
-        }
-        if (json && c.RefusePriorityFields(next) is { } refused)
-        {
-            Publish(req, req.Reply, refused, default);
-            return;
-        }
-        long now = Environment.TickCount64;
-        long expiresMs = next.Expires is > 0 ? Math.Max(1, next.Expires.Value / 1_000_000) : 0;
-        long hbMs = next.IdleHeartbeat is > 0 ? next.IdleHeartbeat.Value / 1_000_000 : 0;
-        var pr = new PullRequest
-        {
-            Reply = req.Reply.ToArray(),
-            Remaining = batch,
-            BytesRemaining = next.MaxBytes is > 0 ? next.MaxBytes.Value : 0,
-            HasByteLimit = next.MaxBytes is > 0,
-            ExpiresAt = expiresMs > 0 ? now + expiresMs : long.MaxValue,
-            NoWait = next.NoWait == true,
-            HeartbeatMs = hbMs,
-            HasPriorityGroup = json,
-            Group = next.Group,
-            MinPending = next.MinPending ?? 0,
-            MinAckPending = next.MinAckPending ?? 0,
-            PinId = next.Id,
-            Priority = next.Priority ?? 0,
-        };
-        if (!c.EnqueuePull(pr)) Publish(req, req.Reply, NatsHeaders.Status(409, "Exceeded MaxWaiting"), default);
     }
 }

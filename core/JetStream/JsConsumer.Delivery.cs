@@ -12,10 +12,6 @@ namespace NatsBroker.JetStream;
 // processWaiting, sendIdleHeartbeat, deleteNotActive).
 internal sealed partial class JsConsumer
 {
-    private static readonly byte[] NoMessages = NatsHeaders.Status(404, "No Messages");
-    private static readonly byte[] PullHeartbeat = NatsHeaders.Status(100, "Idle Heartbeat");
-    private static readonly byte[] ExceededMaxWaiting = NatsHeaders.Status(409, "Exceeded MaxWaiting");
-    private static readonly byte[] MaxBytesExceeded = NatsHeaders.Status(409, "Message Size Exceeds MaxBytes");
     private static readonly byte[] ConsumerDeletedStatus = NatsHeaders.Status(409, "Consumer Deleted");
     private readonly ArrayBufferWriter<byte> _headerScratch = new(256);
     /// <summary>The ack reply being formatted: the fixed prefix, then five numbers of up to 20 digits and a dot each.</summary>
@@ -39,11 +35,13 @@ internal sealed partial class JsConsumer
                 DrainAcks(now, ref retained);
                 DrainPulls(now);
                 DrainFlowControl();
-                ExpireRequests(now);
                 ExpirePin(now);
                 ScheduleRedeliveries(now);
-                Deliver(now);
-                FinishNoWait();
+                ProcessWaiting(now, endOfStream: false);
+                // Once nothing more goes out, no_wait requests end, unless held back only by max_ack_pending
+                // (nats-server loopAndGatherMsgs: processWaiting(err != errMaxAckPending)).
+                bool stalled = Deliver(now);
+                ProcessWaiting(now, endOfStream: !stalled);
                 SendHeartbeats(now);
                 deleteMe = InactiveTooLong(now);
                 waitMs = NextWakeMs(now);
@@ -91,21 +89,18 @@ internal sealed partial class JsConsumer
         while (_pulls.TryDequeue(out var req))
         {
             Interlocked.Decrement(ref _inboxCount);
-            _lastActiveTick = now;
-            // The pin check comes first, as in nats-server's processNextMsgRequest.
-            if (!AdmitPinned(req, now)) continue;
-            int maxWaiting = Config.MaxWaiting ?? 512;
-            if (_waiting.Count >= maxWaiting)
-            {
-                _stream.Js.Publish(req.Reply, default, ExceededMaxWaiting, default);
-                continue;
-            }
-            if (req.HeartbeatMs > 0) req.NextHeartbeatAt = now + req.HeartbeatMs;
-            AddWaiting(req);
+            Admit(req, now);
         }
     }
 
-    private void ExpireRequests(long now)
+    /// <summary>
+    /// The waiting requests' endings and heartbeats (nats-server processWaiting): past its expiry 408 "Request
+    /// Timeout"; at <paramref name="endOfStream"/> a no_wait request without expiry, or one that got a message,
+    /// 404 "No Messages" (a no_wait request with an expiry that got nothing waits for a first message or its
+    /// expiry); nobody listening, dropped silently; due, a 100 "Idle Heartbeat" naming the last consumer and
+    /// stream sequences.
+    /// </summary>
+    private void ProcessWaiting(long now, bool endOfStream)
     {
         for (var node = _waiting.First; node is not null;)
         {
@@ -113,36 +108,38 @@ internal sealed partial class JsConsumer
             var r = node.Value;
             if (r.ExpiresAt <= now)
             {
-                SendTimeout(r);
+                _stream.Js.Publish(r.Reply, default, PendingStatus(408, "Request Timeout", r), default);
                 _waiting.Remove(node);
             }
-            node = next;
-        }
-    }
-
-    private void SendTimeout(PullRequest r)
-    {
-        var hdr = NatsHeaders.Status(408, "Request Timeout",
-            ("Nats-Pending-Messages", r.Remaining.ToString(System.Globalization.CultureInfo.InvariantCulture)),
-            ("Nats-Pending-Bytes", (r.HasByteLimit ? r.BytesRemaining : 0).ToString(System.Globalization.CultureInfo.InvariantCulture)));
-        _stream.Js.Publish(r.Reply, default, hdr, default);
-    }
-
-    /// <summary>no_wait requests end once nothing more can be delivered now: 404 if none was sent, else 408.</summary>
-    private void FinishNoWait()
-    {
-        for (var node = _waiting.First; node is not null;)
-        {
-            var next = node.Next;
-            var r = node.Value;
-            if (r.NoWait)
+            else if (endOfStream && r.NoWait && (!r.HasExpiry || r.Delivered > 0))
             {
-                if (r.Delivered == 0) _stream.Js.Publish(r.Reply, default, NoMessages, default);
-                else SendTimeout(r);
+                _stream.Js.Publish(r.Reply, default, NoMessages, default);
                 _waiting.Remove(node);
+            }
+            else if (!_stream.Js.HasInterest(r.Reply))
+            {
+                _waiting.Remove(node);
+            }
+            else if (r.HeartbeatMs > 0 && r.NextHeartbeatAt <= now)
+            {
+                _stream.Js.Publish(r.Reply, default, IdleHeartbeat(null), default);
+                r.NextHeartbeatAt = now + r.HeartbeatMs;
             }
             node = next;
         }
+    }
+
+    /// <summary>
+    /// nats-server sendIdleHeartbeat: Nats-Last-Consumer / Nats-Last-Stream are o.dseq-1 / o.sseq-1, and a push
+    /// consumer stalled on flow control names the unanswered request.
+    /// </summary>
+    private byte[] IdleHeartbeat(string? stalledOn)
+    {
+        var last = (("Nats-Last-Consumer", _deliveredConsumerSeq.ToString(System.Globalization.CultureInfo.InvariantCulture)),
+            ("Nats-Last-Stream", (NextStreamSeqGo - 1).ToString(System.Globalization.CultureInfo.InvariantCulture)));
+        return stalledOn is null
+            ? NatsHeaders.Status(100, "Idle Heartbeat", last.Item1, last.Item2)
+            : NatsHeaders.Status(100, "Idle Heartbeat", last.Item1, last.Item2, ("Nats-Consumer-Stalled", stalledOn));
     }
 
     private void ScheduleRedeliveries(long now)
@@ -153,45 +150,41 @@ internal sealed partial class JsConsumer
         foreach (var (sseq, p) in _pending)
         {
             if (p.DeadlineTick > now) continue;
-            // Out of attempts: advisory once, then no longer pending (nats-server checkPending / hasMaxDeliveries).
-            if (maxDeliver > 0 && p.Deliveries >= (ulong)maxDeliver) (exhausted ??= []).Add(sseq);
+            // nats-server checkPending / hasMaxDeliveries compares the redelivery count (at least 1) with max_deliver,
+            // so only max_deliver 1 gives up here; otherwise the redelivery attempt finds it exhausted (getNextMsg).
+            if (maxDeliver == 1) (exhausted ??= []).Add(sseq);
             else _redeliver.Add(sseq);
         }
         foreach (var sseq in exhausted ?? []) GiveUp(sseq);
     }
 
     /// <summary>A message reached max_deliver: the max_deliver advisory, and it leaves the pending set.</summary>
+    /// <remarks>The redelivery count stays (num_redelivered counts it) and the ack floor does not move: nats-server's
+    /// store drops only the pending entry (UpdateDelivered with dc &gt; max_deliver).</remarks>
     private void GiveUp(ulong sseq)
     {
         if (!_pending.Remove(sseq, out var p)) return;
         _redeliver.Remove(sseq);
+        _redelivered[sseq] = p.Deliveries;
         AdviseMaxDeliveries(sseq, p.Deliveries);
         _store?.UpdateAcked(p.ConsumerSeq, sseq);
     }
 
+    /// <summary>
+    /// Delivers what can go out now: redeliveries first, then new messages, to the deliver subject (push) or the
+    /// waiting requests (pull; nats-server loopAndGatherMsgs with getNextMsg and nextWaiting). True when it stopped
+    /// only because max_ack_pending is reached.
+    /// </summary>
     [MethodImpl(MethodImplOptions.AggressiveOptimization)]
-    private void Deliver(long now)
+    private bool Deliver(long now)
     {
-        if (PauseRemainingNanos() > 0) return; // paused (2.11): requests wait, heartbeats go on
+        if (PauseRemainingNanos() > 0) return false; // paused (2.11): requests wait, heartbeats go on
         bool pushReady = !IsPull && _stream.Js.HasInterest(DeliverSubject!);
         if (!IsPull && pushReady) _lastActiveTick = now;
         int maxAckPending = AckNone ? 0 : Config.MaxAckPending ?? 1000;
         while (!_stop.IsCancellationRequested)
         {
-            PullRequest? target = null;
-            LinkedListNode<PullRequest>? targetNode = null;
-            bool pinOnSend = false;
-            if (IsPull)
-            {
-                // The first waiting request someone still listens to that its priority policy lets be served.
-                targetNode = NextWaiting(out pinOnSend);
-                if (targetNode is null) return;
-                target = targetNode.Value;
-            }
-            else if (!pushReady)
-            {
-                return;
-            }
+            if (IsPull ? _waiting.Count == 0 : !pushReady) return false;
 
             bool isRedelivery = false;
             PendingMsg? pending = null;
@@ -216,7 +209,7 @@ internal sealed partial class JsConsumer
             }
             else
             {
-                if (maxAckPending > 0 && _pending.Count >= maxAckPending) return;
+                if (maxAckPending > 0 && _pending.Count >= maxAckPending) return true;
                 if (_lastPerSubject is { Count: > 0 } lps)
                 {
                     sseq = lps.Peek();
@@ -229,81 +222,148 @@ internal sealed partial class JsConsumer
                 }
                 else if (!LoadNextMatching(_nextStreamSeq, out sseq))
                 {
-                    return;
+                    return false;
                 }
             }
 
-            long size = _msg.StoredSize;
-            if (target is not null && target.HasByteLimit && size > target.BytesRemaining)
+            // The ack reply first: the size a request's max_bytes counts includes it (nats-server: subject, ack
+            // reply, headers and payload as sent, the headers_only header block instead of the payload).
+            ulong dseq = _deliveredConsumerSeq + 1;
+            ulong deliveries = isRedelivery ? pending!.Deliveries + 1 : 1;
+            long pendingAfter = Math.Max(0, Interlocked.Read(ref _numPending) - (isRedelivery ? 0 : 1));
+            int replyLength = FormatReply(deliveries, sseq, dseq, (ulong)pendingAfter);
+            long size = _msg.Subject.Length + replyLength + (Config.HeadersOnly == true
+                ? HeadersOnlyLength()
+                : _msg.HeadersLength + _msg.PayloadLength);
+
+            PullRequest? target = null;
+            LinkedListNode<PullRequest>? targetNode = null;
+            bool pinOnSend = false;
+            if (IsPull)
             {
-                // Too big for what the request has left: end the request (nats-server 409 Message Size Exceeds MaxBytes).
-                if (isRedelivery) _redeliver.Add(sseq);
-                _stream.Js.Publish(target.Reply, default, MaxBytesExceeded, default);
-                _waiting.Remove(targetNode!);
-                continue;
+                targetNode = NextWaitingFor(size, out pinOnSend);
+                if (targetNode is null)
+                {
+                    if (isRedelivery) _redeliver.Add(sseq); // not delivered: tried again with the next request
+                    return false;
+                }
+                target = targetNode.Value;
             }
 
             if (!ReadyToSend(now, isRedelivery, _msg.Timestamp, size))
             {
+                if (target is { BytesRemaining: > 0 }) target.BytesRemaining += size; // not taken after all
                 if (isRedelivery) _redeliver.Add(sseq);
-                return;
+                return false;
             }
 
             // Commit the delivery. One clock read stamps it everywhere (pending entry, stored state, last active).
             var nowUtc = DateTime.UtcNow;
             long nowNanos = (nowUtc - DateTime.UnixEpoch).Ticks * 100;
-            ulong dseq = ++_deliveredConsumerSeq;
-            ulong deliveries;
+            _deliveredConsumerSeq = dseq;
             if (isRedelivery)
             {
-                deliveries = ++pending!.Deliveries;
-                pending.ConsumerSeq = dseq;
+                pending!.Deliveries = deliveries;
                 pending.DeadlineTick = now + RedeliveryDelayMs(deliveries);
                 pending.Timestamp = nowNanos;
-                _numRedelivered++;
+                _redelivered[sseq] = deliveries - 1;
             }
             else
             {
-                deliveries = 1;
-                if (_lastPerSubject is { Count: > 0 } lps) lps.Dequeue();
-                else _nextStreamSeq = sseq + 1;
+                if (_lastPerSubject is { Count: > 0 } lps)
+                {
+                    lps.Dequeue();
+                    _lastPerSubjectCursor = sseq + 1;
+                }
+                else
+                {
+                    _nextStreamSeq = sseq + 1;
+                }
                 Interlocked.Decrement(ref _numPending);
                 if (sseq > _deliveredStreamSeq) _deliveredStreamSeq = sseq;
                 if (!AckNone) _pending[sseq] = new PendingMsg { ConsumerSeq = dseq, Timestamp = nowNanos, Deliveries = 1, DeadlineTick = now + RedeliveryDelayMs(1) };
             }
-            _store?.UpdateDelivered(dseq, sseq, deliveries, nowNanos);
+            // ack none: delivered is acknowledged (nats-server deliverMsg sets both floors).
+            if (AckNone) (_ackFloorConsumerSeq, _ackFloorStreamSeq) = (dseq, _deliveredStreamSeq);
+            _store?.UpdateDelivered(isRedelivery ? pending!.ConsumerSeq : dseq, sseq, deliveries, nowNanos);
             _deliveredLastActive = nowUtc;
             if (pinOnSend) AssignPin(target!, now);
-            Send(target?.Reply ?? DeliverSubject!, sseq, dseq, deliveries);
+            Send(target?.Reply ?? DeliverSubject!, replyLength);
             OnSent(now, sseq, _msg.Timestamp, size);
             if (target is not null)
             {
+                // nats-server waitQueue.pop: one more delivered, one less wanted; done at zero or below.
                 target.Delivered++;
                 target.Remaining--;
-                if (target.HasByteLimit) target.BytesRemaining -= size;
-                if (target.HeartbeatMs > 0) target.NextHeartbeatAt = now + target.HeartbeatMs;
-                if (target.Remaining <= 0 || (target.HasByteLimit && target.BytesRemaining <= 0)) _waiting.Remove(targetNode!);
-                else RequeueServed(targetNode!);
+                if (target.Remaining <= 0)
+                {
+                    _waiting.Remove(targetNode!);
+                    // The batch is complete with bytes left: say so (consumer.go JsPullRequestRemainingBytesT).
+                    if (target.BytesRemaining > 0) _stream.Js.Publish(target.Reply, default, PendingStatus(409, "Batch Completed", target), default);
+                }
+                else
+                {
+                    if (target.HeartbeatMs > 0) target.NextHeartbeatAt = now + target.HeartbeatMs;
+                    RequeueServed(targetNode!);
+                }
             }
             else if (Config.IdleHeartbeat is > 0)
             {
                 _nextHeartbeatTick = now + Config.IdleHeartbeat.Value / 1_000_000;
             }
         }
+        return false;
     }
 
-    /// <summary>Publishes _msg to <paramref name="to"/> with the ack subject as reply.</summary>
-    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
-    private void Send(byte[] to, ulong sseq, ulong dseq, ulong deliveries)
+    /// <summary>
+    /// The waiting request a message of <paramref name="size"/> goes to (nats-server nextWaiting(sz)): its bytes are
+    /// taken from a max_bytes request (the last fitting message ends it), and a request it does not fit is ended with
+    /// 409 "Message Size Exceeds MaxBytes" before the next one is tried.
+    /// </summary>
+    private LinkedListNode<PullRequest>? NextWaitingFor(long size, out bool pinOnSend)
     {
-        long pending = Math.Max(0, Interlocked.Read(ref _numPending));
+        while (NextWaiting(out pinOnSend) is { } node)
+        {
+            var r = node.Value;
+            if (r.BytesRemaining <= 0) return node;
+            if (size <= r.BytesRemaining)
+            {
+                r.BytesRemaining -= size;
+                if (r.BytesRemaining == 0) r.Remaining = 1;
+                return node;
+            }
+            _stream.Js.Publish(r.Reply, default, PendingStatus(409, "Message Size Exceeds MaxBytes", r), default);
+            _waiting.Remove(node);
+        }
+        return null;
+    }
+
+    /// <summary>The header block length a headers_only delivery sends: the message's, plus Nats-Msg-Size (convertToHeadersOnly).</summary>
+    private int HeadersOnlyLength()
+    {
+        int digits = _msg.PayloadLength < 10 ? 1 : (int)Math.Floor(Math.Log10(_msg.PayloadLength)) + 1;
+        int head = _msg.HeadersLength == 0 ? "NATS/1.0\r\n".Length : _msg.HeadersLength - 2;
+        return head + "Nats-Msg-Size: ".Length + digits + 4;
+    }
+
+    /// <summary>Writes the ack reply into the scratch after its fixed prefix; returns its length.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
+    private int FormatReply(ulong deliveries, ulong sseq, ulong dseq, ulong pending)
+    {
         int n = _ackPrefixLength; // the scratch starts with the prefix, written once by the constructor
         n += Format(deliveries, n);
         n += Format(sseq, n);
         n += Format(dseq, n);
         n += Format((ulong)_msg.Timestamp, n);
-        n += Format((ulong)pending, n) - 1; // no trailing dot
-        var reply = _replyScratch.AsSpan(0, n);
+        n += Format(pending, n) - 1; // no trailing dot
+        return n;
+    }
+
+    /// <summary>Publishes _msg to <paramref name="to"/> with the ack reply formatted by <see cref="FormatReply"/>.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
+    private void Send(byte[] to, int replyLength)
+    {
+        var reply = _replyScratch.AsSpan(0, replyLength);
         var pinLine = PinHeaderLine;
         if (Config.HeadersOnly == true)
         {
@@ -345,27 +405,12 @@ internal sealed partial class JsConsumer
         return w + 1;
     }
 
+    /// <summary>A push consumer's idle heartbeat to its deliver subject (pull requests get theirs in ProcessWaiting).</summary>
     private void SendHeartbeats(long now)
     {
-        foreach (var r in _waiting)
-        {
-            if (r.HeartbeatMs > 0 && r.NextHeartbeatAt <= now)
-            {
-                _stream.Js.Publish(r.Reply, default, PullHeartbeat, default);
-                r.NextHeartbeatAt = now + r.HeartbeatMs;
-            }
-        }
-        if (!IsPull && Config.IdleHeartbeat is > 0 && now >= _nextHeartbeatTick)
-        {
-            var last = (("Nats-Last-Consumer", _deliveredConsumerSeq.ToString(System.Globalization.CultureInfo.InvariantCulture)),
-                ("Nats-Last-Stream", _deliveredStreamSeq.ToString(System.Globalization.CultureInfo.InvariantCulture)));
-            // Stalled on flow control: the heartbeat names the unanswered request (nats-server sendIdleHeartbeat).
-            var hdr = StalledOn is { } fc
-                ? NatsHeaders.Status(100, "Idle Heartbeat", last.Item1, last.Item2, ("Nats-Consumer-Stalled", fc))
-                : NatsHeaders.Status(100, "Idle Heartbeat", last.Item1, last.Item2);
-            if (_stream.Js.HasInterest(DeliverSubject!)) _stream.Js.Publish(DeliverSubject!, default, hdr, default);
-            _nextHeartbeatTick = now + Config.IdleHeartbeat.Value / 1_000_000;
-        }
+        if (IsPull || Config.IdleHeartbeat is not > 0 || now < _nextHeartbeatTick) return;
+        if (_stream.Js.HasInterest(DeliverSubject!)) _stream.Js.Publish(DeliverSubject!, default, IdleHeartbeat(StalledOn), default);
+        _nextHeartbeatTick = now + Config.IdleHeartbeat.Value / 1_000_000;
     }
 
     private bool InactiveTooLong(long now)

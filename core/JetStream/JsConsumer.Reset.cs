@@ -44,8 +44,11 @@ internal sealed partial class JsConsumer
             _redeliver.Clear();
             _lastPerSubject = null;
             _nextStreamSeq = seq;
+            _redelivered.Clear();
             _deliveredStreamSeq = seq - 1;
             _deliveredConsumerSeq = 0;
+            _ackFloorConsumerSeq = 0;
+            _ackFloorStreamSeq = seq - 1;
             _deliveredLastActive = null;
             _ackLastActive = null;
             _store?.Update(new ConsumerState { Delivered = new SequencePair(0, seq - 1), AckFloor = new SequencePair(0, seq - 1) });

@@ -34,15 +34,23 @@ internal sealed partial class JsConsumer
     private Task? _loop;
     private IConsumerStore? _store;
 
-    // Delivery state (under _lock).
+    // Delivery state (under _lock). The delivered and ack floor figures follow nats-server's consumer store
+    // (memstore.go consumerMemStore SetStarting / UpdateDelivered / UpdateAcks), which consumer info reports.
     private ulong _nextStreamSeq;
+    /// <summary>The last consumer sequence given out (nats-server o.dseq-1; the store's Delivered.Consumer).</summary>
     private ulong _deliveredConsumerSeq;
+    /// <summary>The store's Delivered.Stream: the start - 1, then the highest stream sequence delivered.</summary>
     private ulong _deliveredStreamSeq;
+    /// <summary>The store's AckFloor (consumer, stream).</summary>
+    private ulong _ackFloorConsumerSeq, _ackFloorStreamSeq;
     private readonly Dictionary<ulong, PendingMsg> _pending = [];
     private readonly SortedSet<ulong> _redeliver = [];
     private Queue<ulong>? _lastPerSubject;
+    /// <summary>nats-server's o.sseq while the last-per-subject skip list is walked: its first entry, then the last one delivered + 1.</summary>
+    private ulong _lastPerSubjectCursor;
     private long _numPending;
-    private int _numRedelivered;
+    /// <summary>Redelivery counts by stream sequence (nats-server o.rdc): num_redelivered is their number.</summary>
+    private readonly Dictionary<ulong, ulong> _redelivered = [];
     private readonly LinkedList<PullRequest> _waiting = new();
     private long _lastActiveTick = Environment.TickCount64;
     private long _nextHeartbeatTick;
@@ -51,6 +59,7 @@ internal sealed partial class JsConsumer
 
     private sealed class PendingMsg
     {
+        /// <summary>The consumer sequence of the first delivery, kept on redelivery (nats-server trackPending).</summary>
         public ulong ConsumerSeq;
         /// <summary>When it was last delivered (Unix nanoseconds), as nats-server's pending Timestamp.</summary>
         public long Timestamp;
@@ -157,39 +166,30 @@ internal sealed partial class JsConsumer
         Kick();
     }
 
-    /// <summary>Where delivery starts, per deliver policy (nats-server consumer.go selectStartingSeqNo).</summary>
+    /// <summary>
+    /// Where delivery starts, per deliver policy, and the figures that says (nats-server consumer.go
+    /// selectStartingSeqNo): delivered and ack floor are (0, start - 1) until something is delivered.
+    /// </summary>
     private void InitStart()
     {
         var state = _stream.Store.GetState();
+        ulong sseq = 0;
         switch (Config.DeliverPolicy)
         {
             case "last":
-                {
-                    ulong last = 0;
-                    if (_filters.Length == 0) last = state.LastSequence;
-                    else foreach (var f in _filters) if (_stream.Store.LoadLast(f, _msg) == StoreStatus.Ok) last = Math.Max(last, _msg.Sequence);
-                    _nextStreamSeq = last == 0 ? state.LastSequence + 1 : last;
-                    break;
-                }
+                if (_filters.Length == 0) sseq = state.LastSequence;
+                else foreach (var f in _filters) if (_stream.Store.LoadLast(f, _msg) == StoreStatus.Ok) sseq = Math.Max(sseq, _msg.Sequence);
+                break;
             case "new":
-                _nextStreamSeq = state.LastSequence + 1;
+                sseq = state.LastSequence + 1;
                 break;
             case "by_start_sequence":
-                _nextStreamSeq = Math.Max(1, Config.OptStartSeq ?? 1);
+                sseq = Config.OptStartSeq ?? 0;
                 break;
             case "by_start_time":
-                {
-                    long t = Config.OptStartTime is { } st ? GoTime.ToUnixNanos(st) : 0;
-                    _nextStreamSeq = state.LastSequence + 1;
-                    for (ulong s = state.FirstSequence; s <= state.LastSequence;)
-                    {
-                        if (_stream.Store.LoadNext(default, s, _msg) != StoreStatus.Ok) break;
-                        if (_msg.Timestamp >= t) { _nextStreamSeq = _msg.Sequence; break; }
-                        s = _msg.Sequence + 1;
-                    }
-                    break;
-                }
-            case "last_per_subject":
+                sseq = FirstSequenceAtOrAfter(Config.OptStartTime is { } st ? GoTime.ToUnixNanos(st) : 0);
+                break;
+            case "last_per_subject" when _stream.Config.MaxMsgsPerSubject != 1:
                 {
                     var subjects = new Dictionary<string, ulong>(StringComparer.Ordinal);
                     if (_filters.Length == 0) _stream.Store.GetSubjectCounts(default, subjects);
@@ -200,23 +200,40 @@ internal sealed partial class JsConsumer
                         if (_stream.Store.LoadLast(Encoding.UTF8.GetBytes(subject), _msg) == StoreStatus.Ok) seqs.Add(_msg.Sequence);
                     }
                     seqs.Sort();
+                    // The skip list is walked first; then delivery resumes after the stream's last message at creation.
                     _lastPerSubject = new Queue<ulong>(seqs);
                     _nextStreamSeq = state.LastSequence + 1;
+                    sseq = seqs.Count > 0 ? seqs[0] : state.LastSequence;
+                    _lastPerSubjectCursor = sseq;
                     break;
                 }
-            default:
-                _nextStreamSeq = Math.Max(1, state.FirstSequence);
+            default: // all, and last_per_subject on a stream keeping one message per subject
+                sseq = state.FirstSequence;
                 break;
         }
-        _deliveredStreamSeq = _nextStreamSeq - 1;
+        bool optStart = Config.OptStartSeq is > 0;
+        if (state.FirstSequence == 0 && !optStart) sseq = 1;
+        else if (sseq > state.LastSequence && !optStart) sseq = state.LastSequence + 1;
+        else if (sseq < state.FirstSequence) sseq = state.FirstSequence;
+        if (_lastPerSubject is null) _nextStreamSeq = Math.Max(1, sseq);
+        _deliveredConsumerSeq = 0;
+        _deliveredStreamSeq = sseq == 0 ? 0 : sseq - 1;
+        _ackFloorConsumerSeq = 0;
+        _ackFloorStreamSeq = _deliveredStreamSeq;
         RecountPending();
     }
+
+    /// <summary>nats-server o.sseq: the next stream sequence the consumer looks at (idle heartbeats report it - 1).</summary>
+    private ulong NextStreamSeqGo => _lastPerSubject is { Count: > 0 } ? _lastPerSubjectCursor : _nextStreamSeq;
 
     private void Restore(ConsumerState state)
     {
         _deliveredConsumerSeq = state.Delivered.Consumer;
         _deliveredStreamSeq = state.Delivered.Stream;
+        _ackFloorConsumerSeq = state.AckFloor.Consumer;
+        _ackFloorStreamSeq = state.AckFloor.Stream;
         _nextStreamSeq = state.Delivered.Stream + 1;
+        foreach (var (sseq, n) in state.Redelivered) _redelivered[sseq] = n;
         long deadline = Environment.TickCount64 + AckWaitMs;
         foreach (var (sseq, p) in state.Pending)
         {
@@ -291,6 +308,13 @@ internal sealed partial class JsConsumer
         {
             var st = _stream.Store.GetState();
             if (_nextStreamSeq < st.FirstSequence) _nextStreamSeq = st.FirstSequence;
+            // Redelivery counts of messages that left the stream go too (nats-server checkRedelivered).
+            if (_redelivered.Count > 0)
+            {
+                List<ulong>? gone = null;
+                foreach (var sseq in _redelivered.Keys) if (sseq < st.FirstSequence) (gone ??= []).Add(sseq);
+                foreach (var sseq in gone ?? []) _redelivered.Remove(sseq);
+            }
             RecountPending();
         }
         Kick();
@@ -365,7 +389,8 @@ internal sealed partial class JsConsumer
                 Delivered = new SequenceInfo { ConsumerSeq = _deliveredConsumerSeq, StreamSeq = _deliveredStreamSeq, LastActive = _deliveredLastActive },
                 AckFloor = new SequenceInfo { ConsumerSeq = floorC, StreamSeq = floorS, LastActive = _ackLastActive },
                 NumAckPending = _pending.Count,
-                NumRedelivered = _numRedelivered,
+                // nats-server infoWithSnapAndReply: max_deliver 1 disables redeliveries, so none is reported.
+                NumRedelivered = Config.MaxDeliver == 1 ? 0 : _redelivered.Count,
                 NumWaiting = _waiting.Count + _pulls.Count,
                 NumPending = (ulong)Math.Max(0, Interlocked.Read(ref _numPending)),
                 Cluster = new ClusterInfo { Leader = _stream.Js.ServerName },
@@ -378,18 +403,8 @@ internal sealed partial class JsConsumer
         }
     }
 
-    /// <summary>The ack floor: everything at or below it is acknowledged (nats-server o.asflr / o.adflr).</summary>
-    private (ulong Consumer, ulong Stream) AckFloorLocked()
-    {
-        if (AckNone || _pending.Count == 0) return (_deliveredConsumerSeq, _deliveredStreamSeq);
-        ulong minS = ulong.MaxValue, minC = ulong.MaxValue;
-        foreach (var (s, p) in _pending)
-        {
-            if (s < minS) minS = s;
-            if (p.ConsumerSeq < minC) minC = p.ConsumerSeq;
-        }
-        return (minC - 1, minS - 1);
-    }
+    /// <summary>The ack floor as the consumer store keeps it (memstore.go consumerMemStore.UpdateAcks).</summary>
+    private (ulong Consumer, ulong Stream) AckFloorLocked() => (_ackFloorConsumerSeq, _ackFloorStreamSeq);
 
     /// <summary>For interest retention: true once this consumer no longer needs <paramref name="sseq"/>.</summary>
     public bool IsDoneWith(ulong sseq, ReadOnlySpan<byte> subject)

@@ -265,19 +265,25 @@ internal sealed partial class JsStream : IAsyncDisposable
         if (!subject.StartsWith(NameBytes) || subject.Length <= NameBytes.Length || subject[NameBytes.Length] != (byte)'.') return;
         var rest = subject[(NameBytes.Length + 1)..];
         int dot = rest.IndexOf((byte)'.');
-        if (dot <= 0) return;
+        // No consumer's ack subscription matches (nats-server: $JS.ACK.<stream>.<consumer>.*.*.*.*.*, none for ack
+        // policy none): a request gets the no-responders status (JsConsumer.NoAckSubscriber).
+        if (dot <= 0 || !AckTokens.TryParse(rest[(dot + 1)..], out var tokens))
+        {
+            JsConsumer.NoAckSubscriber(Js, msg.Subject, msg.Reply);
+            return;
+        }
         var consumerName = rest[..dot];
-        if (!AckTokens.TryParse(rest[(dot + 1)..], out var tokens)) return;
         var consumers = _consumerSnapshot;
         foreach (var c in consumers)
         {
             if (c.NameBytes.AsSpan().SequenceEqual(consumerName))
             {
                 var body = msg.Body;
-                c.EnqueueAck(tokens, body.IsSingleSegment ? body.FirstSpan : body.ToArray(), msg.Reply);
+                if (!c.EnqueueAck(tokens, body.IsSingleSegment ? body.FirstSpan : body.ToArray(), msg.Reply)) JsConsumer.NoAckSubscriber(Js, msg.Subject, msg.Reply);
                 return;
             }
         }
+        JsConsumer.NoAckSubscriber(Js, msg.Subject, msg.Reply);
     }
 
     // ---- lifecycle ----

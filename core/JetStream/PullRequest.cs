@@ -8,13 +8,18 @@ namespace NatsBroker.JetStream;
 internal sealed class PullRequest
 {
     public required byte[] Reply { get; init; }
-    public int Remaining { get; set; }
-    /// <summary>Bytes left under max_bytes; 0 = no byte limit.</summary>
+    /// <summary>
+    /// Messages still wanted (nats-server wr.n): as asked, so 0 or less for a JSON request without "batch" (it still
+    /// gets one message, as nats-server's pop delivers before counting down); reported in Nats-Pending-Messages.
+    /// </summary>
+    public long Remaining { get; set; }
+    /// <summary>Bytes left under max_bytes (nats-server wr.b); 0 = no byte limit. Reported in Nats-Pending-Bytes.</summary>
     public long BytesRemaining { get; set; }
-    public bool HasByteLimit { get; init; }
     /// <summary>Environment.TickCount64 deadline; long.MaxValue = none.</summary>
     public long ExpiresAt { get; init; }
     public bool NoWait { get; init; }
+    /// <summary>The request has an expiry (nats-server !wr.expires.IsZero()): a no_wait one then waits for a first message.</summary>
+    public bool HasExpiry { get; init; }
     public long HeartbeatMs { get; init; }
     public long NextHeartbeatAt { get; set; }
     public int Delivered { get; set; }

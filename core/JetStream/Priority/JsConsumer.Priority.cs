@@ -39,10 +39,10 @@ internal sealed partial class JsConsumer
     /// The 400 statuses nats-server answers a JSON pull request with before queueing it (processNextMsgRequest),
     /// from the config alone; null when the request may be queued.
     /// </summary>
-    public byte[]? RefusePriorityFields(NextRequest next)
+    internal byte[]? RefusePriorityFields(in PullFields next)
     {
         var cfg = Config;
-        if ((next.MinPending is not (null or 0) || next.MinAckPending is not (null or 0)) && cfg.PriorityPolicy != PriorityConfigCheck.Overflow)
+        if ((next.MinPending != 0 || next.MinAckPending != 0) && cfg.PriorityPolicy != PriorityConfigCheck.Overflow)
             return NatsHeaders.Status(400, "Bad Request - Not a Overflow Priority consumer");
         if (!string.IsNullOrEmpty(next.Id) && cfg.PriorityPolicy != PriorityConfigCheck.PinnedClient)
             return NatsHeaders.Status(400, "Bad Request - Not a Pinned Client Priority consumer");
@@ -157,22 +157,19 @@ internal sealed partial class JsConsumer
 
     private void WrongPinId(PullRequest r)
     {
-        var hdr = NatsHeaders.Status(423, "Nats-Wrong-Pin-Id",
-            ("Nats-Pending-Messages", r.Remaining.ToString(System.Globalization.CultureInfo.InvariantCulture)),
-            ("Nats-Pending-Bytes", (r.HasByteLimit ? r.BytesRemaining : 0).ToString(System.Globalization.CultureInfo.InvariantCulture)));
-        _stream.Js.Publish(r.Reply, default, hdr, default);
+        _stream.Js.Publish(r.Reply, default, PendingStatus(423, "Nats-Wrong-Pin-Id", r), default);
     }
 
     /// <summary>
     /// After a message, a request that still wants more goes to the back: behind the others of its priority under
-    /// prioritized (nats-server popAndRequeue), behind all others under overflow / pinned_client (waitQueue.pop).
-    /// Consumers without a policy keep serving the first request until its batch is done.
+    /// prioritized (nats-server popAndRequeue), behind all others otherwise (waitQueue.pop, also without a policy:
+    /// waiting requests are served in turn).
     /// </summary>
     [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private void RequeueServed(LinkedListNode<PullRequest> node)
     {
         var policy = Config.PriorityPolicy;
-        if (policy is null || node.List is null || _waiting.Count < 2) return;
+        if (node.List is null || _waiting.Count < 2) return;
         _waiting.Remove(node);
         if (policy == PriorityConfigCheck.Prioritized) InsertByPriority(_waiting, node);
         else _waiting.AddLast(node);
