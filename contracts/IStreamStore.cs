@@ -29,6 +29,16 @@ public interface IStreamStore : IDisposable, IAsyncDisposable
     string? Failure => null;
 
     /// <summary>
+    /// What one message counts toward <see cref="StreamState.Bytes"/> and <see cref="StreamLimits.MaxBytes"/> in this
+    /// store, so also toward an account's max_memory / max_storage: the host asks it before a publish to check the
+    /// account's limits with the figure the store will add. nats-server counts a per-engine figure that includes
+    /// its record overhead (memstore.go memStoreMsgSize: subject + headers + payload + 16; filestore.go
+    /// fileStoreMsgSize: 22 + subject + payload + 8, plus 4 + headers when there are headers); the built-in engines
+    /// count exactly those. The default (an engine that does not say) is subject + headers + payload.
+    /// </summary>
+    long StoredSize(int subjectLength, int headersLength, int payloadLength) => (long)subjectLength + headersLength + payloadLength;
+
+    /// <summary>
     /// Appends a message at LastSequence+1. <paramref name="timestamp"/> is Unix nanoseconds (0 = now);
     /// <paramref name="ttl"/> is a per-message time to live in nanoseconds (0 = none). Enforces the limits.
     /// </summary>

@@ -43,7 +43,7 @@ public static class StoreSnapshot
             BinaryPrimitives.WriteUInt32LittleEndian(m[25..], (uint)msg.SubjectLength);
             BinaryPrimitives.WriteUInt32LittleEndian(m[29..], (uint)msg.HeadersLength);
             BinaryPrimitives.WriteUInt32LittleEndian(m[33..], (uint)msg.PayloadLength);
-            await w.WriteAsync(msg.Buffer.AsMemory(0, (int)msg.StoredSize), ct).ConfigureAwait(false);
+            await w.WriteAsync(msg.Buffer.AsMemory(0, (int)msg.ContentLength), ct).ConfigureAwait(false);
             count++;
             seq = msg.Sequence + 1;
             if (w.Pending > 60_000) await w.FlushAsync(ct).ConfigureAwait(false);

@@ -30,8 +30,12 @@ public sealed class StoredMessage
     public ReadOnlyMemory<byte> HeadersAndPayload => _buffer.AsMemory(SubjectLength, HeadersLength + PayloadLength);
     /// <summary>Allocates: for tests and diagnostics, not for hot paths.</summary>
     public string SubjectString => System.Text.Encoding.UTF8.GetString(Subject);
-    /// <summary>Size used for byte limits and state: subject + headers + payload.</summary>
-    public long StoredSize => (long)SubjectLength + HeadersLength + PayloadLength;
+    /// <summary>
+    /// Subject + headers + payload: the bytes of <see cref="Buffer"/> this record uses. Not the figure a store counts
+    /// toward its state's bytes and max_bytes (that is <see cref="IStreamStore.StoredSize"/>, per engine); it is what
+    /// nats-server counts for a direct get batch's max_bytes (stream.go getDirectRequest: subj + hdr + msg).
+    /// </summary>
+    public long ContentLength => (long)SubjectLength + HeadersLength + PayloadLength;
 
     /// <summary>
     /// For engines: sets the header fields and returns a span of exactly subject+headers+payload bytes to fill,

@@ -4,7 +4,7 @@ namespace NatsBroker.Contracts;
 public readonly record struct StreamState
 {
     public ulong Messages { get; init; }
-    /// <summary>Sum of subject + headers + payload lengths of the stored messages.</summary>
+    /// <summary>Sum of the stored sizes of the messages (<see cref="IStreamStore.StoredSize"/>: the engine's figure).</summary>
     public ulong Bytes { get; init; }
     /// <summary>First sequence; when the stream is empty, LastSequence + 1.</summary>
     public ulong FirstSequence { get; init; }

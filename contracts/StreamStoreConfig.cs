@@ -35,9 +35,14 @@ public enum SyncPolicy
 public sealed record class StreamLimits
 {
     public long MaxMessages { get; init; }
+    /// <summary>Limit on <see cref="StreamState.Bytes"/>, counted in <see cref="IStreamStore.StoredSize"/>.</summary>
     public long MaxBytes { get; init; }
     public TimeSpan MaxAge { get; init; }
     public long MaxMessagesPerSubject { get; init; }
+    /// <summary>
+    /// Largest headers + payload of one message (the subject does not count: nats-server stream.go
+    /// processJetStreamMsg compares len(hdr) + len(msg) with max_msg_size).
+    /// </summary>
     public int MaxMessageSize { get; init; }
     public DiscardPolicy Discard { get; init; } = DiscardPolicy.Old;
     /// <summary>With <see cref="DiscardPolicy.New"/>: refuse a message when its subject is at its limit.</summary>

@@ -153,7 +153,8 @@ public sealed partial class JetStreamService
             if (isBatch && pending > 0) pending--;
             SendDirect(stream, reply, msg, r.NoHeaders == true, isBatch ? (pending, lastSent) : null);
             lastSent = msg.Sequence;
-            sentBytes += msg.StoredSize;
+            // Subject + stored headers + payload, not the store's stored size (stream.go getDirectRequest).
+            sentBytes += msg.ContentLength;
             if (sentBytes >= maxBytes) break;
         }
         if (isBatch)
@@ -224,7 +225,8 @@ public sealed partial class JetStreamService
             pending--;
             SendDirect(stream, reply, msg, r.NoHeaders == true, (pending, lastSent));
             lastSent = s;
-            sentBytes += msg.StoredSize;
+            // As getDirectMulti counts: subject + stored headers + payload.
+            sentBytes += msg.ContentLength;
             sent++;
             if (sentBytes >= maxBytes || (r.Batch is > 0 && sent >= r.Batch)) break;
         }

@@ -28,7 +28,8 @@ internal sealed partial class JsAccount
     }
 
     /// <summary>
-    /// The check before a message of <paramref name="size"/> bytes is stored (processJetStreamMsg): the server over
+    /// The check before a message whose stored size (IStreamStore.StoredSize) is <paramref name="size"/> is stored
+    /// (processJetStreamMsg): the server over
     /// its max_*_store → 10023; this account's usage plus the message over its limit → 10002. Null = store it.
     /// Reads two counters: no allocation, no lock.
     /// </summary>

@@ -228,10 +228,11 @@ internal sealed partial class JsStream
         if (!TryMessageTtl(hdr, cfg, out long ttl, out var ttlError)) return Fail(reply, ttlError!);
         ulong republishLast = RepublishLastSequence(subject, cfg);
         // Account / server storage limits (processJetStreamMsg's limitsExceeded / wouldExceedLimits); only a limited
-        // account pays for them: two counter reads before, one store state read after (JsAccount.Limits.cs).
+        // account pays for them: two counter reads before, one store state read after (JsAccount.Limits.cs). The
+        // message counts what the store will add (wouldExceedLimits: memStoreMsgSize / fileStoreMsgSize).
         bool memory = cfg.Storage == "memory";
         bool limited = _account.IsLimited(memory);
-        if (limited && _account.CheckIngest(memory, subject.Length + hdr.Length + payload.Length) is { } limitError) return Fail(reply, limitError);
+        if (limited && _account.CheckIngest(memory, Store.StoredSize(subject.Length, hdr.Length, payload.Length)) is { } limitError) return Fail(reply, limitError);
         var result = Store.Append(subject, hdr, payload, now, ttl > 0 ? ttl : 0);
         if (!result.IsOk) return Fail(reply, AppendFailed(result.Status));
         _lastStoredSeq = result.Sequence;

@@ -314,8 +314,9 @@ internal abstract class IndexedStore : IStreamStore
         {
             var subject = batch.Subject(i);
             if (subject.IsEmpty || !SubjectMatch.IsLiteral(subject)) return StoreStatus.InvalidArgument;
-            long size = (long)subject.Length + batch.Headers(i).Length + batch.Payload(i).Length;
-            if (lim.MaxMessageSize > 0 && size > lim.MaxMessageSize) return StoreStatus.MessageTooLarge;
+            int hl = batch.Headers(i).Length, pl = batch.Payload(i).Length;
+            if (TooLarge(hl, pl, lim)) return StoreStatus.MessageTooLarge;
+            long size = StoredSize(subject.Length, hl, pl);
             if (size > int.MaxValue / 2) return StoreStatus.MessageTooLarge;
             bytes += (ulong)size;
             if (perSubjectNew)
@@ -371,9 +372,9 @@ internal abstract class IndexedStore : IStreamStore
         var refused = WriteRefusal();
         if (refused != StoreStatus.Ok) return refused;
         if (subject.IsEmpty || !SubjectMatch.IsLiteral(subject)) return StoreStatus.InvalidArgument;
-        long size = (long)subject.Length + headers.Length + payload.Length;
         var lim = Limits;
-        if (lim.MaxMessageSize > 0 && size > lim.MaxMessageSize) return StoreStatus.MessageTooLarge;
+        if (TooLarge(headers.Length, payload.Length, lim)) return StoreStatus.MessageTooLarge;
+        long size = StoredSize(subject.Length, headers.Length, payload.Length);
         if (size > int.MaxValue / 2) return StoreStatus.MessageTooLarge;
         bool ageOrTtl = lim.MaxAge > TimeSpan.Zero || _ttl.Count > 0;
         if (ageOrTtl && !inBatch) ExpireLocked(now != 0 ? now : NowNanos());
@@ -381,13 +382,8 @@ internal abstract class IndexedStore : IStreamStore
         SubjectInfo? existing = null;
         if (lim.Discard == DiscardPolicy.New && !inBatch)
         {
-            if (lim.MaxMessages > 0 && Msgs + 1 > (ulong)lim.MaxMessages) return StoreStatus.MaxMessagesExceeded;
-            if (lim.MaxBytes > 0 && Bytes + (ulong)size > (ulong)lim.MaxBytes) return StoreStatus.MaxBytesExceeded;
-            if (lim.DiscardNewPerSubject && lim.MaxMessagesPerSubject > 0)
-            {
-                existing = Subjects.Find(subject);
-                if (existing is not null && existing.Count >= (ulong)lim.MaxMessagesPerSubject) return StoreStatus.MaxMessagesPerSubjectExceeded;
-            }
+            var refusal = DiscardNewRefusal(subject, size, lim, out existing);
+            if (refusal != StoreStatus.Ok) return refusal;
         }
 
         var subj = existing ?? Subjects.GetOrAdd(subject);
@@ -428,6 +424,43 @@ internal abstract class IndexedStore : IStreamStore
         if (!inBatch) EnforceLimitsAfterAppend(subj);
         return StoreStatus.Ok;
     }
+
+    /// <summary>
+    /// Discard new: whether one more message of <paramref name="size"/> stored bytes is refused, as nats-server's
+    /// storeRawMsg decides (memstore.go and filestore.go, the same rules with each engine's size). A subject already
+    /// at max_msgs_per_subject is refused outright with discard_new_per_subject; without it the message replaces the
+    /// subject's oldest, so max_msgs does not refuse it and max_bytes refuses it only if the oldest is smaller.
+    /// </summary>
+    private StoreStatus DiscardNewRefusal(ReadOnlySpan<byte> subject, long size, StreamLimits lim, out SubjectInfo? existing)
+    {
+        existing = null;
+        bool atSubjectLimit = false;
+        if (lim.MaxMessagesPerSubject > 0)
+        {
+            existing = Subjects.Find(subject);
+            atSubjectLimit = existing is not null && existing.Count >= (ulong)lim.MaxMessagesPerSubject;
+            if (atSubjectLimit && lim.DiscardNewPerSubject) return StoreStatus.MaxMessagesPerSubjectExceeded;
+        }
+        if (lim.MaxMessages > 0 && Msgs >= (ulong)lim.MaxMessages && !atSubjectLimit) return StoreStatus.MaxMessagesExceeded;
+        if (lim.MaxBytes > 0 && Bytes + (ulong)size > (ulong)lim.MaxBytes
+            && (!atSubjectLimit || Index.Get(existing!.First).Size < size))
+            return StoreStatus.MaxBytesExceeded;
+        return StoreStatus.Ok;
+    }
+
+    /// <summary>
+    /// max_msg_size counts headers + payload, not the subject (stream.go processJetStreamMsg; written so that the
+    /// sum cannot overflow, as there).
+    /// </summary>
+    private static bool TooLarge(int headersLength, int payloadLength, StreamLimits lim) =>
+        lim.MaxMessageSize > 0 && (headersLength > lim.MaxMessageSize || payloadLength > lim.MaxMessageSize - headersLength);
+
+    /// <summary>
+    /// What one message counts toward <see cref="Bytes"/>, max_bytes and the account's limits: the engine's figure
+    /// (IStreamStore.StoredSize), kept per message in <see cref="IndexEntry.Size"/> so a removal subtracts exactly
+    /// what the append added.
+    /// </summary>
+    public abstract long StoredSize(int subjectLength, int headersLength, int payloadLength);
 
     private void EnforceLimitsAfterAppend(SubjectInfo subj)
     {
@@ -492,7 +525,10 @@ internal abstract class IndexedStore : IStreamStore
     /// <summary>Registers a recovered message's TTL (engines call this while rebuilding).</summary>
     protected void TrackTtl(ulong seq, long expires) => _ttl.Enqueue(seq, expires);
 
-    /// <summary>Adds a recovered message to the indexes (engines call this at open, in sequence order).</summary>
+    /// <summary>
+    /// Adds a recovered message to the indexes (engines call this at open, in sequence order); <paramref name="size"/>
+    /// is its <see cref="StoredSize"/>.
+    /// </summary>
     protected ref IndexEntry RecoverAdd(ulong seq, ReadOnlySpan<byte> subject, long ts, int size)
     {
         if (Msgs == 0 && Index.End != seq) Index.Reset(seq);

@@ -18,7 +18,7 @@ internal struct IndexEntry
     public ulong Next;
     /// <summary>Subject id, or -1 for a deleted sequence or a gap.</summary>
     public int SubjectId;
-    /// <summary>Subject + headers + payload bytes.</summary>
+    /// <summary>The message's stored size as the engine counts it (IndexedStore.StoredSize: nats-server's per-engine figure).</summary>
     public int Size;
     public int Aux;
     public int Flags;

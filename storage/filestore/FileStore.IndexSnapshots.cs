@@ -8,7 +8,7 @@ namespace NatsBroker.Storage.File;
 /// <summary>
 /// Per-block index snapshots (FORMAT.md, "Index snapshots"): for a sealed block (not the newest), <c>idx/ID.idx</c>
 /// lists the index-relevant fields of every record in the block (type, offset, length, sequence, timestamp, ttl,
-/// subject; no headers or payload). Open replays a valid snapshot through the same code as a block scan, so it
+/// headers length, subject; no headers or payload). Open replays a valid snapshot through the same code as a block scan, so it
 /// reads the snapshot instead of the block; the newest block, and any block without a valid snapshot, is scanned.
 /// A snapshot is written only for a block whose bytes are all durable and that parses cleanly to its end, at the
 /// flush or sync tick that finds one (a checkpoint) and at clean close. It is ignored when stale (block length
@@ -20,9 +20,15 @@ namespace NatsBroker.Storage.File;
 internal sealed partial class FileStore
 {
     private const int SnapshotHeaderSize = 44;
-    private const int SnapshotEntryHeader = 35;
+    private const int SnapshotEntryHeader = 39;
     private static ReadOnlySpan<byte> SnapshotMagic => "NBIX"u8;
-    private const ushort SnapshotVersion = 1;
+    /// <summary>
+    /// Version 2 adds each message's headers length, which its stored size needs (FileStore.StoredSize: a message
+    /// with headers counts 4 bytes more). A version 1 snapshot is ignored without a report (the block is scanned and
+    /// gets a version 2 snapshot at the next checkpoint).
+    /// </summary>
+    private const ushort SnapshotVersion = 2;
+    private const ushort SnapshotVersionWithoutHeaders = 1;
 
     /// <summary>Ids of the blocks whose snapshot is on disk and current (under the store lock).</summary>
     private readonly HashSet<uint> _snapshotted = [];
@@ -71,6 +77,9 @@ internal sealed partial class FileStore
             return false;
         }
         var s = snap.AsSpan();
+        if (s.Length >= SnapshotHeaderSize && s[..4].SequenceEqual(SnapshotMagic)
+            && BinaryPrimitives.ReadUInt16LittleEndian(s[4..]) == SnapshotVersionWithoutHeaders)
+            return false; // written before sizes needed the headers length: scanned, replaced at the next checkpoint
         if (s.Length < SnapshotHeaderSize + 4 || !s[..4].SequenceEqual(SnapshotMagic)
             || BinaryPrimitives.ReadUInt16LittleEndian(s[4..]) != SnapshotVersion
             || BinaryPrimitives.ReadUInt32LittleEndian(s[8..]) != id
@@ -127,7 +136,8 @@ internal sealed partial class FileStore
             ulong seq = BinaryPrimitives.ReadUInt64LittleEndian(e[11..]);
             long ts = BinaryPrimitives.ReadInt64LittleEndian(e[19..]);
             long ttl = BinaryPrimitives.ReadInt64LittleEndian(e[27..]);
-            ApplyRecord(blk, off, type, seq, ts, ttl, len, e.Slice(SnapshotEntryHeader, subjLen), ref last, ref floor, ref maxMsgSeq);
+            int hdrLen = (int)BinaryPrimitives.ReadUInt32LittleEndian(e[35..]);
+            ApplyRecord(blk, off, type, seq, ts, ttl, len, hdrLen, e.Slice(SnapshotEntryHeader, subjLen), ref last, ref floor, ref maxMsgSeq);
             p += SnapshotEntryHeader + subjLen;
         }
         _diskBytes += blk.Size;
@@ -370,8 +380,8 @@ internal sealed partial class FileStore
     }
 
     /// <summary>
-    /// Room for the snapshot of a block of <paramref name="blockSize"/> bytes: an entry (35 bytes + subject) is never
-    /// longer than its record (a 36-byte header + subject + headers + payload), so the entries fit in the block's
+    /// Room for the snapshot of a block of <paramref name="blockSize"/> bytes: an entry (39 bytes + subject) is never
+    /// longer than its record (40 bytes of framing + subject + headers + payload), so the entries fit in the block's
     /// record bytes, plus the snapshot's own header and CRC.
     /// </summary>
     private static int SnapshotBound(int blockSize) => blockSize + SnapshotHeaderSize + 4;
@@ -408,6 +418,7 @@ internal sealed partial class FileStore
             BinaryPrimitives.WriteUInt64LittleEndian(e[11..], rec.Seq);
             BinaryPrimitives.WriteInt64LittleEndian(e[19..], rec.Timestamp);
             BinaryPrimitives.WriteInt64LittleEndian(e[27..], rec.Ttl);
+            BinaryPrimitives.WriteUInt32LittleEndian(e[35..], rec.Type == Format.TypeMessage ? (uint)rec.HeadersLength : 0);
             span.Slice(off + Format.RecordHeaderSize, subjLen).CopyTo(e[SnapshotEntryHeader..]);
             w += e.Length;
             count++;

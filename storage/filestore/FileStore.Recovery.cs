@@ -192,12 +192,12 @@ internal sealed partial class FileStore
                     for (int p = batchFrom; p < off;)
                     {
                         var br = new Format.Rec(span[p..]);
-                        ApplyRecord(blk, p, br.Type, br.Seq, br.Timestamp, br.Ttl, br.Length, span.Slice(p + Format.RecordHeaderSize, br.SubjectLength), ref last, ref floor, ref maxMsgSeq);
+                        ApplyRecord(blk, p, br.Type, br.Seq, br.Timestamp, br.Ttl, br.Length, br.HeadersLength, span.Slice(p + Format.RecordHeaderSize, br.SubjectLength), ref last, ref floor, ref maxMsgSeq);
                         p += br.Length;
                     }
                     batchFrom = -1;
                 }
-                ApplyRecord(blk, off, rec.Type, rec.Seq, rec.Timestamp, rec.Ttl, rec.Length, span.Slice(off + Format.RecordHeaderSize, rec.SubjectLength), ref last, ref floor, ref maxMsgSeq);
+                ApplyRecord(blk, off, rec.Type, rec.Seq, rec.Timestamp, rec.Ttl, rec.Length, rec.HeadersLength, span.Slice(off + Format.RecordHeaderSize, rec.SubjectLength), ref last, ref floor, ref maxMsgSeq);
                 off += rec.Length;
                 continue;
             }
@@ -246,8 +246,12 @@ internal sealed partial class FileStore
         blk.WriteGen++; // the truncation is fsynced before the store is used
     }
 
-    /// <summary>Applies one record (read from the block, or from its index snapshot) to the indexes.</summary>
-    private void ApplyRecord(MsgBlock blk, int off, byte type, ulong seq, long timestamp, long ttl, int length, ReadOnlySpan<byte> subject, ref ulong last, ref ulong floor, ref ulong maxMsgSeq)
+    /// <summary>
+    /// Applies one record (read from the block, or from its index snapshot) to the indexes. <paramref name="length"/>
+    /// is the whole record's, <paramref name="headersLength"/> its headers' (with the subject's, they give the
+    /// message's <see cref="StoredSize"/>).
+    /// </summary>
+    private void ApplyRecord(MsgBlock blk, int off, byte type, ulong seq, long timestamp, long ttl, int length, int headersLength, ReadOnlySpan<byte> subject, ref ulong last, ref ulong floor, ref ulong maxMsgSeq)
     {
         var rec = (Type: type, Seq: seq, Timestamp: timestamp, Ttl: ttl, Length: length);
         switch (rec.Type)
@@ -259,7 +263,8 @@ internal sealed partial class FileStore
                     return;
                 }
                 maxMsgSeq = rec.Seq;
-                ref var e = ref RecoverAdd(rec.Seq, subject, rec.Timestamp, rec.Length - Format.RecordOverhead);
+                int payloadLength = rec.Length - Format.RecordOverhead - subject.Length - headersLength;
+                ref var e = ref RecoverAdd(rec.Seq, subject, rec.Timestamp, (int)StoredSize(subject.Length, headersLength, payloadLength));
                 e.Location = ((long)blk.Id << 32) | (uint)off;
                 e.Aux = rec.Length;
                 if (rec.Ttl > 0)

@@ -72,6 +72,17 @@ internal sealed partial class FileStore : IndexedStore
 
     public override string EngineName => FileStoreFactory.EngineName;
 
+    /// <summary>
+    /// nats-server's file store figure (filestore.go fileStoreMsgSizeRaw), the length of its own message record:
+    /// record length (4) + sequence (8) + timestamp (8) + subject length (2) + subject + payload + hash (8), and with
+    /// headers also a headers length (4) + headers. Our records are laid out differently (Format.cs: 40 bytes of
+    /// framing), but the stream's bytes, max_bytes and the account's max_storage count this figure, as nats-server.
+    /// </summary>
+    public override long StoredSize(int subjectLength, int headersLength, int payloadLength) =>
+        headersLength == 0
+            ? 22L + subjectLength + payloadLength + 8
+            : 22L + subjectLength + 4 + headersLength + payloadLength + 8;
+
     internal static bool IsDiskFull(Exception e)
         => (e.HResult & 0xFFFF) is 28 or 0x70 or 0x27 || e.Message.Contains("No space left", StringComparison.OrdinalIgnoreCase);
 

@@ -8,11 +8,12 @@ using NatsBroker.Storage.Internal;
 namespace NatsBroker.Storage.File;
 
 /// <summary>
-/// The index image (<c>idx/index.img</c>, FORMAT.md "Index image", version 3): the in-memory state of a store at a
+/// The index image (<c>idx/index.img</c>, FORMAT.md "Index image", version 4): the in-memory state of a store at a
 /// checkpoint (counters, per-block summaries, subjects, TTLs) and the sequence index as pages: raw 48 KiB pages, and
 /// compact pages (<see cref="CompactIndexPage"/>, 50 bytes per live entry) for chunks with few live entries. Version
-/// 2 images (every page dense) are still read; a checkpoint appended to one writes version 3 (each superblock and
-/// head carries its own version).
+/// 4 counts message sizes (the head's bytes, each entry's size) as nats-server does (FileStore.StoredSize); older
+/// images (2 and 3: subject + headers + payload) are refused, so the store is rebuilt from its blocks, and the next
+/// checkpoint writes a new version 4 file.
 /// <para>
 /// The file is append-only after its two superblocks: a checkpoint appends the pages that changed since the
 /// previous one and a new "head" (everything but the pages, with a page table that points at the newest copy
@@ -27,14 +28,16 @@ namespace NatsBroker.Storage.File;
 internal sealed class IndexImage : IIndexPager, IDisposable
 {
     public const string FileName = "index.img";
-    public const ushort Version = 3;
-    /// <summary>The oldest version still read: version 2 has only dense pages and a 24-byte page table entry.</summary>
-    public const ushort OldestReadable = 2;
+    public const ushort Version = 4;
+    /// <summary>
+    /// The oldest version still read. Versions 2 and 3 recorded sizes as subject + headers + payload and an entry
+    /// does not say whether its message has headers, so they cannot be converted (FORMAT.md "Compatibility").
+    /// </summary>
+    public const ushort OldestReadable = 4;
     public const int HeaderSize = 104;
     public const int BlockEntrySize = 48;
-    /// <summary>Page table entry: version 3 adds the page's length (version 2: 24 bytes, every page dense).</summary>
+    /// <summary>Page table entry (with the page's length: dense or compact).</summary>
     public const int PageEntrySize = 32;
-    private const int PageEntrySizeV2 = 24;
     public const int SuperblockSize = 48;
     public const int PageAlign = 4096;
     /// <summary>Superblock slots are at 0 and 4096; pages and heads are appended from 8192 on.</summary>
@@ -162,7 +165,9 @@ internal sealed class IndexImage : IIndexPager, IDisposable
                 ushort version = BinaryPrimitives.ReadUInt16LittleEndian(sb[4..]);
                 if (version is < OldestReadable or > Version || BinaryPrimitives.ReadUInt16LittleEndian(sb[6..]) != EntrySize)
                 {
-                    problem = $"index image {path} is of another version or layout; ignored";
+                    problem = version is 2 or 3
+                        ? $"index image {path} is version {version}, which counted message sizes differently; ignored (rebuilt from the blocks)"
+                        : $"index image {path} is of another version or layout; ignored";
                     continue;
                 }
                 if (Crc32C.Compute(sb[..44]) != BinaryPrimitives.ReadUInt32LittleEndian(sb[44..])) continue; // torn: the other slot holds the previous checkpoint
@@ -199,7 +204,7 @@ internal sealed class IndexImage : IIndexPager, IDisposable
     {
         var s = bytes.AsSpan();
         if (!s[..4].SequenceEqual(Magic) || BinaryPrimitives.ReadUInt16LittleEndian(s[4..]) != version || BinaryPrimitives.ReadUInt16LittleEndian(s[6..]) != EntrySize) return null;
-        int pageEntry = version >= 3 ? PageEntrySize : PageEntrySizeV2;
+        const int pageEntry = PageEntrySize;
         uint tailId = BinaryPrimitives.ReadUInt32LittleEndian(s[8..]);
         int blockCount = BinaryPrimitives.ReadInt32LittleEndian(s[12..]);
         long tailLen = BinaryPrimitives.ReadInt64LittleEndian(s[16..]);
@@ -246,7 +251,7 @@ internal sealed class IndexImage : IIndexPager, IDisposable
         for (int i = 0; i < pageCount; i++, p += pageEntry)
         {
             chunks[i] = (BinaryPrimitives.ReadUInt64LittleEndian(s[p..]), BinaryPrimitives.ReadInt32LittleEndian(s[(p + 8)..]));
-            int length = version >= 3 ? BinaryPrimitives.ReadInt32LittleEndian(s[(p + 24)..]) : PageSize;
+            int length = BinaryPrimitives.ReadInt32LittleEndian(s[(p + 24)..]);
             pages[i] = new PageRef(BinaryPrimitives.ReadInt64LittleEndian(s[(p + 16)..]), BinaryPrimitives.ReadUInt32LittleEndian(s[(p + 12)..]), length);
             if (i > 0 && chunks[i].Item1 <= chunks[i - 1].Item1) return null;
             // A page is dense (PageSize) or compact (a whole number of entries, fewer than a dense page holds).

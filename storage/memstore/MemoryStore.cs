@@ -64,6 +64,19 @@ internal sealed class MemoryStore : IndexedStore
 
     public override string EngineName => MemoryStoreFactory.EngineName;
 
+    /// <summary>
+    /// Bytes nats-server's memory store counts per message besides subject, headers and payload: "8*2 for seq + age"
+    /// (memstore.go memStoreMsgSizeRaw).
+    /// </summary>
+    private const int StoredOverhead = 16;
+
+    /// <summary>nats-server's memory store figure (memstore.go memStoreMsgSize): subject + headers + payload + 16.</summary>
+    public override long StoredSize(int subjectLength, int headersLength, int payloadLength) =>
+        (long)subjectLength + headersLength + payloadLength + StoredOverhead;
+
+    /// <summary>The payload length of a message from its index entry (the inverse of <see cref="StoredSize"/>).</summary>
+    private static int PayloadLength(in IndexEntry entry, int subjectLength) => entry.Size - StoredOverhead - subjectLength - entry.Aux;
+
     /// <summary>Slabs in use that are huge-page memory (tests read it by name).</summary>
     internal int HugeSlabsInUse
     {
@@ -154,7 +167,7 @@ internal sealed class MemoryStore : IndexedStore
             off += 8;
         }
         int hl = entry.Aux;
-        int pl = entry.Size - subject.Key.Length - hl;
+        int pl = PayloadLength(entry, subject.Key.Length);
         var dst = into.Prepare(seq, entry.Timestamp, ttl, subject.Key.Length, hl, pl);
         subject.Key.CopyTo(dst);
         slab.Memory.Span.Slice(off, hl + pl).CopyTo(dst[subject.Key.Length..]);
@@ -168,7 +181,7 @@ internal sealed class MemoryStore : IndexedStore
         if (kind == RemoveKind.Erase)
         {
             int off = (int)(entry.Location & 0xFFFFFFFF);
-            int len = entry.Size - Subjects.ById(entry.SubjectId).Key.Length + ((entry.Flags & IndexEntry.FlagTtl) != 0 ? 8 : 0);
+            int len = entry.Aux + PayloadLength(entry, Subjects.ById(entry.SubjectId).Key.Length) + ((entry.Flags & IndexEntry.FlagTtl) != 0 ? 8 : 0);
             slab.Memory.Span.Slice(off, len).Clear();
         }
         if (--slab.Live == 0 && slab != Tail) ReleaseEmptySlabs();

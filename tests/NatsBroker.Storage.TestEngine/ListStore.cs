@@ -77,16 +77,21 @@ internal sealed class ListStore(StreamStoreConfig config) : IStreamStore
     {
         if (_closed) return StoreStatus.Closed;
         if (subject.IsEmpty || !SubjectMatch.IsLiteral(subject)) return StoreStatus.InvalidArgument;
+        // This engine counts subject + headers + payload (IStreamStore.StoredSize's default); max_msg_size counts
+        // headers + payload (StreamLimits.MaxMessageSize).
         var size = subject.Length + headers.Length + payload.Length;
-        if (_limits.MaxMessageSize > 0 && size > _limits.MaxMessageSize) return StoreStatus.MessageTooLarge;
+        if (_limits.MaxMessageSize > 0 && headers.Length + payload.Length > _limits.MaxMessageSize) return StoreStatus.MessageTooLarge;
         Expire();
         var subj = Encoding.UTF8.GetString(subject);
         if (_limits.Discard == DiscardPolicy.New)
         {
-            if (_limits.MaxMessages > 0 && _msgs.Count + 1 > _limits.MaxMessages) return StoreStatus.MaxMessagesExceeded;
-            if (_limits.MaxBytes > 0 && Bytes + (ulong)size > (ulong)_limits.MaxBytes) return StoreStatus.MaxBytesExceeded;
-            if (_limits.DiscardNewPerSubject && _limits.MaxMessagesPerSubject > 0 && _msgs.Values.Count(m => m.Subject == subj) >= _limits.MaxMessagesPerSubject)
-                return StoreStatus.MaxMessagesPerSubjectExceeded;
+            // A subject at max_msgs_per_subject replaces its oldest message (unless discard_new_per_subject refuses it).
+            var oldest = _limits.MaxMessagesPerSubject > 0 ? _msgs.Values.Where(m => m.Subject == subj).ToList() : [];
+            bool atSubjectLimit = _limits.MaxMessagesPerSubject > 0 && oldest.Count >= _limits.MaxMessagesPerSubject;
+            if (atSubjectLimit && _limits.DiscardNewPerSubject) return StoreStatus.MaxMessagesPerSubjectExceeded;
+            if (_limits.MaxMessages > 0 && _msgs.Count + 1 > _limits.MaxMessages && !atSubjectLimit) return StoreStatus.MaxMessagesExceeded;
+            if (_limits.MaxBytes > 0 && Bytes + (ulong)size > (ulong)_limits.MaxBytes && (!atSubjectLimit || (int)oldest[0].Size < size))
+                return StoreStatus.MaxBytesExceeded;
         }
         _hasTtl |= ttl > 0;
         _msgs[seq] = new Msg(subj, subject.ToArray(), headers.ToArray(), payload.ToArray(), ts, ttl);

@@ -5,9 +5,11 @@ using static NatsBroker.Storage.Tests.U;
 namespace NatsBroker.Storage.Tests;
 
 /// <summary>
-/// An index image of version 2 (every page dense, 24-byte page table entries) must keep opening after version 3
-/// (compact pages). <c>Fixtures/filestore-image-v2</c> was written by the engine before version 3 (its per-block
-/// snapshots, idx/*.idx, removed: only the image and the blocks are kept), block_size 65536, periodic sync:
+/// An index image of version 2 (every page dense, 24-byte page table entries), written before message sizes were
+/// counted as nats-server counts them (image version 4), is refused with a report and the store is rebuilt from its
+/// blocks: every message and delete intact, its bytes in the new figure; the next checkpoint writes a version 4 image
+/// the following open uses. <c>Fixtures/filestore-image-v2</c> was written by the engine before version 3 (its
+/// per-block snapshots, idx/*.idx, removed: only the image and the blocks are kept), block_size 65536, periodic sync:
 /// <code>
 /// for (int i = 1; i &lt;= 2100; i++) s.Append("fx." + (i % 5), payload "p" + i);
 /// s.Remove(10); s.Remove(20); s.Remove(30);
@@ -81,8 +83,21 @@ public sealed class ImageV2FixtureTests : IDisposable
         return best;
     }
 
+    /// <summary>The live messages' bytes as nats-server's file store counts them (no message of the fixture has headers).</summary>
+    private static ulong ExpectedBytes(ulong last)
+    {
+        ulong bytes = 0;
+        for (ulong q = 1; q <= last; q++)
+        {
+            if (q <= 2100 && Gone(q)) continue;
+            string payload = q <= 2100 ? "p" + q : "after-upgrade-" + q;
+            bytes += (ulong)GoSizes.File(B("fx." + (q % 5)).Length, 0, B(payload).Length);
+        }
+        return bytes;
+    }
+
     [Fact]
-    public void A_version_2_index_image_opens_and_the_next_checkpoint_writes_version_3()
+    public void A_version_2_index_image_is_refused_and_the_next_checkpoint_writes_version_4()
     {
         var src = Path.Combine(AppContext.BaseDirectory, "Fixtures", "filestore-image-v2");
         Assert.True(Directory.Exists(src), "fixture missing: " + src);
@@ -90,19 +105,21 @@ public sealed class ImageV2FixtureTests : IDisposable
         Assert.Equal((2, 1L), NewestSuperblock());
 
         var s = OpenStore();
-        Assert.Empty(s.RecoveryReport);
-        Assert.True(((File.FileStore)s).OpenedFromImage, "the version 2 image was not used");
+        Assert.False(((File.FileStore)s).OpenedFromImage, "the version 2 image counts sizes in the old meaning");
+        Assert.Contains(s.RecoveryReport, r => r.Contains("version 2", StringComparison.Ordinal));
         AssertContent(s, 2100);
+        Assert.Equal(ExpectedBytes(2100), s.GetState().Bytes);
         for (ulong q = 2101; q <= 2110; q++) Assert.Equal(q, s.Put("fx." + (q % 5), "after-upgrade-" + q));
-        s.Dispose(); // a checkpoint appended to the version 2 file: version 3
+        s.Dispose(); // a clean close: a checkpoint, in a new version 4 file
 
         var (version, gen) = NewestSuperblock();
-        Assert.Equal(3, version);
-        Assert.True(gen > 1);
+        Assert.Equal(4, version);
+        Assert.True(gen >= 1);
         var s2 = OpenStore();
         Assert.Empty(s2.RecoveryReport);
-        Assert.True(((File.FileStore)s2).OpenedFromImage, "the version 3 image was not used");
+        Assert.True(((File.FileStore)s2).OpenedFromImage, "the version 4 image was not used");
         AssertContent(s2, 2110);
+        Assert.Equal(ExpectedBytes(2110), s2.GetState().Bytes);
         s2.Dispose();
     }
 }

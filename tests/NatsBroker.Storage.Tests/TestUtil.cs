@@ -36,3 +36,17 @@ public static class U
         return d;
     }
 }
+
+/// <summary>
+/// nats-server 2.14.5's stored message sizes, written out independently of the engines so the tests check the
+/// engines against them: memstore.go memStoreMsgSizeRaw and filestore.go fileStoreMsgSizeRaw.
+/// </summary>
+public static class GoSizes
+{
+    /// <summary>subject + headers + payload + 16 ("8*2 for seq + age").</summary>
+    public static long Memory(int subject, int headers, int payload) => subject + headers + payload + 16;
+
+    /// <summary>4 + 8 + 8 + 2 + subject + payload + 8, and 4 + headers more when there are headers.</summary>
+    public static long File(int subject, int headers, int payload) =>
+        headers == 0 ? 22 + subject + payload + 8 : 22 + subject + 4 + headers + payload + 8;
+}

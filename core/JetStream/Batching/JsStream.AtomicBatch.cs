@@ -149,7 +149,7 @@ internal sealed partial class JsStream
         if (limited)
         {
             long size = 0;
-            for (int i = 0; i < batch.Count; i++) size += batch.Subject(i).Length + batch.Headers(i).Length + batch.Payload(i).Length;
+            for (int i = 0; i < batch.Count; i++) size += Store.StoredSize(batch.Subject(i).Length, batch.Headers(i).Length, batch.Payload(i).Length);
             if (_account.CheckIngest(memory, size) is { } limitError) return Fail(reply, limitError);
         }
         long now = GoTime.NowNanos();
@@ -280,7 +280,9 @@ internal sealed partial class JsStream
                     }
                 }
             }
-            ulong size = (ulong)(subject.Length + hdr.Length + batch.Payload(i).Length);
+            // The store's own figure, as checkMsgHeadersPreClusteredProposal counts inflight bytes (fileStoreMsgSizeRaw /
+            // memStoreMsgSizeRaw by the stream's storage).
+            ulong size = (ulong)Store.StoredSize(subject.Length, hdr.Length, batch.Payload(i).Length);
             inflightBySubject.TryGetValue(subjectChars, out var inflight);
             inflight = (inflight.Ops + 1, inflight.Bytes + size);
             inflightBySubject[subjectChars] = inflight;

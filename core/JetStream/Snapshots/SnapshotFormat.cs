@@ -77,7 +77,7 @@ internal sealed class SnapshotWriter(Stream dst)
         BinaryPrimitives.WriteInt64LittleEndian(h[16..], msg.Ttl);
         BinaryPrimitives.WriteUInt32LittleEndian(h[24..], (uint)msg.SubjectLength);
         BinaryPrimitives.WriteUInt32LittleEndian(h[28..], (uint)msg.HeadersLength);
-        return WriteRecordAsync(SnapshotFormat.KindMessage, SnapshotFormat.MessageFixed, msg.Buffer.AsMemory(0, (int)msg.StoredSize), ct);
+        return WriteRecordAsync(SnapshotFormat.KindMessage, SnapshotFormat.MessageFixed, msg.Buffer.AsMemory(0, (int)msg.ContentLength), ct);
     }
 
     public ValueTask WriteEndAsync(ulong messages, ulong bytes, uint consumers, CancellationToken ct)

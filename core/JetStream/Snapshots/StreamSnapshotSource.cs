@@ -69,7 +69,7 @@ internal sealed class StreamSnapshotSource
             if (st != StoreStatus.Ok) throw new SnapshotAbortedException($"500 reading sequence {seq}: {_stream.Store.LastError ?? st.ToString()}");
             await w.WriteMessageAsync(msg, ct).ConfigureAwait(false);
             count++;
-            bytes += (ulong)msg.StoredSize;
+            bytes += (ulong)msg.ContentLength;
             seq = msg.Sequence + 1;
         }
         await w.WriteEndAsync(count, bytes, (uint)_consumers.Count, ct).ConfigureAwait(false);
