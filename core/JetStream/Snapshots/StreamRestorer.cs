@@ -31,9 +31,16 @@ internal sealed class StreamRestorer
         _memory = config.Storage == "memory";
     }
 
-    /// <summary>Messages and bytes restored so far.</summary>
+    /// <summary>Messages restored so far, and their subject + headers + payload bytes (what the end record counts).</summary>
     public ulong Messages { get; private set; }
     public long Bytes { get; private set; }
+
+    /// <summary>
+    /// The restored messages' stored sizes in the target store (IStreamStore.StoredSize), what the account's limits
+    /// are checked with: nats-server counts the sizes of the restored files (RestoreStream: the file store's records,
+    /// fileStoreMsgSize each), and the stream's usage afterwards is its store's bytes.
+    /// </summary>
+    private long _storedBytes;
 
     /// <summary>Reads the snapshot to its end and adds the stream; throws <see cref="SnapshotFormatException"/> or <see cref="RestoreRefusedException"/>.</summary>
     public async Task<JsStream> RestoreAsync(Stream source, CancellationToken ct)
@@ -138,7 +145,8 @@ internal sealed class StreamRestorer
             throw new SnapshotFormatException($"bad message record in snapshot (sequence {seq})");
         int s = (int)subjectLength, h = (int)headersLength;
         Bytes += rest.Length;
-        if (_js.CheckRestoreUsage(_memory, Bytes) is { } exceeded) throw new RestoreRefusedException(exceeded);
+        _storedBytes += _store!.StoredSize(s, h, rest.Length - s - h);
+        if (_js.CheckRestoreUsage(_memory, _storedBytes) is { } exceeded) throw new RestoreRefusedException(exceeded);
         Check(_store!.AppendAt(seq, ts, rest[..s], rest.Slice(s, h), rest[(s + h)..], ttl), $"storing sequence {seq}");
         Messages++;
         return seq;
