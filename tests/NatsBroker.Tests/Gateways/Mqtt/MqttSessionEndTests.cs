@@ -30,12 +30,15 @@ public sealed class MqttSessionEndTests(ITestOutputHelper output)
         Assert.True(await Mqtt5FeatureTests.PollSessionRecordAsync(s, id, TimeSpan.FromSeconds(15), r => r?.Contains("\"expires\"", StringComparison.Ordinal) == true),
             "the session was not detached\n" + s.Server.OutputTail());
 
-        // From now on $MQTT_sess refuses new records (discard new at its current size); a purge still works.
+        // From now on $MQTT_sess refuses new records (discard new at its current size); a purge still works. Without
+        // the per-subject limit: as in nats-server (storeRawMsg), a record for a subject at max_msgs_per_subject
+        // would replace the old one whenever it is not bigger, and the restored record is smaller.
         await using var nats = s.Nats();
         var info = JsonNode.Parse((await nats.RequestAsync<string, string>("$JS.API.STREAM.INFO.$MQTT_sess", "")).Data!)!;
         var config = info["config"]!.AsObject();
         config["max_bytes"] = info["state"]!["bytes"]!.GetValue<long>();
         config["discard"] = "new";
+        config["max_msgs_per_subject"] = -1;
         var updated = (await nats.RequestAsync<string, string>("$JS.API.STREAM.UPDATE.$MQTT_sess", config.ToJsonString())).Data!;
         Assert.DoesNotContain("\"error\"", updated, StringComparison.Ordinal);
 
