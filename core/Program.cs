@@ -45,15 +45,21 @@ public static class Program
         var gateways = GatewaySupervisor.IsNeeded(options) ? new GatewaySupervisor(options, loggers) : null;
         try
         {
-            service.PortsFileAfterGateways = gateways is not null;
+            service.ReadyAfterGateways = gateways is not null;
             service.StartAsync(CancellationToken.None).GetAwaiter().GetResult();
             if (gateways is not null)
             {
                 gateways.StartAsync(CancellationToken.None).GetAwaiter().GetResult();
-                // Tools that start `nats-server -c file` connect as soon as the ports file exists: with tls {} the
-                // client port is the supervised terminator's, so the file waits until it accepts.
-                gateways.WaitForClientListenerAsync(TimeSpan.FromSeconds(10)).GetAwaiter().GetResult();
-                service.WritePortsFile();
+                // Tools that start `nats-server -c file` connect as soon as the ports file exists or "Server is
+                // ready" is logged: with gateways those clients reach the gateways' ports, so both wait until they accept.
+                if (gateways.WaitForGatewaysAsync(TimeSpan.FromSeconds(10)).GetAwaiter().GetResult() is { } failure)
+                {
+                    log.LogCritical("{Error}", failure);
+                    gateways.StopAsync(CancellationToken.None).GetAwaiter().GetResult();
+                    service.StopAsync(CancellationToken.None).GetAwaiter().GetResult();
+                    return 1;
+                }
+                service.AnnounceReady();
             }
         }
         catch (Exception ex) when (ex is System.Net.Sockets.SocketException or IOException or UnauthorizedAccessException or ConfigException)

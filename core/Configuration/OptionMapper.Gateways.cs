@@ -22,12 +22,16 @@ internal sealed partial class OptionMapper
                 {
                     o.WebSocketConfigured = true;
                     WebSocketAuth(e);
+                    (o.WebSocketHost, o.WebSocketPort) = GatewayListen(e, o.WebSocketHost, o.WebSocketPort);
                 }
                 break;
             case "mqtt":
                 // Served by the MQTT gateway (gateways/mqtt), which validates the block when it starts.
                 if (Expect(e, ConfigValueKind.Map, "a map"))
+                {
                     o.MqttConfigured = true;
+                    (o.MqttHost, o.MqttPort) = GatewayListen(e, o.MqttHost, o.MqttPort);
+                }
                 break;
             case "proxies":
                 Proxies(e);
@@ -36,6 +40,40 @@ internal sealed partial class OptionMapper
                 Gateways(e);
                 break;
         }
+    }
+
+    /// <summary>
+    /// A gateway block's address as the gateway reads it (gateways/link ListenKeys: host/net, port, listen as a port
+    /// or "host:port"; later keys win). Values of the wrong kind are left to the gateway, which reports them.
+    /// </summary>
+    private static (string Host, int Port) GatewayListen(ConfigEntry block, string host, int port)
+    {
+        foreach (var f in block.Value.AsMap())
+        {
+            var v = f.Value;
+            switch (f.Key.ToLowerInvariant())
+            {
+                case "host" or "net" when v.Kind == ConfigValueKind.String:
+                    host = v.AsString();
+                    break;
+                case "port" when v.Kind == ConfigValueKind.Integer:
+                    port = (int)v.AsInteger();
+                    break;
+                case "listen" when v.Kind == ConfigValueKind.Integer:
+                    port = (int)v.AsInteger();
+                    break;
+                case "listen" when v.Kind == ConfigValueKind.String:
+                    var hp = v.AsString();
+                    int colon = hp.LastIndexOf(':');
+                    if (colon >= 0 && int.TryParse(hp.AsSpan(colon + 1), System.Globalization.NumberStyles.Integer, System.Globalization.CultureInfo.InvariantCulture, out int lp))
+                    {
+                        if (colon > 0) host = hp[..colon];
+                        port = lp;
+                    }
+                    break;
+            }
+        }
+        return (host, port);
     }
 
     /// <summary>

@@ -46,6 +46,18 @@ public sealed class ServerOptions
     public TimeSpan? WebSocketAuthTimeout { get; set; }
     /// <summary>The file has an <c>mqtt {}</c> block: served by the MQTT gateway process (gateways/mqtt).</summary>
     public bool MqttConfigured { get; set; }
+    /// <summary>
+    /// Where the websocket / mqtt gateway listens, read from its block's host/net, port and listen as the gateway reads
+    /// them (gateways/link ListenKeys; the gateway validates the block). The core only probes these to say "ready" once
+    /// the gateway accepts (GatewaySupervisor.Readiness.cs); a port of 0 or -1 (none or random) is not waited for.
+    /// </summary>
+    public string WebSocketHost { get; set; } = "0.0.0.0";
+    /// <inheritdoc cref="WebSocketHost"/>
+    public int WebSocketPort { get; set; }
+    /// <inheritdoc cref="WebSocketHost"/>
+    public string MqttHost { get; set; } = "0.0.0.0";
+    /// <inheritdoc cref="WebSocketHost"/>
+    public int MqttPort { get; set; } = 1883;
     /// <summary><c>gateways { managed: external }</c>: gateways run elsewhere (systemd units); the core does not start them.</summary>
     public bool GatewaysManagedExternally { get; set; }
     /// <summary><c>proxies { trusted = [ {key: "U..."} ] }</c> (nats-server 2.12, ADR-55): public nkeys of trusted proxies.</summary>

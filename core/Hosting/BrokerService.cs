@@ -21,6 +21,7 @@ public sealed class BrokerService(ServerOptions options, Func<ServerOptions?> re
     private readonly List<PosixSignalRegistration> _signals = [];
     private NatsServer? _server;
     private MonitoringServer? _monitor;
+    private ILogger? _logger;
     // sd_notify(3) to $NOTIFY_SOCKET (Type=notify units); IsEnabled is false outside systemd.
     private readonly SystemdNotifier _systemd = new();
 
@@ -65,22 +66,27 @@ public sealed class BrokerService(ServerOptions options, Func<ServerOptions?> re
         server.Start();
         _server = server;
         if (options.HttpPort != 0) _monitor = await MonitoringServer.StartAsync(server, logger, cancellationToken).ConfigureAwait(false);
-        if (!PortsFileAfterGateways) server.WritePortsFile(_monitor?.Port);
         if (options.PidFile is { } pid) File.WriteAllText(pid, Environment.ProcessId.ToString(System.Globalization.CultureInfo.InvariantCulture));
-
-        server.Log.Ready();
-        if (_systemd.IsEnabled) _systemd.Notify(ServiceState.Ready);
-        HotPathWarmup.Start(logger, options.JetStream);
+        _logger = logger;
+        if (!ReadyAfterGateways) AnnounceReady();
     }
 
     /// <summary>
-    /// Set when supervised gateways serve the client port: the ports file (what client test harnesses wait for before
-    /// connecting) is then written by <see cref="WritePortsFile"/> once the gateway accepts, not when the core listens.
+    /// Set when supervised gateways serve clients (tls {}, websocket {}, mqtt {}): the ports file and "Server is ready"
+    /// (what client test harnesses and tools wait for before connecting; NATS.Net's waits for the log line) and the
+    /// systemd READY=1 come from <see cref="AnnounceReady"/> once every gateway accepts, not when the core listens.
     /// </summary>
-    public bool PortsFileAfterGateways { get; set; }
+    public bool ReadyAfterGateways { get; set; }
 
-    /// <summary>Writes the ports file (after <see cref="StartAsync"/>; see <see cref="PortsFileAfterGateways"/>).</summary>
-    public void WritePortsFile() => _server?.WritePortsFile(_monitor?.Port);
+    /// <summary>The ports file, "Server is ready", systemd READY=1 (after <see cref="StartAsync"/>; see <see cref="ReadyAfterGateways"/>).</summary>
+    public void AnnounceReady()
+    {
+        if (_server is null || _logger is null) throw new InvalidOperationException("the broker has not started");
+        _server.WritePortsFile(_monitor?.Port);
+        _server.Log.Ready();
+        if (_systemd.IsEnabled) _systemd.Notify(ServiceState.Ready);
+        HotPathWarmup.Start(_logger, options.JetStream);
+    }
 
     public async Task StopAsync(CancellationToken cancellationToken)
     {

@@ -15,7 +15,9 @@ namespace NatsBroker.Hosting;
 /// <c>gateways { managed: external }</c>, it starts those gateways itself, so one command still runs a whole
 /// nats-server config. The child gets the same config file, the core's Unix socket and a proxy nkey
 /// seed made for this run (in its environment, readable only by our uid), whose public key the core trusts.
-/// A crashed child is restarted with a growing back-off (1 s doubling to 30 s, reset after a minute up);
+/// The core says it is ready once every gateway accepts; a gateway that exits before that ends the core's start with
+/// its reason (GatewaySupervisor.Readiness.cs). A child that crashes later is restarted with a growing back-off
+/// (1 s doubling to 30 s, reset after a minute up);
 /// SIGHUP is passed on (certificate reload); on shutdown the child gets SIGTERM to drain, then is killed.
 /// Registered after <see cref="BrokerService"/>, so it starts after the core listens and stops before it.
 /// </summary>
@@ -110,51 +112,6 @@ public sealed partial class GatewaySupervisor : IHostedService
         options.Port = ((System.Net.IPEndPoint)probe.LocalEndPoint!).Port;
     }
 
-    /// <summary>
-    /// Waits until the supervised TLS terminator accepts on the client port, at most <paramref name="timeout"/>; logs
-    /// and returns when it does not (the supervisor keeps restarting it). Nothing to wait for without tls {}.
-    /// The probe is a TCP connect retried every 2 ms: a refused connect costs microseconds, and test harnesses
-    /// (nats.node's gives a server 1 s) wait for the ports file written after this.
-    /// </summary>
-    public async Task WaitForClientListenerAsync(TimeSpan timeout)
-    {
-        if (!Enabled || !_options.TlsConfigured || _options.Port <= 0) return;
-        var host = _options.Host is "" or "0.0.0.0" or "::" or "*" ? "127.0.0.1" : _options.Host;
-        System.Net.IPAddress address;
-        try
-        {
-            address = System.Net.IPAddress.TryParse(host, out var ip) ? ip
-                : (await System.Net.Dns.GetHostAddressesAsync(host).ConfigureAwait(false))[0];
-        }
-        catch (System.Net.Sockets.SocketException ex)
-        {
-            _log.LogWarning("Cannot resolve {Host} to wait for the tls-terminator gateway: {Error}", host, ex.Message);
-            return;
-        }
-        var endpoint = new System.Net.IPEndPoint(address, _options.Port);
-        var clock = Stopwatch.StartNew();
-        while (clock.Elapsed < timeout && !_stopping.IsCancellationRequested)
-        {
-            if (await AcceptsAsync(endpoint).ConfigureAwait(false)) return;
-            await Task.Delay(2).ConfigureAwait(false);
-        }
-        _log.LogWarning("The tls-terminator gateway did not accept on {Host}:{Port} within {Timeout}", host, _options.Port, timeout);
-    }
-
-    /// <summary>
-    /// One connect attempt that reports a refusal as false rather than an exception: a Native AOT exception costs
-    /// an unwind and, the first time, the stack-trace metadata (milliseconds), and a start probes dozens of times.
-    /// </summary>
-    private static async Task<bool> AcceptsAsync(System.Net.IPEndPoint endpoint)
-    {
-        using var probe = new System.Net.Sockets.Socket(endpoint.AddressFamily, System.Net.Sockets.SocketType.Stream, System.Net.Sockets.ProtocolType.Tcp);
-        using var attempt = new System.Net.Sockets.SocketAsyncEventArgs { RemoteEndPoint = endpoint };
-        var completed = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
-        attempt.Completed += (_, _) => completed.TrySetResult();
-        if (probe.ConnectAsync(attempt)) await completed.Task.ConfigureAwait(false);
-        return attempt.SocketError == System.Net.Sockets.SocketError.Success;
-    }
-
     public async Task StopAsync(CancellationToken cancellationToken)
     {
         if (_loop is null) return;
@@ -195,6 +152,14 @@ public sealed partial class GatewaySupervisor : IHostedService
             finally
             {
                 lock (_lock) _children.Remove(kind.Name);
+            }
+            if (!_startedUp)
+            {
+                // Exited before the core announced itself ready: a bad block or a port in use, which a restart
+                // would only repeat. WaitForGatewaysAsync hears it and the core exits with the reason.
+                FailedToStart(kind, child.ExitCode);
+                child.Dispose();
+                return;
             }
             _log.LogError("The {Gateway} gateway exited with code {Code}; restarting in {Delay}", kind.Name, child.ExitCode, backoff);
             child.Dispose();

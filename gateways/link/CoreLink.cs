@@ -5,6 +5,7 @@ using System.Text.Json;
 using System.Text.Json.Nodes;
 using NatsBroker.Contracts.Gateways;
 using NatsBroker.Contracts.Gateways.Polling;
+using NatsBroker.Contracts.Text;
 
 namespace NatsBroker.Gateways.Link;
 
@@ -172,7 +173,8 @@ public sealed class CoreLink : IAsyncDisposable
         JsonObject? obj;
         try
         {
-            obj = JsonNode.Parse(line[8..].Trim(" \t"u8).ToArray()) as JsonObject;
+            // Invalid UTF-8 read as Go reads it (U+FFFD), as the core will read the line (GoUtf8).
+            obj = JsonNode.Parse(GoUtf8.RepairCopy(line[8..].Trim(" \t"u8))) as JsonObject;
         }
         catch (JsonException)
         {

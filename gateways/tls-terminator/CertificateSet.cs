@@ -10,7 +10,8 @@ namespace NatsBroker.TlsTerminator;
 /// </summary>
 public sealed class CertificateSet
 {
-    private sealed record Loaded(Lazy<Task<SslStreamCertificateContext>> Context, X509Certificate2Collection? Authorities);
+    /// <summary>Context null: a tls {} block without cert_file and key_file (see <see cref="HasCertificate"/>).</summary>
+    private sealed record Loaded(Lazy<Task<SslStreamCertificateContext>>? Context, X509Certificate2Collection? Authorities);
 
     private readonly TerminatorOptions _options;
     private volatile Loaded _current;
@@ -27,9 +28,18 @@ public sealed class CertificateSet
     /// </summary>
     public ValueTask<SslStreamCertificateContext> GetServerContextAsync()
     {
-        var context = _current.Context.Value;
+        var context = (_current.Context ?? throw NoCertificate()).Value;
         return context.IsCompletedSuccessfully ? new(context.Result) : new(context);
     }
+
+    /// <summary>
+    /// False for a <c>tls {}</c> block with neither cert_file nor key_file. nats-server accepts that config (server/opts.go
+    /// GenTLSConfig only refuses one of the two without the other) and listens; every handshake then fails with Go's
+    /// "tls: no certificates configured", and with <c>allow_non_tls</c> plaintext clients are served as usual.
+    /// </summary>
+    public bool HasCertificate => _current.Context is not null;
+
+    private static System.Security.Authentication.AuthenticationException NoCertificate() => new("tls: no certificates configured");
 
     /// <summary>Client certificate authorities from ca_file; null = the system's trust store.</summary>
     public X509Certificate2Collection? Authorities => _current.Authorities;
@@ -43,7 +53,9 @@ public sealed class CertificateSet
     /// </summary>
     public async ValueTask<SslServerAuthenticationOptions> ServerAuthenticationAsync(Action<ClientCertificateCheck.Refused>? refused = null) => new()
     {
-        ServerCertificateContext = await GetServerContextAsync().ConfigureAwait(false),
+        // Without a certificate the handshake fails once the client's hello arrived, as Go's does (the caller logs it).
+        ServerCertificateContext = HasCertificate ? await GetServerContextAsync().ConfigureAwait(false) : null,
+        ServerCertificateSelectionCallback = HasCertificate ? null : (_, _) => throw NoCertificate(),
         ClientCertificateRequired = _options.RequireClientCertificate,
         EnabledSslProtocols = _options.MinVersion == System.Security.Authentication.SslProtocols.Tls13
             ? System.Security.Authentication.SslProtocols.Tls13
@@ -87,6 +99,13 @@ public sealed class CertificateSet
     /// </summary>
     private Loaded Load(bool buildChainLater)
     {
+        X509Certificate2Collection? cas = null;
+        if (_options.CaFile is { Length: > 0 } ca)
+        {
+            cas = [];
+            cas.ImportFromPemFile(ca);
+        }
+        if (_options.CertFile.Length == 0 && _options.KeyFile.Length == 0) return new Loaded(null, cas);
         var cert = X509Certificate2.CreateFromPemFile(_options.CertFile, _options.KeyFile);
         // The chain after the leaf in cert_file is sent as intermediates.
         var chain = new X509Certificate2Collection();
@@ -95,12 +114,6 @@ public sealed class CertificateSet
         foreach (var c in chain)
         {
             if (c.Thumbprint != cert.Thumbprint) intermediates.Add(c);
-        }
-        X509Certificate2Collection? cas = null;
-        if (_options.CaFile is { Length: > 0 } ca)
-        {
-            cas = [];
-            cas.ImportFromPemFile(ca);
         }
         var context = buildChainLater
             ? new Lazy<Task<SslStreamCertificateContext>>(() => Task.Run(() => SslStreamCertificateContext.Create(cert, intermediates, offline: true)))

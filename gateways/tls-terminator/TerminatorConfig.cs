@@ -133,9 +133,10 @@ public static class TerminatorConfig
                     break;
             }
         }
-        // server/opts.go parseTLS / GenTLSConfig.
-        if (o.CertFile.Length == 0) errors.Add(new ConfigError(block.KeyPosition, "missing 'cert_file' in TLS configuration"));
-        if (o.KeyFile.Length == 0) errors.Add(new ConfigError(block.KeyPosition, "missing 'key_file' in TLS configuration"));
+        // server/opts.go GenTLSConfig: one of the pair without the other is an error; neither is accepted (the listener
+        // then fails every handshake, CertificateSet.HasCertificate).
+        if (o.CertFile.Length == 0 && o.KeyFile.Length > 0) errors.Add(new ConfigError(block.KeyPosition, "missing 'cert_file' in TLS configuration"));
+        if (o.KeyFile.Length == 0 && o.CertFile.Length > 0) errors.Add(new ConfigError(block.KeyPosition, "missing 'key_file' in TLS configuration"));
     }
 
     /// <summary>nats-server 2.10: true/false, "auto" (50 ms fallback) or a duration (fallback after that long).</summary>

@@ -119,6 +119,42 @@ public sealed class TlsTerminatorTests(ITestOutputHelper output) : IDisposable
         }
     }
 
+    /// <summary>
+    /// <c>tls {}</c> with neither cert_file nor key_file: nats-server accepts the config (server/opts.go GenTLSConfig)
+    /// and listens. With allow_non_tls a plaintext client is served and a TLS handshake fails; without it the port still
+    /// listens and announces tls_required. Ours once refused the block in the terminator ("missing 'cert_file'"), which
+    /// the core restarted in a loop while nothing listened on the client port.
+    /// </summary>
+    [SkippableTheory]
+    [MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    public async Task Tls_block_without_certificate_files_listens_as_nats_server_does(ServerKind kind)
+    {
+        Prerequisites.RequireServer(kind, output);
+        await using (var server = await Start(kind, "tls {}\nallow_non_tls: true\n"))
+        {
+            var plain = ClientOpts(server, TlsMode.Disable) with { Url = $"nats://127.0.0.1:{server.Port}" };
+            await using (var nc = new NatsConnection(plain))
+            {
+                await nc.ConnectAsync();
+                await RoundTrip(nc);
+            }
+            using var tcp = new TcpClient();
+            await tcp.ConnectAsync("127.0.0.1", server.Port);
+            var info = JsonDocument.Parse((await new StreamReader(tcp.GetStream()).ReadLineAsync())!["INFO ".Length..]).RootElement;
+            Assert.True(info.GetProperty("tls_available").GetBoolean());
+            // No callback: the server has no certificate to present, so the handshake fails before any validation.
+            await using var ssl = new SslStream(tcp.GetStream(), false);
+            await Assert.ThrowsAnyAsync<Exception>(() => ssl.AuthenticateAsClientAsync("localhost"));
+        }
+        await using (var server = await Start(kind, "tls {}\n"))
+        {
+            using var tcp = new TcpClient();
+            await tcp.ConnectAsync("127.0.0.1", server.Port);
+            var info = JsonDocument.Parse((await new StreamReader(tcp.GetStream()).ReadLineAsync())!["INFO ".Length..]).RootElement;
+            Assert.True(info.GetProperty("tls_required").GetBoolean());
+        }
+    }
+
     [Fact]
     public async Task HandshakeFirst_refuses_an_INFO_first_client()
     {

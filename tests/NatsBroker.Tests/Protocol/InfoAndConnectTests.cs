@@ -65,6 +65,27 @@ public sealed class InfoAndConnectTests(ITestOutputHelper output, ServerPool poo
         }
     }
 
+    /// <summary>
+    /// Go's encoding/json reads invalid UTF-8 in a string as U+FFFD, one per bad byte: nats-server accepts the CONNECT
+    /// and /connz shows the repaired name. Ours closed the connection (System.Text.Json refuses such text), and the
+    /// WebSocket gateway dropped such clients with "Cannot transcode invalid UTF-8".
+    /// </summary>
+    [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
+    public async Task Connect_with_invalid_utf8_in_a_string_is_accepted_with_replacement_characters(ServerKind kind)
+    {
+        await using var s = await ServerProcess.StartAsync(kind, new ServerStartOptions { Monitoring = true }, Output);
+        await using var c = await RawClient.ConnectAsync(s);
+        await c.ReadInfoAsync();
+        // 0xFF is never valid; 0xE2 0x82 is a truncated 3-byte sequence (Go: two U+FFFD, one per byte).
+        await c.SendBytesAsync(new byte[][] { "CONNECT {\"verbose\":false,\"name\":\"a"u8.ToArray(), [0xFF], "b"u8.ToArray(), [0xE2, 0x82], "c\"}\r\nPING\r\n"u8.ToArray() }
+            .SelectMany(b => b).ToArray());
+        Assert.Equal("PONG", await c.ReadLineAsync());
+        using var http = new HttpClient();
+        var connz = JsonDocument.Parse(await http.GetStringAsync(new Uri($"http://127.0.0.1:{s.MonitorPort}/connz")));
+        var names = connz.RootElement.GetProperty("connections").EnumerateArray().Select(x => x.TryGetProperty("name", out var n) ? n.GetString() : null).ToList();
+        Assert.Contains("a\uFFFDb\uFFFD\uFFFDc", names);
+    }
+
     [SkippableTheory, MemberData(nameof(Servers.Both), MemberType = typeof(Servers))]
     public async Task Client_ids_are_distinct_and_increasing(ServerKind kind)
     {

@@ -165,6 +165,28 @@ public sealed class FrameCodecTests
         Assert.Equal(expected, Encoding.ASCII.GetString(WebSocketSession.WithCookieCredentials(Encoding.ASCII.GetBytes(line),
             new AcceptedUpgrade("k", UpgradeKind.Nats, false, false, null, null, false, null, null, "cu", "cp", "ct"))));
 
+    /// <summary>
+    /// Invalid UTF-8 in CONNECT (a fuzzed client name) is read as Go reads it, one U+FFFD per bad byte, instead of an
+    /// InvalidOperationException ("Cannot transcode invalid UTF-8") that dropped the connection when the object was
+    /// written back. The proxy rewrite (every gateway) and the cookie fill (WebSocket) both go through it.
+    /// </summary>
+    [Fact]
+    public void Connect_with_invalid_utf8_is_rewritten_with_replacement_characters()
+    {
+        byte[] line = [.. "CONNECT {\"name\":\"a"u8, 0xFF, 0xE2, 0x82, .. "b\"}"u8];
+        var filled = WebSocketSession.WithCookieCredentials(line, new AcceptedUpgrade("k", UpgradeKind.Nats, false, false, null, null, false, "cookie.jwt", null));
+        Assert.Equal("a\uFFFD\uFFFD\uFFFDb", ConnectField(filled, "name"));
+        Assert.Equal("cookie.jwt", ConnectField(filled, "jwt"));
+
+        using var signer = new NatsBroker.Gateways.Link.ProxySigner(NATS.NKeys.KeyPair.CreatePair(NATS.NKeys.PrefixByte.User).GetSeed());
+        var rewritten = NatsBroker.Gateways.Link.CoreLink.RewriteConnect(line, signer, "nonce", new NatsBroker.Contracts.Gateways.ProxiedClient { Ip = "192.0.2.1", Port = 1 });
+        Assert.NotNull(rewritten);
+        Assert.Equal("a\uFFFD\uFFFD\uFFFDb", ConnectField(rewritten, "name"));
+    }
+
+    private static string? ConnectField(byte[] line, string field) =>
+        System.Text.Json.JsonDocument.Parse(line.AsMemory(8)).RootElement.GetProperty(field).GetString();
+
     [Fact]
     public void Credential_cookies_are_read_from_the_upgrade_request()
     {
