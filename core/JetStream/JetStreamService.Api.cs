@@ -12,7 +12,6 @@ namespace NatsBroker.JetStream;
 public sealed partial class JetStreamService
 {
     private const string P = JsJson.Prefix;
-    private static readonly byte[] NoResponders = Encoding.ASCII.GetBytes("NATS/1.0 503\r\n\r\n");
     /// <summary>MSG.NEXT and DIRECT.GET answer a too high Nats-Required-Api-Level with a status (nats-server).</summary>
     private static readonly byte[] RequiredApiLevelStatus = Encoding.ASCII.GetBytes("NATS/1.0 412 Required Api Level\r\n\r\n");
     private readonly StoredMessage _apiMsg = new(1024);
@@ -58,8 +57,10 @@ public sealed partial class JetStreamService
     private bool NotEnabledForAccount(ApiRequest req, string[] t)
     {
         if (ResponseType(t) is { } type) return Fail(req, type, JsErrors.NotEnabledForAccount);
-        bool perStream = t[2] == "DIRECT" || (t[2] == "CONSUMER" && t.Length >= 4 && t[3] is "MSG" or "RESET");
-        if (perStream && req.Reply.Length > 0) Publish(req, req.Reply, NoResponders, default);
+        // CONSUMER.RESET goes through the $JS.API import in nats-server (only MSG.NEXT and DIRECT.GET skip it) and
+        // is dropped there: no answer at all.
+        bool perStream = t[2] == "DIRECT" || (t[2] == "CONSUMER" && t.Length >= 4 && t[3] == "MSG");
+        if (perStream) NoRespondersTo(req);
         return !perStream;
     }
 
@@ -132,7 +133,7 @@ public sealed partial class JetStreamService
 
     private bool Fail(ApiRequest req, string type, ApiError error)
     {
-        Reply(req, JsJson.Error(P + type, error));
+        Reply(req, JsJson.Error(P + type, error), error: true);
         return false;
     }
 
@@ -372,7 +373,9 @@ public sealed partial class JetStreamService
                 Data = _apiMsg.PayloadLength > 0 ? _apiMsg.Payload.ToArray() : null,
                 Time = GoTime.FromUnixNanos(_apiMsg.Timestamp),
             };
-            return Respond(req, JsJson.Serialize(new MsgGetResponse { Type = P + type, Message = msg }, JsJsonContext.Default.MsgGetResponse));
+            // jsMsgGetRequest sends its answer outside the API layer: not audited, not counted.
+            ReplyUncounted(req, JsJson.Serialize(new MsgGetResponse { Type = P + type, Message = msg }, JsJsonContext.Default.MsgGetResponse));
+            return true;
         }
     }
 

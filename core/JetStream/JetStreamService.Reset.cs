@@ -7,7 +7,7 @@ namespace NatsBroker.JetStream;
 // $JS.API.CONSUMER.RESET.<stream>.<consumer> (nats-server 2.14 consumer.go processResetReq, jetstream_api.go
 // JSApiConsumerResetRequest / JSApiConsumerResetResponse): body empty (back to the ack floor) or {"seq":N}; the
 // answer is the consumer's info with "reset_seq" (always written, also beside an error, as Go's field has no
-// omitempty). nats-server subscribes this subject per consumer, so a missing stream or consumer has no responder.
+// omitempty). nats-server subscribes this subject per consumer; a missing stream or consumer gets no answer.
 public sealed partial class JetStreamService
 {
     private const string ConsumerResetType = "consumer_reset_response";
@@ -15,11 +15,9 @@ public sealed partial class JetStreamService
     private bool ConsumerReset(ApiRequest req, string streamName, string name)
     {
         if (req.Reply.Length == 0) return true;
-        if (!req.JetStream.TryGet(streamName, out var stream) || !stream.TryGetConsumer(name, out var c))
-        {
-            Publish(req, req.Reply, NoResponders, default);
-            return false;
-        }
+        // A missing stream or consumer: nats-server has no subscription for it and the $JS.API import drops the
+        // request (client.go processServiceImport only skips MSG.NEXT and DIRECT.GET), so nothing answers.
+        if (!req.JetStream.TryGet(streamName, out var stream) || !stream.TryGetConsumer(name, out var c)) return false;
         if (ApiLevel.RequiresMore(req.Headers)) return Respond(req, ResetJson(JsJson.Error(P + ConsumerResetType, JsErrors.RequiredApiLevel), 0), ok: false);
         var r = new ConsumerResetRequest();
         if (!req.Body.IsEmpty)
@@ -38,9 +36,10 @@ public sealed partial class JetStreamService
         return Respond(req, ResetJson(ConsumerInfoJson(ConsumerResetType, c.Info()), seq));
     }
 
-    private bool Respond(ApiRequest req, byte[] json, bool ok)
+    /// <summary>processResetReq answers with sendInternalAccountMsg: not audited, not counted.</summary>
+    private static bool Respond(ApiRequest req, byte[] json, bool ok)
     {
-        Reply(req, json);
+        ReplyUncounted(req, json);
         return ok;
     }
 
