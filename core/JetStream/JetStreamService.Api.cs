@@ -271,23 +271,30 @@ public sealed partial class JetStreamService
         var r = new StreamInfoRequest();
         if (ApiBodies.IsJsonObjectOrArray(req.Body) && !JsJson.TryParseStrict(req.Body, JsJsonContext.Default.StreamInfoRequest, GoSchemas.StreamInfoRequest, out r, out var perr)) return Fail(req, type, perr!);
         if (!req.JetStream.TryGet(name, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
-        return Respond(req, StreamInfoJson(type, stream.Info(r!.SubjectsFilter, r.DeletedDetails == true), paged: true));
+        // The paging fields are those of the subject details: all 0 without matching subjects; otherwise the
+        // request's offset (negative as 0, not clamped to the total) and nats-server's limit of 100,000.
+        int offset = Math.Max(r!.Offset ?? 0, 0);
+        var info = stream.Info(r.SubjectsFilter, r.DeletedDetails == true, offset, out int total);
+        var paging = total > 0 ? (total, offset, 100_000) : (0, 0, 0);
+        return Respond(req, StreamInfoJson(type, info, paging: paging));
     }
 
     /// <summary>
     /// A StreamInfo response, its config's metadata naming this server (nats-server setDynamicStreamMetadata).
     /// <paramref name="didCreate"/>: STREAM.CREATE's did_create (nats-server sets it on every
-    /// successful create, also for an identical existing stream); <paramref name="paged"/>: STREAM.INFO carries
+    /// successful create, also for an identical existing stream); <paramref name="paging"/>: STREAM.INFO carries
     /// ApiPaged (total/offset/limit of subject details).
     /// </summary>
-    private static byte[] StreamInfoJson(string type, StreamInfo info, bool didCreate = false, bool paged = false) =>
-        JsJson.Serialize(new StreamInfoResponse
+    private static byte[] StreamInfoJson(string type, StreamInfo info, bool didCreate = false, (int Total, int Offset, int Limit)? paging = null)
+    {
+        bool paged = paging is not null;
+        return JsJson.Serialize(new StreamInfoResponse
         {
             Type = P + type,
             DidCreate = didCreate ? true : null,
-            Total = paged ? info.State.Subjects?.Count ?? 0 : null,
-            Offset = paged ? 0 : null,
-            Limit = paged ? (info.State.Subjects is null ? 0 : 100_000) : null,
+            Total = paging?.Total,
+            Offset = paging?.Offset,
+            Limit = paging?.Limit,
             Config = AssetVersioning.WithDynamic(info.Config),
             Created = info.Created,
             State = info.State,
@@ -297,6 +304,7 @@ public sealed partial class JetStreamService
             Sources = info.Sources,
             Ts = info.Ts,
         }, JsJsonContext.Default.StreamInfoResponse);
+    }
 
     private async Task<bool> StreamDeleteAsync(ApiRequest req, string name)
     {
@@ -334,9 +342,11 @@ public sealed partial class JetStreamService
         const int limit = 1024;
         var names = req.JetStream.Streams()
             .Where(s => string.IsNullOrEmpty(r!.Subject) || (s.Config.Subjects ?? []).Any(x => JsSubjects.Collide(x, r.Subject)))
-            .Select(s => s.Name).ToList();
+            .Select(s => s.Name).Order(StringComparer.Ordinal).ToList(); // sorted, as jsStreamNamesRequest
         int offset = Math.Clamp(r!.Offset ?? 0, 0, names.Count);
-        var resp = new StreamNamesResponse { Type = P + type, Total = names.Count, Offset = offset, Limit = limit, Streams = names.Skip(offset).Take(limit).ToList() };
+        // Go appends to a nil slice: no name on this page is "streams":null.
+        var page = names.Skip(offset).Take(limit).ToList();
+        var resp = new StreamNamesResponse { Type = P + type, Total = names.Count, Offset = offset, Limit = limit, Streams = page.Count > 0 ? page : null };
         return Respond(req, JsJson.Serialize(resp, JsJsonContext.Default.StreamNamesResponse));
     }
 
@@ -348,7 +358,7 @@ public sealed partial class JetStreamService
         const int limit = 256;
         var all = req.JetStream.Streams()
             .Where(s => string.IsNullOrEmpty(r!.Subject) || (s.Config.Subjects ?? []).Any(x => JsSubjects.Collide(x, r.Subject)))
-            .ToList();
+            .OrderBy(s => s.Name, StringComparer.Ordinal).ToList(); // sorted, as jsStreamListRequest
         int offset = Math.Clamp(r!.Offset ?? 0, 0, all.Count);
         var resp = new StreamListResponse { Type = P + type, Total = all.Count, Offset = offset, Limit = limit, Streams = all.Skip(offset).Take(limit).Select(s => WithoutCluster(s.Info())).ToList() };
         return Respond(req, JsJson.Serialize(resp, JsJsonContext.Default.StreamListResponse));

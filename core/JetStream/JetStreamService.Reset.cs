@@ -19,19 +19,11 @@ public sealed partial class JetStreamService
         // request (client.go processServiceImport only skips MSG.NEXT and DIRECT.GET), so nothing answers.
         if (!req.JetStream.TryGet(streamName, out var stream) || !stream.TryGetConsumer(name, out var c)) return false;
         if (ApiLevel.RequiresMore(req.Headers)) return Respond(req, ResetJson(JsJson.Error(P + ConsumerResetType, JsErrors.RequiredApiLevel), 0), ok: false);
+        // processResetReq: plain json.Unmarshal of a non-empty body (unknown fields pass; a blank one is an error).
         var r = new ConsumerResetRequest();
-        if (!req.Body.IsEmpty)
-        {
-            try
-            {
-                r = JsonSerializer.Deserialize(req.Body, JsDirectJsonContext.Default.ConsumerResetRequest) ?? r;
-            }
-            catch (JsonException ex)
-            {
-                return Respond(req, ResetJson(JsJson.Error(P + ConsumerResetType, JsErrors.InvalidJson(ex.Message)), 0), ok: false);
-            }
-        }
-        if (c.Reset(r.Seq ?? 0, out var why) is not { } seq)
+        if (!req.Body.IsEmpty && !JsJson.TryParseUnmarshal(req.Body, JsDirectJsonContext.Default.ConsumerResetRequest, GoSchemas.ConsumerResetRequest, out r, out var perr))
+            return Respond(req, ResetJson(JsJson.Error(P + ConsumerResetType, perr!), 0), ok: false);
+        if (c.Reset(r!.Seq ?? 0, out var why) is not { } seq)
             return Respond(req, ResetJson(JsJson.Error(P + ConsumerResetType, JsErrors.ConsumerInvalidReset(why!)), 0), ok: false);
         return Respond(req, ResetJson(ConsumerInfoJson(ConsumerResetType, c.Info()), seq));
     }

@@ -312,12 +312,16 @@ public sealed partial class JetStreamService : IAsyncDisposable
     /// </remarks>
     internal void Reply(ApiRequest req, byte[] json, bool error = false)
     {
+        // Counted before the answer leaves (as trackAPI): a client's next request, possibly on the other worker,
+        // must see this one in $JS.API.INFO.
+        if (req.Js is { } js)
+        {
+            Interlocked.Increment(ref _apiTotal);
+            if (error) Interlocked.Increment(ref _apiErrors);
+            js.CountApi(!error);
+        }
         req.Js?.Advisories.Audit(req, json);
         if (req.Reply.Length > 0) req.Account!.Router.PublishInternal(req.Reply, default, default, json);
-        if (req.Js is not { } js) return;
-        Interlocked.Increment(ref _apiTotal);
-        if (error) Interlocked.Increment(ref _apiErrors);
-        js.CountApi(!error);
     }
 
     /// <summary>An answer outside the API layer: neither audited nor counted (nats-server sendInternalAccountMsg).</summary>

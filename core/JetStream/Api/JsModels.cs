@@ -200,7 +200,9 @@ public sealed class StreamNamesResponse : ApiResponse
     public int Total { get; set; }
     public int Offset { get; set; }
     public int Limit { get; set; }
-    public List<string> Streams { get; set; } = [];
+    /// <summary>Written as null when empty (Go's nil slice); the property carries JsonIgnore.Never for that.</summary>
+    [System.Text.Json.Serialization.JsonIgnore(Condition = System.Text.Json.Serialization.JsonIgnoreCondition.Never)]
+    public List<string>? Streams { get; set; }
 }
 
 public sealed class StreamListResponse : ApiResponse
