@@ -25,7 +25,7 @@ public sealed partial class JetStreamService
             return Respond(req, ResetJson(JsJson.Error(P + ConsumerResetType, perr!), 0), ok: false);
         if (c.Reset(r!.Seq ?? 0, out var why) is not { } seq)
             return Respond(req, ResetJson(JsJson.Error(P + ConsumerResetType, JsErrors.ConsumerInvalidReset(why!)), 0), ok: false);
-        return Respond(req, ResetJson(ConsumerInfoJson(ConsumerResetType, c.Info()), seq));
+        return Respond(req, ResetJson(ConsumerInfoJson(ConsumerResetType, c.Info()), seq), ok: true);
     }
 
     /// <summary>processResetReq answers with sendInternalAccountMsg: not audited, not counted.</summary>
