@@ -209,7 +209,7 @@ public sealed partial class JetStreamService
         if (name.Contains('/') || name.Contains('\\')) return Fail(req, type, JsErrors.StreamNameContainsPathSeparators);
         if (cfg.Sealed) return Fail(req, type, JsErrors.StreamInvalidConfig("stream configuration for create can not be sealed"));
         if (cfg.MirrorDirect && cfg.Mirror is null) return Fail(req, type, JsErrors.StreamInvalidConfig("stream has no mirror but does have mirror direct"));
-        var err = JsConfigCheck.CheckStream(cfg, req.JetStream);
+        var err = JsConfigCheck.CheckStream(cfg, req.JetStream, PedanticRequested(req.Body));
         if (err is not null) return Fail(req, type, err);
         AssetVersioning.SetStatic(cfg);
         if (req.JetStream.TryGet(name, out var existing))
@@ -240,7 +240,7 @@ public sealed partial class JetStreamService
         const string type = "stream_update_response";
         if (!JsJson.TryParseStrict(req.Body, JsJsonContext.Default.StreamConfig, GoSchemas.StreamConfigRequest, out var cfg, out var perr)) return Fail(req, type, perr!);
         // jsStreamUpdateRequest: checkStreamCfg first, then the name in the subject.
-        var err = JsConfigCheck.CheckStream(cfg!, req.JetStream);
+        var err = JsConfigCheck.CheckStream(cfg!, req.JetStream, PedanticRequested(req.Body));
         if (err is not null) return Fail(req, type, err);
         if (cfg!.Name != name) return Fail(req, type, JsErrors.StreamMismatch);
         AssetVersioning.SetStatic(cfg);
@@ -401,6 +401,37 @@ public sealed partial class JetStreamService
         return Respond(req, JsJson.Serialize(new MsgDeleteResponse { Type = P + type, Success = true }, JsJsonContext.Default.MsgDeleteResponse));
     }
 
+    /// <summary>
+    /// StreamConfigRequest's "pedantic" (2.11+; not part of the stream's config, so read beside it). The body was
+    /// already decoded strictly; the last top-level value decides, as Go decodes them one over the other.
+    /// </summary>
+    private static bool PedanticRequested(ReadOnlySpan<byte> body)
+    {
+        if (body.IndexOf("edantic"u8) < 0) return false;
+        bool pedantic = false;
+        var reader = new Utf8JsonReader(body, new JsonReaderOptions { AllowMultipleValues = true });
+        try
+        {
+            while (reader.Read())
+            {
+                if (reader.TokenType == JsonTokenType.PropertyName && reader.CurrentDepth == 1 && reader.ValueTextEquals("pedantic"u8))
+                {
+                    reader.Read();
+                    if (reader.TokenType is JsonTokenType.True or JsonTokenType.False) pedantic = reader.TokenType == JsonTokenType.True;
+                }
+                else if (reader.TokenType is JsonTokenType.StartObject or JsonTokenType.StartArray && reader.CurrentDepth >= 1)
+                {
+                    reader.Skip();
+                }
+            }
+        }
+        catch (JsonException)
+        {
+            return false;
+        }
+        return pedantic;
+    }
+
     private static bool SameJson(StreamConfig a, StreamConfig b) =>
         JsonSerializer.SerializeToUtf8Bytes(a, JsJsonContext.Default.StreamConfig).AsSpan()
             .SequenceEqual(JsonSerializer.SerializeToUtf8Bytes(b, JsJsonContext.Default.StreamConfig));
@@ -476,7 +507,7 @@ public sealed partial class JetStreamService
         // An existing consumer keeps its pause_until (CONSUMER.PAUSE changes it, not a create).
         if (!string.IsNullOrEmpty(consumerName) && stream.TryGetConsumer(consumerName, out var paused)) cfg.PauseUntil = paused.Config.PauseUntil;
         AssetVersioning.SetStatic(cfg);
-        var err = JsConfigCheck.CheckConsumer(cfg, stream.Config, req.JetStream.Limits.MaxAckPending);
+        var err = JsConfigCheck.CheckConsumer(cfg, stream.Config, req.JetStream.Limits.MaxAckPending, r.Pedantic == true);
         if (err is not null) return Fail(req, type, err);
 
         string? name = !string.IsNullOrEmpty(cfg.DurableName) ? cfg.DurableName : cfg.Name;

@@ -64,6 +64,15 @@ public sealed class StreamSourceConfig
     public string? FilterSubject { get; set; }
     public SubjectTransformConfig[]? SubjectTransforms { get; set; }
     public ExternalStream? External { get; set; }
+    /// <summary>2.14: a durable consumer on the origin to read through (name and deliver subject; config checks only).</summary>
+    public StreamConsumerSource? Consumer { get; set; }
+}
+
+/// <summary>nats-server StreamConsumerSource (2.14): the origin's durable consumer a mirror or source reads through.</summary>
+public sealed class StreamConsumerSource
+{
+    public string? Name { get; set; }
+    public string? DeliverSubject { get; set; }
 }
 
 /// <summary>nats-server StreamSourceInfo: a mirror's or source's progress in STREAM.INFO.</summary>
@@ -320,6 +329,8 @@ public sealed class CreateConsumerRequest
     public string? StreamName { get; set; }
     public ConsumerConfig? Config { get; set; }
     public string? Action { get; set; }
+    /// <summary>2.11+: refuse (10157) what the defaults would change instead of changing it.</summary>
+    public bool? Pedantic { get; set; }
 }
 
 public sealed class SequenceInfo

@@ -31,6 +31,9 @@ public sealed record JsExchange(string Name, string Subject, string Body)
     /// <summary>Published without waiting for an answer (messages for later requests).</summary>
     public bool Publish { get; init; }
 
+    /// <summary>Milliseconds to wait before the request (for what servers do in the background: sourcing).</summary>
+    public int DelayMs { get; init; }
+
     /// <summary>
     /// The answer's stored sizes ("bytes" of a state, an account's "storage") are not compared: how many bytes a
     /// message takes in the store is the storage engines' concern (tracked separately), not the API's.
@@ -77,6 +80,7 @@ internal static class JsApiScript
         var answers = new List<string>();
         foreach (var e in script)
         {
+            if (e.DelayMs > 0) await Task.Delay(e.DelayMs);
             if (e.Publish)
             {
                 await nats.PublishAsync(e.Subject, Encoding.UTF8.GetBytes(e.Body));
