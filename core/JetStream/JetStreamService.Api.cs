@@ -12,7 +12,6 @@ namespace NatsBroker.JetStream;
 public sealed partial class JetStreamService
 {
     private const string P = JsJson.Prefix;
-    private static readonly byte[] NoResponders = Encoding.ASCII.GetBytes("NATS/1.0 503\r\n\r\n");
     /// <summary>MSG.NEXT and DIRECT.GET answer a too high Nats-Required-Api-Level with a status (nats-server).</summary>
     private static readonly byte[] RequiredApiLevelStatus = Encoding.ASCII.GetBytes("NATS/1.0 412 Required Api Level\r\n\r\n");
     private readonly StoredMessage _apiMsg = new(1024);
@@ -58,8 +57,10 @@ public sealed partial class JetStreamService
     private bool NotEnabledForAccount(ApiRequest req, string[] t)
     {
         if (ResponseType(t) is { } type) return Fail(req, type, JsErrors.NotEnabledForAccount);
-        bool perStream = t[2] == "DIRECT" || (t[2] == "CONSUMER" && t.Length >= 4 && t[3] is "MSG" or "RESET");
-        if (perStream && req.Reply.Length > 0) Publish(req, req.Reply, NoResponders, default);
+        // CONSUMER.RESET goes through the $JS.API import in nats-server (only MSG.NEXT and DIRECT.GET skip it) and
+        // is dropped there: no answer at all.
+        bool perStream = t[2] == "DIRECT" || (t[2] == "CONSUMER" && t.Length >= 4 && t[3] == "MSG");
+        if (perStream) NoRespondersTo(req);
         return !perStream;
     }
 
@@ -132,7 +133,7 @@ public sealed partial class JetStreamService
 
     private bool Fail(ApiRequest req, string type, ApiError error)
     {
-        Reply(req, JsJson.Error(P + type, error));
+        Reply(req, JsJson.Error(P + type, error), error: true);
         return false;
     }
 
@@ -208,7 +209,7 @@ public sealed partial class JetStreamService
         if (name.Contains('/') || name.Contains('\\')) return Fail(req, type, JsErrors.StreamNameContainsPathSeparators);
         if (cfg.Sealed) return Fail(req, type, JsErrors.StreamInvalidConfig("stream configuration for create can not be sealed"));
         if (cfg.MirrorDirect && cfg.Mirror is null) return Fail(req, type, JsErrors.StreamInvalidConfig("stream has no mirror but does have mirror direct"));
-        var err = JsConfigCheck.CheckStream(cfg, req.JetStream);
+        var err = JsConfigCheck.CheckStream(cfg, req.JetStream, PedanticRequested(req.Body));
         if (err is not null) return Fail(req, type, err);
         AssetVersioning.SetStatic(cfg);
         if (req.JetStream.TryGet(name, out var existing))
@@ -239,7 +240,7 @@ public sealed partial class JetStreamService
         const string type = "stream_update_response";
         if (!JsJson.TryParseStrict(req.Body, JsJsonContext.Default.StreamConfig, GoSchemas.StreamConfigRequest, out var cfg, out var perr)) return Fail(req, type, perr!);
         // jsStreamUpdateRequest: checkStreamCfg first, then the name in the subject.
-        var err = JsConfigCheck.CheckStream(cfg!, req.JetStream);
+        var err = JsConfigCheck.CheckStream(cfg!, req.JetStream, PedanticRequested(req.Body));
         if (err is not null) return Fail(req, type, err);
         if (cfg!.Name != name) return Fail(req, type, JsErrors.StreamMismatch);
         AssetVersioning.SetStatic(cfg);
@@ -270,23 +271,30 @@ public sealed partial class JetStreamService
         var r = new StreamInfoRequest();
         if (ApiBodies.IsJsonObjectOrArray(req.Body) && !JsJson.TryParseStrict(req.Body, JsJsonContext.Default.StreamInfoRequest, GoSchemas.StreamInfoRequest, out r, out var perr)) return Fail(req, type, perr!);
         if (!req.JetStream.TryGet(name, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
-        return Respond(req, StreamInfoJson(type, stream.Info(r!.SubjectsFilter, r.DeletedDetails == true), paged: true));
+        // The paging fields are those of the subject details: all 0 without matching subjects; otherwise the
+        // request's offset (negative as 0, not clamped to the total) and nats-server's limit of 100,000.
+        int offset = Math.Max(r!.Offset ?? 0, 0);
+        var info = stream.Info(r.SubjectsFilter, r.DeletedDetails == true, offset, out int total);
+        var paging = total > 0 ? (total, offset, 100_000) : (0, 0, 0);
+        return Respond(req, StreamInfoJson(type, info, paging: paging));
     }
 
     /// <summary>
     /// A StreamInfo response, its config's metadata naming this server (nats-server setDynamicStreamMetadata).
     /// <paramref name="didCreate"/>: STREAM.CREATE's did_create (nats-server sets it on every
-    /// successful create, also for an identical existing stream); <paramref name="paged"/>: STREAM.INFO carries
+    /// successful create, also for an identical existing stream); <paramref name="paging"/>: STREAM.INFO carries
     /// ApiPaged (total/offset/limit of subject details).
     /// </summary>
-    private static byte[] StreamInfoJson(string type, StreamInfo info, bool didCreate = false, bool paged = false) =>
-        JsJson.Serialize(new StreamInfoResponse
+    private static byte[] StreamInfoJson(string type, StreamInfo info, bool didCreate = false, (int Total, int Offset, int Limit)? paging = null)
+    {
+        bool paged = paging is not null;
+        return JsJson.Serialize(new StreamInfoResponse
         {
             Type = P + type,
             DidCreate = didCreate ? true : null,
-            Total = paged ? info.State.Subjects?.Count ?? 0 : null,
-            Offset = paged ? 0 : null,
-            Limit = paged ? (info.State.Subjects is null ? 0 : 100_000) : null,
+            Total = paging?.Total,
+            Offset = paging?.Offset,
+            Limit = paging?.Limit,
             Config = AssetVersioning.WithDynamic(info.Config),
             Created = info.Created,
             State = info.State,
@@ -296,6 +304,7 @@ public sealed partial class JetStreamService
             Sources = info.Sources,
             Ts = info.Ts,
         }, JsJsonContext.Default.StreamInfoResponse);
+    }
 
     private async Task<bool> StreamDeleteAsync(ApiRequest req, string name)
     {
@@ -333,9 +342,11 @@ public sealed partial class JetStreamService
         const int limit = 1024;
         var names = req.JetStream.Streams()
             .Where(s => string.IsNullOrEmpty(r!.Subject) || (s.Config.Subjects ?? []).Any(x => JsSubjects.Collide(x, r.Subject)))
-            .Select(s => s.Name).ToList();
+            .Select(s => s.Name).Order(StringComparer.Ordinal).ToList(); // sorted, as jsStreamNamesRequest
         int offset = Math.Clamp(r!.Offset ?? 0, 0, names.Count);
-        var resp = new StreamNamesResponse { Type = P + type, Total = names.Count, Offset = offset, Limit = limit, Streams = names.Skip(offset).Take(limit).ToList() };
+        // Go appends to a nil slice: no name on this page is "streams":null.
+        var page = names.Skip(offset).Take(limit).ToList();
+        var resp = new StreamNamesResponse { Type = P + type, Total = names.Count, Offset = offset, Limit = limit, Streams = page.Count > 0 ? page : null };
         return Respond(req, JsJson.Serialize(resp, JsJsonContext.Default.StreamNamesResponse));
     }
 
@@ -347,7 +358,7 @@ public sealed partial class JetStreamService
         const int limit = 256;
         var all = req.JetStream.Streams()
             .Where(s => string.IsNullOrEmpty(r!.Subject) || (s.Config.Subjects ?? []).Any(x => JsSubjects.Collide(x, r.Subject)))
-            .ToList();
+            .OrderBy(s => s.Name, StringComparer.Ordinal).ToList(); // sorted, as jsStreamListRequest
         int offset = Math.Clamp(r!.Offset ?? 0, 0, all.Count);
         var resp = new StreamListResponse { Type = P + type, Total = all.Count, Offset = offset, Limit = limit, Streams = all.Skip(offset).Take(limit).Select(s => WithoutCluster(s.Info())).ToList() };
         return Respond(req, JsJson.Serialize(resp, JsJsonContext.Default.StreamListResponse));
@@ -372,7 +383,9 @@ public sealed partial class JetStreamService
                 Data = _apiMsg.PayloadLength > 0 ? _apiMsg.Payload.ToArray() : null,
                 Time = GoTime.FromUnixNanos(_apiMsg.Timestamp),
             };
-            return Respond(req, JsJson.Serialize(new MsgGetResponse { Type = P + type, Message = msg }, JsJsonContext.Default.MsgGetResponse));
+            // jsMsgGetRequest sends its answer outside the API layer: not audited, not counted.
+            ReplyUncounted(req, JsJson.Serialize(new MsgGetResponse { Type = P + type, Message = msg }, JsJsonContext.Default.MsgGetResponse));
+            return true;
         }
     }
 
@@ -386,6 +399,37 @@ public sealed partial class JetStreamService
         req.JetStream.SyncUsage(stream);
         if (err is not null) return Fail(req, type, err);
         return Respond(req, JsJson.Serialize(new MsgDeleteResponse { Type = P + type, Success = true }, JsJsonContext.Default.MsgDeleteResponse));
+    }
+
+    /// <summary>
+    /// StreamConfigRequest's "pedantic" (2.11+; not part of the stream's config, so read beside it). The body was
+    /// already decoded strictly; the last top-level value decides, as Go decodes them one over the other.
+    /// </summary>
+    private static bool PedanticRequested(ReadOnlySpan<byte> body)
+    {
+        if (body.IndexOf("edantic"u8) < 0) return false;
+        bool pedantic = false;
+        var reader = new Utf8JsonReader(body, new JsonReaderOptions { AllowMultipleValues = true });
+        try
+        {
+            while (reader.Read())
+            {
+                if (reader.TokenType == JsonTokenType.PropertyName && reader.CurrentDepth == 1 && reader.ValueTextEquals("pedantic"u8))
+                {
+                    reader.Read();
+                    if (reader.TokenType is JsonTokenType.True or JsonTokenType.False) pedantic = reader.TokenType == JsonTokenType.True;
+                }
+                else if (reader.TokenType is JsonTokenType.StartObject or JsonTokenType.StartArray && reader.CurrentDepth >= 1)
+                {
+                    reader.Skip();
+                }
+            }
+        }
+        catch (JsonException)
+        {
+            return false;
+        }
+        return pedantic;
     }
 
     private static bool SameJson(StreamConfig a, StreamConfig b) =>
@@ -463,7 +507,7 @@ public sealed partial class JetStreamService
         // An existing consumer keeps its pause_until (CONSUMER.PAUSE changes it, not a create).
         if (!string.IsNullOrEmpty(consumerName) && stream.TryGetConsumer(consumerName, out var paused)) cfg.PauseUntil = paused.Config.PauseUntil;
         AssetVersioning.SetStatic(cfg);
-        var err = JsConfigCheck.CheckConsumer(cfg, stream.Config, req.JetStream.Limits.MaxAckPending);
+        var err = JsConfigCheck.CheckConsumer(cfg, stream.Config, req.JetStream.Limits.MaxAckPending, r.Pedantic == true);
         if (err is not null) return Fail(req, type, err);
 
         string? name = !string.IsNullOrEmpty(cfg.DurableName) ? cfg.DurableName : cfg.Name;

@@ -43,7 +43,7 @@ public sealed partial class JetStreamService
         var reply = req.Reply.ToArray();
         if (!TryDirectStream(req.JetStream, t[4], out var stream))
         {
-            Publish(req, reply, NoResponders, default);
+            NoRespondersTo(req);
             return;
         }
         if (ApiLevel.RequiresMore(req.Headers))

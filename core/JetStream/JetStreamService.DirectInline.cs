@@ -38,9 +38,7 @@ public sealed partial class JetStreamService
         if (status == StoreStatus.Ok) SendDirect(stream, msg.Reply, load, noHeaders: false, batch: null);
         else stream.Js.Publish(msg.Reply, default, DirectNotFound, default);
         if (load.Buffer.Length > InlineLoadBufferKeep) t_inlineLoad = null;
-        // Counted as the API worker counts a DIRECT.GET (answered, not an error).
-        Interlocked.Increment(ref _apiTotal);
-        js.CountApi(true);
+        // Not counted in the API totals: nats-server answers direct gets outside its API layer.
         return true;
     }
 }

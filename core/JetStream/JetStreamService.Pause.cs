@@ -9,21 +9,15 @@ public sealed partial class JetStreamService
     private bool ConsumerPause(ApiRequest req, string streamName, string name)
     {
         const string type = "consumer_pause_response";
-        ConsumerPauseRequest? r = new();
-        if (!req.Body.IsEmpty)
-        {
-            try
-            {
-                r = System.Text.Json.JsonSerializer.Deserialize(req.Body, JsDirectJsonContext.Default.ConsumerPauseRequest) ?? new();
-            }
-            catch (System.Text.Json.JsonException ex)
-            {
-                return Fail(req, type, JsErrors.InvalidJson(ex.Message));
-            }
-        }
+        // jsConsumerPauseRequest decodes the body strictly, and only when it starts as a JSON object or array (any
+        // other body, like none, resumes the consumer), before looking up the stream.
+        var r = new ConsumerPauseRequest();
+        if (ApiBodies.IsJsonObjectOrArray(req.Body)
+            && !JsJson.TryParseStrict(req.Body, JsDirectJsonContext.Default.ConsumerPauseRequest, GoSchemas.ConsumerPauseRequest, out r, out var perr))
+            return Fail(req, type, perr!);
         if (!req.JetStream.TryGet(streamName, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
         if (!stream.TryGetConsumer(name, out var c)) return Fail(req, type, JsErrors.ConsumerNotFound);
-        var until = r.PauseUntil is { } u && u > DateTime.MinValue.AddDays(1) ? DateTime.SpecifyKind(u.ToUniversalTime(), DateTimeKind.Utc) : (DateTime?)null;
+        var until = r!.PauseUntil is { } u && u > DateTime.MinValue.AddDays(1) ? DateTime.SpecifyKind(u.ToUniversalTime(), DateTimeKind.Utc) : (DateTime?)null;
         var next = CloneConfig(c.Config);
         next.PauseUntil = until;
         // nats-server jsConsumerPauseRequest: the required level follows pause_until.

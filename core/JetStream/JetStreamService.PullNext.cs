@@ -15,7 +15,7 @@ public sealed partial class JetStreamService
         if (req.Reply.Length == 0) return;
         if (t.Length != 7 || !req.JetStream.TryGet(t[5], out var stream) || !stream.TryGetConsumer(t[6], out var c))
         {
-            Publish(req, req.Reply, NoRespondersStatus(req.Subject), default);
+            NoRespondersTo(req);
             return;
         }
         if (!c.IsPull)

@@ -7,7 +7,7 @@ namespace NatsBroker.JetStream;
 // $JS.API.CONSUMER.RESET.<stream>.<consumer> (nats-server 2.14 consumer.go processResetReq, jetstream_api.go
 // JSApiConsumerResetRequest / JSApiConsumerResetResponse): body empty (back to the ack floor) or {"seq":N}; the
 // answer is the consumer's info with "reset_seq" (always written, also beside an error, as Go's field has no
-// omitempty). nats-server subscribes this subject per consumer, so a missing stream or consumer has no responder.
+// omitempty). nats-server subscribes this subject per consumer; a missing stream or consumer gets no answer.
 public sealed partial class JetStreamService
 {
     private const string ConsumerResetType = "consumer_reset_response";
@@ -15,32 +15,23 @@ public sealed partial class JetStreamService
     private bool ConsumerReset(ApiRequest req, string streamName, string name)
     {
         if (req.Reply.Length == 0) return true;
-        if (!req.JetStream.TryGet(streamName, out var stream) || !stream.TryGetConsumer(name, out var c))
-        {
-            Publish(req, req.Reply, NoResponders, default);
-            return false;
-        }
+        // A missing stream or consumer: nats-server has no subscription for it and the $JS.API import drops the
+        // request (client.go processServiceImport only skips MSG.NEXT and DIRECT.GET), so nothing answers.
+        if (!req.JetStream.TryGet(streamName, out var stream) || !stream.TryGetConsumer(name, out var c)) return false;
         if (ApiLevel.RequiresMore(req.Headers)) return Respond(req, ResetJson(JsJson.Error(P + ConsumerResetType, JsErrors.RequiredApiLevel), 0), ok: false);
+        // processResetReq: plain json.Unmarshal of a non-empty body (unknown fields pass; a blank one is an error).
         var r = new ConsumerResetRequest();
-        if (!req.Body.IsEmpty)
-        {
-            try
-            {
-                r = JsonSerializer.Deserialize(req.Body, JsDirectJsonContext.Default.ConsumerResetRequest) ?? r;
-            }
-            catch (JsonException ex)
-            {
-                return Respond(req, ResetJson(JsJson.Error(P + ConsumerResetType, JsErrors.InvalidJson(ex.Message)), 0), ok: false);
-            }
-        }
-        if (c.Reset(r.Seq ?? 0, out var why) is not { } seq)
+        if (!req.Body.IsEmpty && !JsJson.TryParseUnmarshal(req.Body, JsDirectJsonContext.Default.ConsumerResetRequest, GoSchemas.ConsumerResetRequest, out r, out var perr))
+            return Respond(req, ResetJson(JsJson.Error(P + ConsumerResetType, perr!), 0), ok: false);
+        if (c.Reset(r!.Seq ?? 0, out var why) is not { } seq)
             return Respond(req, ResetJson(JsJson.Error(P + ConsumerResetType, JsErrors.ConsumerInvalidReset(why!)), 0), ok: false);
-        return Respond(req, ResetJson(ConsumerInfoJson(ConsumerResetType, c.Info()), seq));
+        return Respond(req, ResetJson(ConsumerInfoJson(ConsumerResetType, c.Info()), seq), ok: true);
     }
 
-    private bool Respond(ApiRequest req, byte[] json, bool ok)
+    /// <summary>processResetReq answers with sendInternalAccountMsg: not audited, not counted.</summary>
+    private static bool Respond(ApiRequest req, byte[] json, bool ok)
     {
-        Reply(req, json);
+        ReplyUncounted(req, json);
         return ok;
     }
 

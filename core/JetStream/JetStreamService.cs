@@ -275,20 +275,12 @@ public sealed partial class JetStreamService : IAsyncDisposable
                     try
                     {
                         req.Js = Enabled(req.Account!);
-                        // Counted once answered, as nats-server: an account info reply does not count itself
-                        // (nats.js's "jetstream - jsm" test expects api.total 1 after its second call).
-                        bool ok = await DispatchAsync(req).ConfigureAwait(false);
-                        Interlocked.Increment(ref _apiTotal);
-                        if (!ok) Interlocked.Increment(ref _apiErrors);
-                        req.Js?.CountApi(ok);
+                        await DispatchAsync(req).ConfigureAwait(false);
                     }
                     catch (Exception ex)
                     {
-                        Interlocked.Increment(ref _apiTotal);
-                        Interlocked.Increment(ref _apiErrors);
-                        req.Js?.CountApi(false);
                         Logger.LogError(ex, "JetStream API request on {Subject} failed", req.SubjectString);
-                        Reply(req, JsJson.Error("io.nats.jetstream.api.v1.error_response", JsErrors.StreamGeneral(ex.Message)));
+                        Reply(req, JsJson.Error("io.nats.jetstream.api.v1.error_response", JsErrors.StreamGeneral(ex.Message)), error: true);
                     }
                     finally
                     {
@@ -310,10 +302,44 @@ public sealed partial class JetStreamService : IAsyncDisposable
     /// to an audit sent after the reply, and audits would then arrive out of the order of the requests. Requests of
     /// an account without JetStream are not audited (it has no JetStream advisories).
     /// </summary>
-    internal static void Reply(ApiRequest req, byte[] json)
+    /// <remarks>
+    /// This is also where requests are counted (nats-server trackAPI / trackAPIErr in sendAPIResponse /
+    /// sendAPIErrResponse): only JSON answers made here count, in the account and the server totals, and only for an
+    /// account with JetStream. Unknown subjects, MSG.NEXT, DIRECT.GET, CONSUMER.RESET and a successful STREAM.MSG.GET
+    /// (answered with <see cref="ReplyUncounted"/>, as nats-server's sendInternalAccountMsg) are not counted. An
+    /// account info reply is counted after it was written, so it does not count itself (nats.js's "jetstream - jsm"
+    /// test expects api.total 1 after its second call).
+    /// </remarks>
+    internal void Reply(ApiRequest req, byte[] json, bool error = false)
     {
+        // Counted before the answer leaves (as trackAPI): a client's next request, possibly on the other worker,
+        // must see this one in $JS.API.INFO.
+        if (req.Js is { } js)
+        {
+            Interlocked.Increment(ref _apiTotal);
+            if (error) Interlocked.Increment(ref _apiErrors);
+            js.CountApi(!error);
+        }
         req.Js?.Advisories.Audit(req, json);
         if (req.Reply.Length > 0) req.Account!.Router.PublishInternal(req.Reply, default, default, json);
+    }
+
+    /// <summary>An answer outside the API layer: neither audited nor counted (nats-server sendInternalAccountMsg).</summary>
+    internal static void ReplyUncounted(ApiRequest req, byte[] json)
+    {
+        if (req.Reply.Length > 0) req.Account!.Router.PublishInternal(req.Reply, default, default, json);
+    }
+
+    /// <summary>
+    /// The no-responders status a request to a subject nobody serves gets (MSG.NEXT / DIRECT.GET of a missing
+    /// consumer or stream: nats-server serves them from per-consumer / per-stream subscriptions, never through the
+    /// $JS.API import), only when the requester asked for it in CONNECT (no_responders with headers; client.go
+    /// processMsgResults), and with the request's subject in Nats-Subject as 2.12+ sends it. Others get nothing.
+    /// </summary>
+    internal static void NoRespondersTo(ApiRequest req)
+    {
+        if (req.Reply.Length == 0 || req.Origin is not Accounts.IRequester { WantsNoResponders: true }) return;
+        Publish(req, req.Reply, NoRespondersStatus(req.Subject), default);
     }
 
     /// <summary>Publishes a status or reply into the requester's account (MSG.NEXT / DIRECT.GET answers).</summary>

@@ -26,9 +26,9 @@ internal static partial class JsConfigCheck
     /// Fills nats-server's consumer defaults into <paramref name="c"/> and checks it against its stream and the
     /// account's max_ack_pending limit (0: none). Null when nats-server would accept it.
     /// </summary>
-    public static ApiError? CheckConsumer(ConsumerConfig c, StreamConfig stream, int accountMaxAckPending)
+    public static ApiError? CheckConsumer(ConsumerConfig c, StreamConfig stream, int accountMaxAckPending, bool pedantic = false)
     {
-        SetConsumerDefaults(c, stream, accountMaxAckPending);
+        if (SetConsumerDefaults(c, stream, accountMaxAckPending, pedantic) is { } refused) return refused;
         bool push = !string.IsNullOrEmpty(c.DeliverSubject);
 
         if (!string.IsNullOrEmpty(c.Name) && !IsValidAssetName(c.Name))
@@ -107,10 +107,25 @@ internal static partial class JsConfigCheck
         return null;
     }
 
-    /// <summary>setConsumerConfigDefaults (non-pedantic): negatives to their neutral value, then the defaults.</summary>
-    private static void SetConsumerDefaults(ConsumerConfig c, StreamConfig stream, int accountMaxAckPending)
+    /// <summary>
+    /// setConsumerConfigDefaults: negatives to their neutral value, then the defaults; in pedantic mode (the request's
+    /// "pedantic": true) each of those changes is refused with 10157 instead, in Go's order.
+    /// </summary>
+    private static ApiError? SetConsumerDefaults(ConsumerConfig c, StreamConfig stream, int accountMaxAckPending, bool pedantic)
     {
         if (c.DeliverPolicy == "undefined") c.DeliverPolicy = "all"; // DeliverPolicy.UnmarshalJSON: "undefined" is all
+        if (pedantic)
+        {
+            if (c.MaxDeliver < -1) return JsErrors.Pedantic("max_deliver must be set to -1");
+            if (c.MaxWaiting < 0) return JsErrors.Pedantic("max_waiting must not be negative");
+            if (c.MaxAckPending < -1) return JsErrors.Pedantic("max_ack_pending must be set to -1");
+            if (c.MaxBatch < 0) return JsErrors.Pedantic("max_batch must not be negative");
+            if (c.MaxExpires < 0) return JsErrors.Pedantic("max_expires must not be negative");
+            if (c.MaxBytes < 0) return JsErrors.Pedantic("max_bytes must not be negative");
+            if (c.IdleHeartbeat < 0) return JsErrors.Pedantic("idle_heartbeat must not be negative");
+            if (c.InactiveThreshold < 0) return JsErrors.Pedantic("inactive_threshold must not be negative");
+            if (c.PriorityTimeout < 0) return JsErrors.Pedantic("priority_timeout must not be negative");
+        }
         if (c.MaxDeliver is null or 0 or < -1) c.MaxDeliver = -1;
         if (c.MaxWaiting < 0) c.MaxWaiting = null;
         if (c.MaxAckPending < -1) c.MaxAckPending = -1;
@@ -120,13 +135,20 @@ internal static partial class JsConfigCheck
         if (c.IdleHeartbeat < 0) c.IdleHeartbeat = null;
         if (c.InactiveThreshold < 0) c.InactiveThreshold = null;
         if (c.PriorityTimeout < 0) c.PriorityTimeout = null;
-        if (c.AckPolicy == FlowControlAck)
+        if (string.IsNullOrEmpty(c.DeliverSubject) && c.MaxWaiting is null or 0) c.MaxWaiting = WaitQueueDefaultMax;
+        if (c.AckWait is null or 0 && c.AckPolicy is "explicit" or "all") c.AckWait = AckWaitDefault;
+        if (pedantic && c.Backoff is { Length: > 0 } pbo && (c.AckWait ?? 0) != pbo[0]) return JsErrors.Pedantic("first backoff value has to equal batch AckWait");
+        if (pedantic && c.MaxAckPending is null or 0 && stream.ConsumerLimits?.MaxAckPending > 0)
+            return JsErrors.Pedantic("max_ack_pending must be set if it's configured in stream limits");
+        if (pedantic && c.InactiveThreshold is null or 0 && stream.ConsumerLimits?.InactiveThreshold > 0)
+            return JsErrors.Pedantic("inactive_threshold must be set if it's configured in stream limits");
+        // consumer.go: only outside pedantic mode does the flow-control ack policy fill in its flow control and
+        // heartbeat (checkConsumerCfg then refuses a pedantic request without them).
+        if (c.AckPolicy == FlowControlAck && !pedantic)
         {
             c.FlowControl = true;
             c.IdleHeartbeat = SourceHealthHeartbeat;
         }
-        if (string.IsNullOrEmpty(c.DeliverSubject) && c.MaxWaiting is null or 0) c.MaxWaiting = WaitQueueDefaultMax;
-        if (c.AckWait is null or 0 && c.AckPolicy is "explicit" or "all") c.AckWait = AckWaitDefault;
         if (c.Backoff is { Length: > 0 } bo) c.AckWait = bo[0];
         if (c.MaxAckPending is null or 0) c.MaxAckPending = stream.ConsumerLimits?.MaxAckPending is > 0 and var l ? l : null;
         if (c.InactiveThreshold is null or 0) c.InactiveThreshold = stream.ConsumerLimits?.InactiveThreshold is > 0 and var it ? it : null;
@@ -154,6 +176,7 @@ internal static partial class JsConfigCheck
         if (c.DeliverSubject == "") c.DeliverSubject = null;
         if (c.DeliverGroup == "") c.DeliverGroup = null;
         if (c.DurableName == "") c.DurableName = null;
+        return null;
     }
 
     /// <summary>checkConsumerCfg's start-position conflicts (texts from its badStart / notSet helpers).</summary>

@@ -6,7 +6,7 @@ namespace NatsBroker.JetStream;
 // nats-server's error codes and texts.
 internal static partial class JsConfigCheck
 {
-    private static ApiError? CheckMirrorAndSources(StreamConfig c, JsAccount js)
+    private static ApiError? CheckMirrorAndSources(StreamConfig c, JsAccount js, bool pedantic)
     {
         var externals = new List<ExternalStream>();
         var localSubjects = new List<string>(); // subjects of the local origins (nats-server's streamSubs)
@@ -19,6 +19,7 @@ internal static partial class JsConfigCheck
             if (c.AllowMsgCounter == true) return Batching.BatchErrors.MirrorWithCounters;
             if (c.AllowAtomic == true) return Batching.BatchErrors.MirrorWithAtomicPublish;
             if (c.AllowBatched == true) return Batching.BatchErrors.MirrorWithBatchPublish;
+            if (m.Consumer is { } mc && !ConsumerSourceValid(mc, m)) return JsErrors.MirrorDurableConsumerCfgInvalid;
             if (!string.IsNullOrEmpty(m.FilterSubject) && m.SubjectTransforms is { Length: > 0 }) return JsErrors.MirrorMultipleFiltersNotAllowed;
             if (c.SubjectDeleteMarkerTtl is > 0) return JsErrors.StreamInvalidConfig("subject delete markers forbidden on mirrors");
             var trs = m.SubjectTransforms ?? [];
@@ -38,10 +39,12 @@ internal static partial class JsConfigCheck
                 localSubjects.AddRange(origin.Config.Subjects ?? []);
                 if (c.MaxMsgSize > 0 && origin.Config.MaxMsgSize > 0 && c.MaxMsgSize < origin.Config.MaxMsgSize) return JsErrors.MirrorMaxMessageSizeTooBig;
                 // A mirror answers direct gets for its origin when the origin allows them (nats-server inherits it).
+                if (pedantic && c.MirrorDirect != origin.Config.AllowDirect) return JsErrors.Pedantic("origin stream has direct get set, mirror has it disabled");
                 c.MirrorDirect = origin.Config.AllowDirect;
             }
         }
         var seen = new HashSet<string>(StringComparer.Ordinal);
+        var consumers = new HashSet<string>(StringComparer.Ordinal);
         foreach (var src in c.Sources ?? [])
         {
             if (src is null || !IsValidName(src.Name) || HasPathSeparators(src.Name)) return JsErrors.SourceInvalidStreamName;
@@ -56,6 +59,13 @@ internal static partial class JsConfigCheck
             for (int i = 0; i < trs.Length; i++)
                 for (int j = 0; j < trs.Length; j++)
                     if (i != j && JsSubjects.IsSubsetOf(Or(trs[i].Src), Or(trs[j].Src))) return JsErrors.SourceOverlappingSubjectFilters;
+            if (src.Consumer is { } sc)
+            {
+                if (!ConsumerSourceValid(sc, src)) return JsErrors.SourceDurableConsumerCfgInvalid;
+                // stream.go composeCName: one consumer may serve only one source of the same origin.
+                string originName = src.External is { Api.Length: > 0 } ext ? src.Name + ":" + JsStream.ApiPrefixHash(ext.Api) : src.Name;
+                if (!consumers.Add(originName + " " + sc.Name)) return JsErrors.SourceDurableConsumerDuplicateDetected;
+            }
             if (src.External is not null)
             {
                 externals.Add(src.External);
@@ -95,6 +105,14 @@ internal static partial class JsConfigCheck
         return null;
     }
 
+    /// <summary>
+    /// checkStreamCfg's rules for a mirror's or source's durable consumer (2.14): a valid name and a literal deliver
+    /// subject, and no start position or filter of its own (the consumer's config decides those).
+    /// </summary>
+    private static bool ConsumerSourceValid(StreamConsumerSource c, StreamSourceConfig s) =>
+        IsValidAssetName(c.Name) && !string.IsNullOrEmpty(c.DeliverSubject) && JsSubjects.IsValid(c.DeliverSubject) && JsSubjects.IsLiteral(c.DeliverSubject)
+        && s.OptStartSeq is null or 0 && s.OptStartTime is null && string.IsNullOrEmpty(s.FilterSubject);
+
     private static string Or(string? filter) => string.IsNullOrEmpty(filter) ? ">" : filter;
 
     /// <summary>Source/mirror cycles through existing streams (nats-server's cycle check in checkStreamCfg).</summary>
@@ -128,7 +146,7 @@ internal static partial class JsConfigCheck
     }
 
     /// <summary>Stream subject_transform and republish (nats-server checkStreamCfg).</summary>
-    private static ApiError? CheckTransformAndRepublish(StreamConfig c)
+    private static ApiError? CheckTransformAndRepublish(StreamConfig c, bool pedantic)
     {
         if (c.SubjectTransform is { } st)
         {
@@ -137,10 +155,15 @@ internal static partial class JsConfigCheck
         }
         if (c.Republish is { } rp)
         {
-            if (string.IsNullOrEmpty(rp.Src)) rp.Src = ">";
+            if (string.IsNullOrEmpty(rp.Src))
+            {
+                if (pedantic) return JsErrors.Pedantic("republish source can not be empty");
+                rp.Src = ">";
+            }
             // '>' to '>' with a transform of the only subject republishes the transformed subjects.
             if (rp.Dest == ">" && rp.Src == ">" && c.SubjectTransform is { } t && c.Subjects is { Length: 1 } && t.Src == c.Subjects[0])
             {
+                if (pedantic) return JsErrors.Pedantic("implicit republish based on subject transform");
                 rp.Src = t.Dest;
                 rp.Dest = t.Dest;
             }

@@ -24,10 +24,11 @@ internal static partial class JsConfigCheck
     private static bool HasPathSeparators(string name) => name.Contains('/') || name.Contains('\\');
 
     /// <summary>
-    /// stream.go checkStreamCfg (2.14.5, non-pedantic), in its order: fills the defaults into <paramref name="c"/>
-    /// and answers the first refusal. Then addStreamWithAssignment's single-server replicas rule.
+    /// stream.go checkStreamCfg (2.14.5), in its order: fills the defaults into <paramref name="c"/> and answers the
+    /// first refusal. Then addStreamWithAssignment's single-server replicas rule. <paramref name="pedantic"/> (the
+    /// request's "pedantic": true, 2.11+) refuses with 10157 where a value would otherwise be changed.
     /// </summary>
-    public static ApiError? CheckStream(StreamConfig c, JsAccount js)
+    public static ApiError? CheckStream(StreamConfig c, JsAccount js, bool pedantic = false)
     {
         if (!IsValidAssetName(c.Name)) return JsErrors.StreamInvalidConfig(@"stream name is required and can not contain '.', '*', '>', '\', '/'");
         if (c.Name.Length > MaxNameLength) return JsErrors.StreamInvalidConfig($"stream name is too long, maximum allowed is {MaxNameLength}");
@@ -46,13 +47,21 @@ internal static partial class JsConfigCheck
         if (c.NumReplicas == 0) c.NumReplicas = 1;
         if (c.NumReplicas > 5) return JsErrors.StreamInvalidConfig("maximum replicas is 5");
         if (c.NumReplicas < 0) return JsErrors.ReplicasCountCannotBeNegative;
+        // Pedantic mode takes 0 as "unset" (defaulted to -1 as always) but refuses other negatives.
+        if (pedantic && c.MaxMsgs < -1) return JsErrors.Pedantic("max_msgs must be set to -1");
         if (c.MaxMsgs is 0 or < -1) c.MaxMsgs = -1;
+        if (pedantic && c.MaxMsgsPerSubject < -1) return JsErrors.Pedantic("max_msgs_per_subject must be set to -1");
         if (c.MaxMsgsPerSubject is 0 or < -1) c.MaxMsgsPerSubject = -1;
+        if (pedantic && c.MaxBytes < -1) return JsErrors.Pedantic("max_bytes must be set to -1");
         if (c.MaxBytes is 0 or < -1) c.MaxBytes = -1;
+        if (pedantic && c.MaxMsgSize < -1) return JsErrors.Pedantic("max_msg_size must be set to -1");
         if (c.MaxMsgSize is 0 or < -1) c.MaxMsgSize = -1;
+        if (pedantic && c.MaxConsumers < -1) return JsErrors.Pedantic("max_consumers must be set to -1");
         if (c.MaxConsumers is 0 or < -1) c.MaxConsumers = -1;
         if (c.MaxAge < 0) return JsErrors.StreamInvalidConfig("max age can not be negative");
         if (c.MaxAge is > 0 and < 100_000_000) return JsErrors.StreamInvalidConfig("max age needs to be >= 100ms");
+        if (pedantic && c.DuplicateWindow is null or 0 && c.Mirror is null && c.Sources is not { Length: > 0 } && c.MaxAge > 0 && c.MaxAge < JsStream.DefaultDuplicateWindowNanos)
+            return JsErrors.Pedantic("duplicate window cannot be bigger than max age");
         if (c.DuplicateWindow is null or 0 && c.Mirror is null && c.Sources is not { Length: > 0 })
             c.DuplicateWindow = c.MaxAge > 0 && c.MaxAge < JsStream.DefaultDuplicateWindowNanos ? c.MaxAge : JsStream.DefaultDuplicateWindowNanos;
         if (c.DuplicateWindow == 0) c.DuplicateWindow = null;
@@ -92,7 +101,7 @@ internal static partial class JsConfigCheck
         if (Scheduling.ScheduleConfigCheck.Check(c) is { } scheduling) return scheduling;
         if (c.PersistMode == "async" && c.Storage != "file") return JsErrors.StreamInvalidConfig("async persist mode is only supported on file storage");
         if (c.PersistMode == "async" && c.NumReplicas > 1) return JsErrors.StreamInvalidConfig("async persist mode is not supported on replicated streams");
-        var sourcing = CheckMirrorAndSources(c, js);
+        var sourcing = CheckMirrorAndSources(c, js, pedantic);
         if (sourcing is not null) return sourcing;
         // A stream without subjects listens on its name, unless it is a mirror or only sources (nats-server).
         if (c.Subjects is { Length: 0 }) c.Subjects = null;
@@ -104,7 +113,7 @@ internal static partial class JsConfigCheck
         {
             return subjects;
         }
-        var transform = CheckTransformAndRepublish(c);
+        var transform = CheckTransformAndRepublish(c, pedantic);
         if (transform is not null) return transform;
         if (c.Placement is { Cluster: null or "", Tags: null or { Length: 0 }, Preferred: null or "" }) c.Placement = null;
         if (!string.IsNullOrEmpty(c.Placement?.Preferred)) return JsErrors.StreamInvalidConfig("preferred server not permitted in placement");
@@ -156,14 +165,15 @@ internal static partial class JsConfigCheck
     public static ApiError? CheckStreamUpdate(StreamConfig old, StreamConfig next)
     {
         if (old.Storage != next.Storage) return JsErrors.StreamInvalidConfig("stream configuration update can not change storage type");
-        // 2.14: limits <-> interest may change; to or from workqueue may not. Removing a mirror (2.12 promotes the
-        // mirror to a plain stream) is not supported here: any change of the mirror is refused.
+        // 2.14: limits <-> interest may change; to or from workqueue may not.
         if (old.Retention != next.Retention && (old.Retention == "workqueue" || next.Retention == "workqueue"))
             return JsErrors.StreamInvalidConfig("stream configuration update can not change retention policy to/from workqueue");
         if (old.Sealed && !next.Sealed) return JsErrors.StreamInvalidConfig("stream configuration update can not unseal a sealed stream");
         if (old.DenyDelete && !next.DenyDelete) return JsErrors.StreamInvalidConfig("stream configuration update can not cancel deny message deletes");
         if (old.DenyPurge && !next.DenyPurge) return JsErrors.StreamInvalidConfig("stream configuration update can not cancel deny purge");
-        if (!SameMirror(old.Mirror, next.Mirror)) return JsErrors.StreamMirrorNotUpdatable;
+        // A mirror may be removed (2.12+ promotes the mirror to a plain stream, with the default subjects) but not
+        // added or changed (configUpdateCheck compares with reflect.DeepEqual).
+        if (next.Mirror is not null && !SameMirror(old.Mirror, next.Mirror)) return JsErrors.StreamMirrorNotUpdatable;
         if (old.AllowMsgTtl && !next.AllowMsgTtl) return JsErrors.StreamInvalidConfig("message TTL status can not be disabled");
         if (Batching.BatchConfigCheck.CheckUpdate(old, next) is { } batching) return batching;
         if (Scheduling.ScheduleConfigCheck.CheckUpdate(old, next) is { } scheduling) return scheduling;
@@ -175,6 +185,8 @@ internal static partial class JsConfigCheck
     {
         if (a is null || b is null) return a is null && b is null;
         return a.Name == b.Name && a.OptStartSeq == b.OptStartSeq && a.OptStartTime == b.OptStartTime && a.FilterSubject == b.FilterSubject
+            && a.External?.Api == b.External?.Api && a.External?.Deliver == b.External?.Deliver
+            && a.Consumer?.Name == b.Consumer?.Name && a.Consumer?.DeliverSubject == b.Consumer?.DeliverSubject
             && (a.SubjectTransforms ?? []).Select(t => (t.Src, t.Dest)).SequenceEqual((b.SubjectTransforms ?? []).Select(t => (t.Src, t.Dest)));
     }
 }

@@ -61,6 +61,11 @@ internal static class JsErrors
     public static ApiError SourceDuplicateDetected { get; } = E(400, 10140, "duplicate source configuration detected");
     public static ApiError SourceInvalidStreamName { get; } = E(400, 10141, "sourced stream name is invalid");
     public static ApiError MirrorInvalidStreamName { get; } = E(400, 10142, "mirrored stream name is invalid");
+    /// <summary>10157: pedantic mode refuses a value it would otherwise have changed (stream and consumer defaults).</summary>
+    public static ApiError Pedantic(string err) => E(400, 10157, "pedantic mode: " + err);
+    public static ApiError MirrorDurableConsumerCfgInvalid { get; } = E(400, 10213, "stream mirror consumer config is invalid");
+    public static ApiError SourceDurableConsumerCfgInvalid { get; } = E(400, 10215, "stream source consumer config is invalid");
+    public static ApiError SourceDurableConsumerDuplicateDetected { get; } = E(400, 10216, "duplicate stream source consumer detected");
     public static ApiError SourceMultipleFiltersNotAllowed { get; } = E(400, 10144, "source with multiple subject transforms cannot also have a single subject filter");
     public static ApiError SourceInvalidSubjectFilter(string err) => E(400, 10145, $"source transform source: {err}");
     public static ApiError SourceInvalidTransformDestination(string err) => E(400, 10146, $"source transform: {err}");

@@ -41,7 +41,10 @@ internal sealed class JsSourcing : IAsyncDisposable
         public required (byte[] Filter, JsSubjectTransform? Transform)[] Filters { get; init; }
         public ulong Next;
         public bool StartResolved;
-        public long LastActiveTicks = Environment.TickCount64;
+        /// <summary>When the origin was last heard from (0: never; nats-server's sourceInfo answers active -1).</summary>
+        public long LastActiveTicks;
+        /// <summary>The origin was looked up at least once.</summary>
+        public bool Tried;
         public ulong Lag;
         public ApiError? Error;
         public JsStream? Origin;
@@ -144,10 +147,21 @@ internal sealed class JsSourcing : IAsyncDisposable
         {
             origin?.RemoveWatcher(_kick);
             r.Origin = null;
-            if (OriginAccount(r.Config) is not { } account || !account.TryGet(r.Config.Name, out var found) || found == _target) return false;
+            if (OriginAccount(r.Config) is not { } account) return false;
+            if (!account.TryGet(r.Config.Name, out var found) || found == _target)
+            {
+                // What nats-server's mirror / source consumer create gets back from the origin's account. Not on the
+                // first pass: there that answer comes after the stream create's (a round trip later), so a create
+                // response never shows it; from the next pass (within a second) on, STREAM.INFO does.
+                if (r.Tried) r.Error = JsErrors.StreamNotFound;
+                r.Tried = true;
+                return false;
+            }
             origin = found;
             r.Origin = origin;
             r.Error = null;
+            // nats-server marks the source active once its consumer is set up (stream.go processMirrorMsgs).
+            r.LastActiveTicks = Environment.TickCount64;
             origin.AddWatcher(_kick);
         }
         var store = origin.Store;
@@ -287,7 +301,7 @@ internal sealed class JsSourcing : IAsyncDisposable
                 Name = r.Config.Name,
                 External = r.Config.External,
                 Lag = r.Lag,
-                Active = (now - r.LastActiveTicks) * 1_000_000,
+                Active = ActiveNanos(r, now),
                 Error = r.Error,
                 FilterSubject = string.IsNullOrEmpty(r.Config.FilterSubject) ? null : r.Config.FilterSubject,
                 SubjectTransforms = r.Config.SubjectTransforms is { Length: > 0 } t ? t : null,
@@ -295,6 +309,19 @@ internal sealed class JsSourcing : IAsyncDisposable
             if (r.IsMirror) info.Mirror = si;
             else (info.Sources ??= []).Add(si);
         }
+    }
+
+    /// <summary>
+    /// StreamSourceInfo.active: -1 before the origin was ever reached; otherwise the time since it was last heard
+    /// from. nats-server's source consumers send an idle heartbeat every second (stream.go sourceHealthHB) that
+    /// counts as activity, so while the origin is there the figure stays under a second, as it does there.
+    /// </summary>
+    private static long ActiveNanos(Reader r, long now)
+    {
+        if (r.LastActiveTicks == 0) return -1;
+        long ms = now - r.LastActiveTicks;
+        if (r.Origin is { IsDeleted: false }) ms %= 1000;
+        return ms * 1_000_000;
     }
 
     public async ValueTask DisposeAsync()

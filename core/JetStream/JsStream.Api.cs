@@ -10,8 +10,16 @@ internal sealed partial class JsStream
     /// <summary>nats-server's limit on subject details in one STREAM.INFO (JSMaxSubjectDetails).</summary>
     private const int MaxSubjectDetails = 100_000;
 
-    public StreamInfo Info(string? subjectsFilter = null, bool deletedDetails = false)
+    public StreamInfo Info(string? subjectsFilter = null, bool deletedDetails = false) => Info(subjectsFilter, deletedDetails, 0, out _);
+
+    /// <summary>
+    /// The info with subject details paged as jsStreamInfoRequest pages them: <paramref name="subjectsTotal"/> is the
+    /// number of subjects matching <paramref name="subjectsFilter"/>; the details hold at most 100,000 of them from
+    /// <paramref name="subjectsOffset"/> on, in subject order (all of them, unsorted, when they fit from offset 0).
+    /// </summary>
+    public StreamInfo Info(string? subjectsFilter, bool deletedDetails, int subjectsOffset, out int subjectsTotal)
     {
+        subjectsTotal = 0;
         var st = Store.GetState();
         var state = new StreamStateInfo
         {
@@ -30,7 +38,10 @@ internal sealed partial class JsStream
         {
             var subjects = new Dictionary<string, ulong>(StringComparer.Ordinal);
             Store.GetSubjectCounts(subjectsFilter == ">" ? default : Encoding.UTF8.GetBytes(subjectsFilter), subjects);
-            if (subjects.Count > 0 && subjects.Count <= MaxSubjectDetails) state.Subjects = subjects;
+            subjectsTotal = subjects.Count;
+            if (subjects.Count > 0 && subjectsOffset == 0 && subjects.Count <= MaxSubjectDetails) state.Subjects = subjects;
+            else if (subjects.Count > subjectsOffset)
+                state.Subjects = subjects.OrderBy(kv => kv.Key, StringComparer.Ordinal).Skip(subjectsOffset).Take(MaxSubjectDetails).ToDictionary(StringComparer.Ordinal);
         }
         if (deletedDetails && st.Deleted > 0)
         {

@@ -35,6 +35,7 @@ internal sealed partial class JsStream
         // An external origin's name is qualified by a hash of its API prefix (stream.go composeIName): the same
         // stream name can exist in several accounts or domains.
         string name = s.External is { Api.Length: > 0 } ext ? s.Name + ":" + ApiPrefixHash(ext.Api) : s.Name;
+        if (s.Consumer is { } c) name += ":C=" + ApiPrefixHash(c.Name ?? "");
         return $"{name} {source} {destination}";
     }
 
@@ -88,7 +89,8 @@ internal sealed partial class JsStream
     {
         var a = (old.Sources ?? []).Select(SourceIndexName).ToArray();
         var b = (next.Sources ?? []).Select(SourceIndexName).ToArray();
-        if (a.SequenceEqual(b)) return;
+        // A removed mirror stops its reader too (the stream keeps what it copied and takes publishes from there).
+        if (a.SequenceEqual(b) && (old.Mirror is null) == (next.Mirror is null)) return;
         lock (_watchersLock)
         {
             _sourcingChange = _sourcingChange.ContinueWith(async _ =>

@@ -23,6 +23,45 @@ internal static class GoJson
     public static string? Check(ReadOnlySpan<byte> body, GoType root, out byte[]? cleaned)
     {
         cleaned = null;
+        return CheckDecoder(body, root, ref cleaned);
+    }
+
+    /// <summary>
+    /// What Go's plain json.Unmarshal says about <paramref name="body"/> (the handlers that do not use
+    /// unmarshalRequest: CONSUMER.UNPIN, CONSUMER.RESET, DIRECT.GET): unknown fields are ignored, the body is one
+    /// value (an empty one is "unexpected end of JSON input", anything after it "invalid character ... after
+    /// top-level value"), syntax errors carry no offset, and the whole body is scanned before any type is looked at.
+    /// </summary>
+    public static string? CheckUnmarshal(ReadOnlySpan<byte> body, GoType root, out byte[]? cleaned)
+    {
+        cleaned = null;
+        int start = SkipSpace(body, 0);
+        if (start >= body.Length) return "unexpected end of JSON input";
+        var syntax = new Scanner(body, start, unmarshal: true).ScanValue(out int end);
+        if (syntax is not null) return syntax;
+        int after = SkipSpace(body, end);
+        if (after < body.Length) return $"invalid character {QuoteChar(body[after])} after top-level value";
+        string? err;
+        bool hasNull;
+        try
+        {
+            using var doc = JsonDocument.Parse(body[start..end].ToArray());
+            var walker = new Walker { IgnoreUnknown = true };
+            err = walker.Value(doc.RootElement, root, null, []);
+            hasNull = walker.SawNullMember;
+        }
+        catch (JsonException)
+        {
+            return null;
+        }
+        if (err is not null) return err;
+        if (hasNull) cleaned = Merge(body, [(start, end)]);
+        if (FixLoneSurrogates(cleaned ?? body) is { } fixedText) cleaned = fixedText;
+        return null;
+    }
+
+    private static string? CheckDecoder(ReadOnlySpan<byte> body, GoType root, ref byte[]? cleaned)
+    {
         int pos = 0;
         List<(int Start, int End)>? values = null;
         while (true)
@@ -154,9 +193,10 @@ internal static class GoJson
     /// encoding/json's scanner over one value: null when it is well formed (end = the index after it), otherwise
     /// Go's message ("invalid character ... at offset N" or "unexpected EOF" when the input ends inside it).
     /// </summary>
-    private ref struct Scanner(ReadOnlySpan<byte> b, int pos)
+    private ref struct Scanner(ReadOnlySpan<byte> b, int pos, bool unmarshal = false)
     {
         private readonly ReadOnlySpan<byte> _b = b;
+        private readonly bool _unmarshal = unmarshal;
         private int _i = pos;
         private string? _err;
 
@@ -169,7 +209,9 @@ internal static class GoJson
 
         private bool Fail(string context)
         {
-            _err ??= _i >= _b.Length ? "unexpected EOF" : $"invalid character {QuoteChar(_b[_i])} {context} at offset {_i + 1}";
+            // json.Unmarshal's checkValid: no offset in the text (unmarshalRequest adds it), its own EOF text.
+            if (_unmarshal) _err ??= _i >= _b.Length ? "unexpected end of JSON input" : $"invalid character {QuoteChar(_b[_i])} {context}";
+            else _err ??= _i >= _b.Length ? "unexpected EOF" : $"invalid character {QuoteChar(_b[_i])} {context} at offset {_i + 1}";
             return false;
         }
 
@@ -340,6 +382,9 @@ internal static class GoJson
         private string? _saved;
         public bool SawNullMember { get; private set; }
 
+        /// <summary>json.Unmarshal without DisallowUnknownFields: fields Go does not know are skipped.</summary>
+        public bool IgnoreUnknown { get; init; }
+
         /// <summary>Returns the error to answer (hard errors immediately, else the first saved one at the end).</summary>
         public string? Value(JsonElement v, GoType t, string? structName, List<string> fields)
         {
@@ -413,7 +458,7 @@ internal static class GoJson
                         var f = s.Find(p.Name);
                         if (f is null)
                         {
-                            Save($"json: unknown field {GoQuote(p.Name)}");
+                            if (!IgnoreUnknown) Save($"json: unknown field {GoQuote(p.Name)}");
                             continue;
                         }
                         if (p.Value.ValueKind == JsonValueKind.Null) SawNullMember = true;

@@ -143,6 +143,27 @@ internal static class GoSchemas
         F("seq", Uint64), F("last_by_subj", Str), F("next_by_subj", Str), F("batch", Int), F("max_bytes", Int),
         F("start_time", Time), F("multi_last", Strings), F("up_to_seq", Uint64), F("up_to_time", Time), F("no_hdr", Bool));
     public static readonly GoType MsgDeleteRequest = StructType("JSApiMsgDeleteRequest", F("seq", Uint64), F("no_erase", Bool));
+    /// <summary>jetstream_api.go JSApiConsumerPauseRequest (unmarshalRequest, only for a body that is a JSON object or array).</summary>
+    public static readonly GoType ConsumerPauseRequest = StructType("JSApiConsumerPauseRequest", F("pause_until", Time));
+    /// <summary>JSApiConsumerUnpinRequest (plain json.Unmarshal: unknown fields ignored).</summary>
+    public static readonly GoType ConsumerUnpinRequest = StructType("JSApiConsumerUnpinRequest", F("group", Str));
+    /// <summary>JSApiConsumerResetRequest (consumer.go processResetReq: plain json.Unmarshal of a non-empty body).</summary>
+    public static readonly GoType ConsumerResetRequest = StructType("JSApiConsumerResetRequest", F("seq", Uint64));
+    public static readonly GoType StreamSnapshotRequest = StructType("JSApiStreamSnapshotRequest",
+        F("deliver_subject", Str), F("no_consumers", Bool), F("chunk_size", Int), F("window_size", Int), F("jsck", Bool));
+
+    private static readonly GoType Uint64s = new() { Kind = GoKind.Slice, Name = "[]uint64", Elem = Uint64 };
+
+    /// <summary>store.go StreamState, as a restore request carries it.</summary>
+    private static readonly GoType StreamState = StructType("StreamState",
+        F("messages", Uint64), F("bytes", Uint64), F("first_seq", Uint64), F("first_ts", Time), F("last_seq", Uint64),
+        F("last_ts", Time), F("num_subjects", Int), F("subjects", new GoType { Kind = GoKind.Map, Name = "map[string]uint64", Elem = Uint64 }),
+        F("num_deleted", Int), F("deleted", Uint64s), F("lost", StructType("LostStreamData", F("msgs", Uint64s), F("bytes", Uint64))),
+        F("consumer_count", Int));
+
+    /// <summary>JSApiStreamRestoreRequest: a plain StreamConfig (no pedantic) and the state.</summary>
+    public static readonly GoType StreamRestoreRequest = StructType("JSApiStreamRestoreRequest", F("config", StreamConfig), F("state", StreamState));
+
     public static readonly GoType StreamRemovePeerRequest = StructType("JSApiStreamRemovePeerRequest", F("peer", Str));
     public static readonly GoType LeaderStepdownRequest = StructType("JSApiLeaderStepdownRequest", F("placement", Placement));
 }

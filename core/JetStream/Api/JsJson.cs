@@ -30,6 +30,7 @@ internal static class JsJson
         "consumer_names_response" or "consumer_list_response" => ",\"total\":0,\"offset\":0,\"limit\":0,\"consumers\":[]"u8.ToArray(),
         "stream_purge_response" => ",\"purged\":0"u8.ToArray(),
         "consumer_pause_response" => ",\"paused\":false,\"pause_until\":\"0001-01-01T00:00:00Z\""u8.ToArray(),
+        "stream_restore_response" => ",\"deliver_subject\":\"\""u8.ToArray(),
         _ => null,
     };
 
@@ -43,6 +44,22 @@ internal static class JsJson
     public static bool TryParseStrict<T>(ReadOnlySpan<byte> body, JsonTypeInfo<T> info, GoType schema, out T? value, out ApiError? error) where T : new()
     {
         var goError = GoJson.Check(body, schema, out var cleaned);
+        if (goError is not null)
+        {
+            value = default;
+            error = JsErrors.InvalidJson(goError);
+            return false;
+        }
+        return TryParse(cleaned ?? body, info, out value, out error);
+    }
+
+    /// <summary>
+    /// Parses a request body as Go's plain json.Unmarshal does (<see cref="GoJson.CheckUnmarshal"/>: unknown fields
+    /// ignored, one value, Go's texts); an empty body is an error ("unexpected end of JSON input"), as in Go.
+    /// </summary>
+    public static bool TryParseUnmarshal<T>(ReadOnlySpan<byte> body, JsonTypeInfo<T> info, GoType schema, out T? value, out ApiError? error) where T : new()
+    {
+        var goError = GoJson.CheckUnmarshal(body, schema, out var cleaned);
         if (goError is not null)
         {
             value = default;

@@ -64,6 +64,15 @@ public sealed class StreamSourceConfig
     public string? FilterSubject { get; set; }
     public SubjectTransformConfig[]? SubjectTransforms { get; set; }
     public ExternalStream? External { get; set; }
+    /// <summary>2.14: a durable consumer on the origin to read through (name and deliver subject; config checks only).</summary>
+    public StreamConsumerSource? Consumer { get; set; }
+}
+
+/// <summary>nats-server StreamConsumerSource (2.14): the origin's durable consumer a mirror or source reads through.</summary>
+public sealed class StreamConsumerSource
+{
+    public string? Name { get; set; }
+    public string? DeliverSubject { get; set; }
 }
 
 /// <summary>nats-server StreamSourceInfo: a mirror's or source's progress in STREAM.INFO.</summary>
@@ -200,7 +209,9 @@ public sealed class StreamNamesResponse : ApiResponse
     public int Total { get; set; }
     public int Offset { get; set; }
     public int Limit { get; set; }
-    public List<string> Streams { get; set; } = [];
+    /// <summary>Written as null when empty (Go's nil slice); the property carries JsonIgnore.Never for that.</summary>
+    [System.Text.Json.Serialization.JsonIgnore(Condition = System.Text.Json.Serialization.JsonIgnoreCondition.Never)]
+    public List<string>? Streams { get; set; }
 }
 
 public sealed class StreamListResponse : ApiResponse
@@ -318,6 +329,8 @@ public sealed class CreateConsumerRequest
     public string? StreamName { get; set; }
     public ConsumerConfig? Config { get; set; }
     public string? Action { get; set; }
+    /// <summary>2.11+: refuse (10157) what the defaults would change instead of changing it.</summary>
+    public bool? Pedantic { get; set; }
 }
 
 public sealed class SequenceInfo

@@ -10,9 +10,10 @@ public sealed partial class JetStreamService
     private bool ConsumerUnpin(ApiRequest req, string streamName, string name)
     {
         const string type = "consumer_unpin_response";
-        // nats-server unmarshals the body as is: an empty one is "unexpected end of JSON input".
-        if (req.Body.Trim((byte)' ').IsEmpty) return Fail(req, type, JsErrors.InvalidJson("unexpected end of JSON input"));
-        if (!JsJson.TryParse(req.Body, PriorityJsonContext.Default.ConsumerUnpinRequest, out var r, out var perr)) return Fail(req, type, perr!);
+        // nats-server decodes the body with plain json.Unmarshal: unknown fields pass, an empty body is
+        // "unexpected end of JSON input".
+        if (!JsJson.TryParseUnmarshal(req.Body, PriorityJsonContext.Default.ConsumerUnpinRequest, GoSchemas.ConsumerUnpinRequest, out var r, out var perr))
+            return Fail(req, type, perr!);
         var group = r!.Group;
         if (string.IsNullOrEmpty(group)) return Fail(req, type, JsErrors.InvalidJson("consumer group not specified"));
         if (!PriorityConfigCheck.IsValidGroupName(group)) return Fail(req, type, PriorityErrors.ConsumerInvalidGroupName);

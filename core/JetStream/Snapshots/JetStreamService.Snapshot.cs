@@ -18,7 +18,8 @@ public sealed partial class JetStreamService
         const string type = "stream_snapshot_response";
         if (IsEmptyRequest(req.Body)) return Fail(req, type, JsErrors.BadRequest);
         if (!req.JetStream.TryGet(name, out var stream)) return Fail(req, type, JsErrors.StreamNotFound);
-        if (!JsJson.TryParse(req.Body, SnapshotJsonContext.Default.StreamSnapshotRequest, out var r, out var perr)) return Fail(req, type, perr!);
+        // Decoded strictly (unmarshalRequest), after the stream lookup as in jsStreamSnapshotRequest.
+        if (!JsJson.TryParseStrict(req.Body, SnapshotJsonContext.Default.StreamSnapshotRequest, GoSchemas.StreamSnapshotRequest, out var r, out var perr)) return Fail(req, type, perr!);
         if (r!.DeliverSubject is not { Length: > 0 } deliver || !Scheduling.MsgSchedulePattern.IsValidPublishSubject(deliver))
             return Fail(req, type, SnapshotErrors.DeliverSubjectInvalid);
         var source = StreamSnapshotSource.Capture(stream, includeConsumers: r.NoConsumers != true);
@@ -83,7 +84,7 @@ public sealed partial class JetStreamService
     {
         const string type = "stream_restore_response";
         if (IsEmptyRequest(req.Body)) return Fail(req, type, JsErrors.BadRequest);
-        if (!JsJson.TryParse(req.Body, SnapshotJsonContext.Default.StreamRestoreRequest, out var r, out var perr)) return Fail(req, type, perr!);
+        if (!JsJson.TryParseStrict(req.Body, SnapshotJsonContext.Default.StreamRestoreRequest, GoSchemas.StreamRestoreRequest, out var r, out var perr)) return Fail(req, type, perr!);
         var cfg = r!.Config ?? new StreamConfig();
         if (string.IsNullOrEmpty(cfg.Name)) cfg.Name = name;
         if (cfg.Name != name) return Fail(req, type, JsErrors.StreamMismatch);
@@ -91,12 +92,9 @@ public sealed partial class JetStreamService
         // checkStreamCfg at the start of the restore, not at its end (nats-server), then the account's limits.
         if (JsConfigCheck.CheckStream(cfg, req.JetStream) is { } err) return Fail(req, type, err);
         AssetVersioning.SetStatic(cfg);
+        // Subjects overlapping another stream are not refused here (checkStreamCfg does not look at other streams):
+        // nats-server accepts the request and fails when the restored stream is added (AddRestored).
         if (req.JetStream.ReserveRestore(cfg) is { } refused) return Fail(req, type, refused);
-        if (req.JetStream.OverlapsOthers(name, cfg.Subjects))
-        {
-            req.JetStream.ReleaseRestore(name);
-            return Fail(req, type, JsErrors.StreamSubjectOverlap);
-        }
         var session = new RestoreSession(req.JetStream, cfg, req.Origin);
         req.JetStream.Advisories.RestoreCreated(name, req.Origin);
         Logger.LogInformation("Starting restore for stream '{Account} > {Stream}'", req.JetStream.Name, name);

@@ -30,6 +30,15 @@ public sealed record JsExchange(string Name, string Subject, string Body)
 
     /// <summary>Published without waiting for an answer (messages for later requests).</summary>
     public bool Publish { get; init; }
+
+    /// <summary>Milliseconds to wait before the request (for what servers do in the background: sourcing).</summary>
+    public int DelayMs { get; init; }
+
+    /// <summary>
+    /// The answer's stored sizes ("bytes" of a state, an account's "storage") are not compared: how many bytes a
+    /// message takes in the store is the storage engines' concern (tracked separately), not the API's.
+    /// </summary>
+    public bool StoredSizes { get; init; }
 }
 
 /// <summary>
@@ -71,6 +80,7 @@ internal static class JsApiScript
         var answers = new List<string>();
         foreach (var e in script)
         {
+            if (e.DelayMs > 0) await Task.Delay(e.DelayMs);
             if (e.Publish)
             {
                 await nats.PublishAsync(e.Subject, Encoding.UTF8.GetBytes(e.Body));
@@ -257,6 +267,10 @@ internal static class JsApiScript
         // before the first fetch: JsStream.Sources.cs, outside this test's scope).
         if (last is "created" or "ts" or "last_active" or "first_ts" or "last_ts" or "active") return true;
         if (path.EndsWith("metadata._nats.ver", StringComparison.Ordinal) || path.EndsWith("cluster.leader", StringComparison.Ordinal)) return true;
-        return e.RandomName && (path == "name" || path == "config.name");
+        // A stored message's time (STREAM.MSG.GET) is when each server stored it.
+        if (path == "message.time") return true;
+        if (e.StoredSizes && last is "bytes" or "storage") return true;
+        // A restore's deliver subject ends in a random token.
+        return e.RandomName && (path == "name" || path == "config.name" || path == "deliver_subject");
     }
 }
