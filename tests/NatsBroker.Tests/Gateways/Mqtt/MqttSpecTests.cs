@@ -118,7 +118,7 @@ public sealed class MqttSpecTests(ITestOutputHelper output)
     public async Task An_MQTT_5_CONNECT_with_a_password_and_no_user_name_is_accepted()
     {
         // The block's own token: the password alone is the credential (nats-server's mqtt { authorization { token } }).
-        await using var s = await MqttOracle.StartAsync("ours", output, Users, "authorization { token: \"s3cret\" }");
+        await using var s = await MqttOracle.StartAsync("ours", output, Users, "authorization { token: \"s3cret\" }\nno_auth_user: alice");
         using var raw = await RawMqtt.OpenAsync(s.MqttPort);
         await raw.SendRawAsync(Connect(0x42, Id(), password: "s3cret", level: 5));
         string outcome = await raw.OutcomeAsync();
