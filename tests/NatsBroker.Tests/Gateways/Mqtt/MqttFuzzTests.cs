@@ -12,7 +12,7 @@ namespace NatsBroker.Tests.Gateways.Mqtt;
 /// <summary>
 /// Issue 40: a bounded fuzz run of MQTT packets against the gateway. Seeded (the same inputs every run), a few
 /// thousand connections each sending a mutated sequence of valid MQTT 3.1.1 / 5 packets (bytes flipped, lengths
-/// changed, packets cut short or spliced, random fixed headers). The gateway must close or answer each one (never
+/// changed, packets cut short or spliced, random fixed headers, random CONNECT flags). The gateway must close or answer each one (never
 /// hang after the client's end of stream), must not crash (one well-formed MQTTnet client stays connected the whole
 /// run, its session on the same gateway process), and must keep serving it: a round trip through it after every
 /// batch of inputs, and at the end.
@@ -174,8 +174,9 @@ public sealed class MqttFuzzTests(ITestOutputHelper output)
         {
             if (data.Count == 0) data.Add((byte)random.Next(256));
             int at = random.Next(data.Count);
-            switch (random.Next(8))
+            switch (random.Next(9))
             {
+                case 8 when data.Count > 9 && data[0] == 0x10: data[9] = (byte)random.Next(256); break; // any CONNECT flags (will QoS 3, reserved...)
                 case 0: data[at] = (byte)random.Next(256); break; // a random byte
                 case 1: data[at] ^= (byte)(1 << random.Next(8)); break; // a flipped bit
                 case 2: data.RemoveRange(at, data.Count - at); break; // cut short
