@@ -41,6 +41,7 @@ internal sealed class JetStreamApi(NatsLink link, MqttOptions options)
         {
             throw new JetStreamException($"JetStream request to {subject} timed out");
         }
+        if (reply.Denied) throw new JetStreamException($"no permission to publish to {subject}");
         if (reply.NoResponders) throw new JetStreamException("JetStream is not enabled for this account");
         var json = System.Text.Json.JsonSerializer.Deserialize(reply.Payload, MqttJsonContext.Default.JsonObject)
             ?? throw new JetStreamException("empty JetStream reply");
@@ -122,6 +123,7 @@ internal sealed class JetStreamApi(NatsLink link, MqttOptions options)
         {
             throw new JetStreamException($"storing on {subject} timed out");
         }
+        if (reply.Denied) throw new JetStreamException($"no permission to publish to {subject}");
         if (reply.NoResponders) throw new JetStreamException($"no stream for {subject}");
         // A PubAck is {"stream":..,"seq":..}; only an error reply is parsed (no JSON tree per stored message).
         if (reply.Payload.AsSpan().IndexOf("\"error\""u8) < 0) return;

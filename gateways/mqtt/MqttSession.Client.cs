@@ -27,6 +27,9 @@ internal sealed partial class MqttSession
         }
         finally
         {
+            // Whatever ended the loop (DISCONNECT, a protocol error, the client closing), the PUBLISHes read before it
+            // were received and go to the core: a QoS 0 PUBLISH batched because a DISCONNECT followed it in the same
+            // read was lost otherwise (nats-server processes each packet as it parses it).
             await SettlePubAcksAsync().ConfigureAwait(false);
         }
     }
@@ -79,6 +82,13 @@ internal sealed partial class MqttSession
                 return false;
             }
             var type = (MqttControlPacketType)(packet.FixedHeader >> 4);
+            // The MUSTs MQTTnet's decoder does not check (flags, empty SUBSCRIBE, QoS 3...): PacketChecks.
+            if (PacketChecks.Check(packet.FixedHeader, packet.Body.AsSpan(), _v5) is { } malformed)
+            {
+                _log.LogDebug("{Ip}:{Port} - mqtt client {Id}: malformed {Type} packet ({Reason})", RemoteIp, _remote.Port, _clientId, type, malformed);
+                await SendDisconnectAsync(malformed, stop.Token).ConfigureAwait(false);
+                return false;
+            }
             // Another QoS 1 PUBLISH joins the queued PUBACKs; any other packet is handled after them (PUBACK order).
             bool qos1Publish = type == MqttControlPacketType.Publish && ((packet.FixedHeader >> 1) & 3) == 1;
             if (_pendingPubAcks.Count > 0 && (!qos1Publish || _pendingPubAcks.Count >= MaxPendingPubAcks))
@@ -87,6 +97,11 @@ internal sealed partial class MqttSession
             {
                 case MqttControlPacketType.Publish:
                     if (await TryRepeatedTopicPublishAsync(packet, stop.Token).ConfigureAwait(false)) break;
+                    if (!PacketChecks.ValidTopicName(packet.Body))
+                    {
+                        await SendDisconnectAsync(MqttDisconnectReasonCode.MalformedPacket, stop.Token).ConfigureAwait(false);
+                        return false;
+                    }
                     if (!await OnPublishAsync((MqttPublishPacket)_codec.Decode(packet), packet.Body, stop.Token).ConfigureAwait(false)) return false;
                     break;
                 case MqttControlPacketType.PubAck:
@@ -282,6 +297,12 @@ internal sealed partial class MqttSession
         catch (Exception ex) when (ex is IOException or ObjectDisposedException or OperationCanceledException or TimeoutException or JetStreamException)
         {
             _log.LogWarning("{Ip}:{Port} - could not publish the will of {Id}: {Error}", RemoteIp, _remote.Port, _clientId, ex.Message);
+        }
+        catch (Exception ex) when (ex is ArgumentException or InvalidOperationException or FormatException)
+        {
+            // A will that passed CONNECT's checks cannot fail here; if a bug makes it, the loss is logged as an error
+            // and the session still ends normally (issue 40: an IndexOutOfRangeException here once ended it).
+            _log.LogError(ex, "{Ip}:{Port} - the will of {Id} on {Topic} was not published", RemoteIp, _remote.Port, _clientId, will.WillTopic);
         }
     }
 }

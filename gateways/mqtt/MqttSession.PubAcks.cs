@@ -41,19 +41,20 @@ internal sealed partial class MqttSession
     }
 
     /// <summary>
-    /// The connection ends: the stores already sent go to the core (they were received, so they are delivered), and
+    /// The connection ends: the publishes and stores already received go to the core (they were received, so they are delivered), and
     /// their outcomes are awaited so that no failure goes unobserved; the client is not acknowledged any more.
     /// </summary>
     private async Task SettlePubAcksAsync()
     {
-        if (_pendingPubAcks.Count == 0) return;
+        if (_nats is null) return;
         try
         {
-            await _nats!.FlushPublishesAsync(CancellationToken.None).ConfigureAwait(false);
+            // Also the batched QoS 0 publishes (NatsLink.PublishAsync's batch), which nothing else would write now.
+            await _nats.FlushPublishesAsync(CancellationToken.None).ConfigureAwait(false);
         }
         catch (Exception ex) when (ex is IOException or ObjectDisposedException)
         {
-            _log.LogDebug("{Ip}:{Port} - mqtt client {Id}: {Count} QoS 1 stores not sent: {Error}", RemoteIp, _remote.Port, _clientId, _pendingPubAcks.Count, ex.Message);
+            _log.LogDebug("{Ip}:{Port} - mqtt client {Id}: batched publishes and {Count} QoS 1 stores not sent: {Error}", RemoteIp, _remote.Port, _clientId, _pendingPubAcks.Count, ex.Message);
         }
         while (_pendingPubAcks.TryDequeue(out var pending))
         {

@@ -81,7 +81,11 @@ internal sealed partial class MqttSession
             _v5 && f.NoLocal, _v5 && f.RetainAsPublished, identifier > 0 ? [identifier] : null);
         foreach (var sid in sub.Sids) _bySid[sid] = sub;
         string? error = await _nats.FlushAsync(ct).ConfigureAwait(false);
-        if (error is not null)
+        // Only a refusal of this subscription's own SUBs fails it (an -ERR about something else, e.g. a subscription
+        // limit without subject, still does).
+        if (error is not null && (!error.StartsWith("Permissions Violation for Subscription", StringComparison.Ordinal)
+            || error.Contains('"' + subject + '"', StringComparison.Ordinal)
+            || (sub.Sids.Length > 1 && error.Contains('"' + TopicMapping.LevelUpSubject(subject) + '"', StringComparison.Ordinal))))
         {
             // nats-server answers a refused subscription with the SUBACK failure code (0x80).
             foreach (var sid in sub.Sids)

@@ -218,6 +218,18 @@ internal sealed partial class MqttSession : INatsDelivery
         // MQTTnet's encode buffer grows to the largest packet sent (kept up to 64 KiB): an idle session holds 256 bytes.
         _codec = new MqttPacketFormatterAdapter(version, new MqttBufferWriter(256, 64 * 1024));
         _out = new ClientOutput(_client, _codec, _v5);
+        // What MQTTnet's decoder lets through (a will QoS of 3, a password without a user name, reserved flags,
+        // ill-formed UTF-8): checked on the raw bytes first (PacketChecks).
+        switch (PacketChecks.CheckConnect(body, _v5, out var refusal))
+        {
+            case PacketChecks.ConnectVerdict.Close:
+                _log.LogDebug("{Ip}:{Port} - mqtt: malformed CONNECT", RemoteIp, _remote.Port);
+                return false;
+            case PacketChecks.ConnectVerdict.Refuse:
+                _log.LogDebug("{Ip}:{Port} - mqtt: CONNECT refused: {Reason}", RemoteIp, _remote.Port, refusal);
+                await RefuseAsync(refusal, drain).ConfigureAwait(false);
+                return false;
+        }
         var connect = (MqttConnectPacket)_codec.Decode(firstPacket);
         reader.Codec = _codec;
 
@@ -249,7 +261,6 @@ internal sealed partial class MqttSession : INatsDelivery
             if (string.IsNullOrEmpty(connect.WillTopic) || TopicMapping.TopicToSubject(connect.WillTopic) is null) return false;
             _will = connect;
         }
-        if (connect.Username is "" && connect.Password is { Length: > 0 }) return false;
         // MQTT 5 section 4.12: a CONNECT naming an authentication method is authenticated by it (MqttSession.EnhancedAuth.cs),
         // which then stands for the block's own user/token check.
         bool enhanced = _v5 && (!string.IsNullOrEmpty(connect.AuthenticationMethod) || connect.AuthenticationData is not null);

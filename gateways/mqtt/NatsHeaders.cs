@@ -33,6 +33,8 @@ internal static class NatsHeaders
         string? contentType = null, bool utf8Payload = false, ReadOnlySpan<byte> correlationData = default,
         long expiresAt = 0, bool retain = false, string? source = null)
     {
+        // MQTT has QoS 0, 1 and 2 only; CONNECT and PUBLISH with 3 are refused before this (PacketChecks).
+        ArgumentOutOfRangeException.ThrowIfGreaterThan((uint)qos, 2u, nameof(qos));
         bool props = !string.IsNullOrEmpty(contentType) || utf8Payload || !correlationData.IsEmpty || expiresAt > 0 || retain || source is not null;
         if ((userProperties is null || userProperties.Count == 0) && !props) return s_qosOnly[qos];
         var sb = new StringBuilder("NATS/1.0\r\nNmqtt-Pub:").Append((char)('0' + qos)).Append("\r\n");

@@ -24,6 +24,12 @@ internal sealed record NatsReply(byte[] Headers, byte[] Payload)
 {
     /// <summary>The core's "no responders" status (NATS/1.0 503).</summary>
     public bool NoResponders => Headers.AsSpan().StartsWith("NATS/1.0 503"u8);
+
+    /// <summary>Ours, never on the wire: the core refused to let this user publish the request (a permissions -ERR).</summary>
+    public static readonly NatsReply PublishDenied = new("NATS/1.0 403 Permissions Violation\r\n\r\n"u8.ToArray(), []);
+
+    /// <summary>The request was not sent on: the user may not publish to its subject (<see cref="PublishDenied"/>).</summary>
+    public bool Denied => ReferenceEquals(this, PublishDenied);
 }
 
 /// <summary>
@@ -64,7 +70,11 @@ internal sealed class NatsLink : IAsyncDisposable
     // PINGs waiting for their PONG, in order (locked on itself). A Queue, not a ConcurrentQueue: the latter keeps a
     // 32-slot segment (768 bytes) for the life of every idle session after its one PING at connect.
     private readonly Queue<TaskCompletionSource<string?>> _pongs = new();
-    private readonly ConcurrentDictionary<long, TaskCompletionSource<NatsReply>> _requests = IdleSized.Dictionary<long, TaskCompletionSource<NatsReply>>();
+    // Each pending request with the subject it was published to: a publish the core refuses (permissions) is answered
+    // by -ERR naming that subject, and the request fails at once instead of waiting for its timeout.
+    private readonly ConcurrentDictionary<long, PendingRequest> _requests = IdleSized.Dictionary<long, PendingRequest>();
+
+    private readonly record struct PendingRequest(TaskCompletionSource<NatsReply> Reply, string Subject);
     private readonly string _inboxPrefix = "_INBOX." + Guid.NewGuid().ToString("N") + ".";
     private byte[] _in;
     private int _start, _end;
@@ -73,6 +83,8 @@ internal sealed class NatsLink : IAsyncDisposable
     private readonly Lock _inboxLock = new();
     private Task? _inboxSubscription;
     private string? _pendingError;
+    /// <summary>The core refused this user the reply inbox subscription: every request is answered <see cref="NatsReply.PublishDenied"/>.</summary>
+    private volatile bool _inboxDenied;
     private INatsDelivery? _delivery;
 
     public NatsLink(CoreLink core)
@@ -130,7 +142,7 @@ internal sealed class NatsLink : IAsyncDisposable
             {
                 foreach (var p in _pongs) p.TrySetResult(LastError ?? "link closed");
             }
-            foreach (var r in _requests.Values) r.TrySetException(new IOException("link closed"));
+            foreach (var r in _requests.Values) r.Reply.TrySetException(new IOException("link closed"));
         }
     }
 
@@ -220,9 +232,10 @@ internal sealed class NatsLink : IAsyncDisposable
         Task subscribed;
         lock (_inboxLock) subscribed = _inboxSubscription ??= SubscribeAsync(_inboxPrefix + "*", null, InboxSid, CancellationToken.None);
         await subscribed.WaitAsync(ct).ConfigureAwait(false);
+        if (_inboxDenied) return Task.FromResult(NatsReply.PublishDenied);
         long id = Interlocked.Increment(ref _nextRequest);
         var tcs = new TaskCompletionSource<NatsReply>(TaskCreationOptions.RunContinuationsAsynchronously);
-        _requests[id] = tcs;
+        _requests[id] = new PendingRequest(tcs, subject);
         try
         {
             await PublishAsync(subject, _inboxPrefix + id.ToString(System.Globalization.CultureInfo.InvariantCulture), headers, payload, ct, batch).ConfigureAwait(false);
@@ -427,7 +440,9 @@ internal sealed class NatsLink : IAsyncDisposable
             {
                 var text = Encoding.UTF8.GetString(line[4..]).Trim().Trim('\'');
                 LastError = text;
-                _pendingError ??= text;
+                // A refused publish is not the answer to the next flush (that is a SUBSCRIBE's check: a JetStream
+                // request or a PUBLISH denied before it made an allowed subscription fail); a request it was fails now.
+                if (!FailDeniedRequests(text)) _pendingError ??= text;
             }
             // +OK and INFO (lame duck, cluster updates) need nothing here.
         }
@@ -465,7 +480,38 @@ internal sealed class NatsLink : IAsyncDisposable
     {
         int dot = subject.LastIndexOf((byte)'.');
         if (dot < 0 || !Utf8Parser.TryParse(subject[(dot + 1)..], out long id, out _)) return;
-        if (_requests.TryRemove(id, out var tcs)) tcs.TrySetResult(new NatsReply(headers.ToArray(), payload.ToArray()));
+        if (_requests.TryRemove(id, out var pending)) pending.Reply.TrySetResult(new NatsReply(headers.ToArray(), payload.ToArray()));
+    }
+
+    /// <summary>
+    /// <c>-ERR 'Permissions Violation for Publish to "subject"'</c> (nats-server client.go pubPermissionViolation; the
+    /// core's wording is the same): the pending requests to that subject get a <see cref="NatsReply.Denied"/> reply.
+    /// The same for a refused subscription to the link's reply inbox (every request then). True when the error was
+    /// one of these (whether or not a request was waiting): it is not a later flush's answer.
+    /// </summary>
+    private bool FailDeniedRequests(string error)
+    {
+        const string Prefix = "Permissions Violation for Publish to \"";
+        const string InboxDenied = "Permissions Violation for Subscription to \"";
+        if (error.StartsWith(InboxDenied, StringComparison.Ordinal) && error.AsSpan(InboxDenied.Length).StartsWith(_inboxPrefix))
+        {
+            // The user may not subscribe to the link's reply inbox: no request can get a reply.
+            foreach (var (id, pending) in _requests)
+            {
+                if (_requests.TryRemove(id, out _)) pending.Reply.TrySetResult(NatsReply.PublishDenied);
+            }
+            _inboxDenied = true;
+            return true;
+        }
+        if (!error.StartsWith(Prefix, StringComparison.Ordinal)) return false;
+        var subject = error.AsSpan(Prefix.Length);
+        int quote = subject.LastIndexOf('"');
+        if (quote >= 0) subject = subject[..quote];
+        foreach (var (id, pending) in _requests)
+        {
+            if (subject.SequenceEqual(pending.Subject) && _requests.TryRemove(id, out _)) pending.Reply.TrySetResult(NatsReply.PublishDenied);
+        }
+        return true;
     }
 
     private struct MsgArgs

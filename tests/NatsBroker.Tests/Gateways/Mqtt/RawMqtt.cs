@@ -70,6 +70,44 @@ internal sealed class RawMqtt : IDisposable
 
     public Task DisconnectAsync() => SendAsync(0xE0, []);
 
+    /// <summary>A TCP connection and nothing sent yet (for hand-made CONNECT packets).</summary>
+    public static async Task<RawMqtt> OpenAsync(int port)
+    {
+        var raw = new RawMqtt();
+        await raw._tcp.ConnectAsync("127.0.0.1", port);
+        raw._stream = raw._tcp.GetStream();
+        return raw;
+    }
+
+    /// <summary>Writes the bytes as they are, in one write.</summary>
+    public async Task SendRawAsync(byte[] bytes) => await _stream.WriteAsync(bytes);
+
+    /// <summary>
+    /// What the server does next: "closed" (end of stream or reset, nothing sent first), the next packet as
+    /// "XX body" (hex; a packet then the close reads as that packet), or "silent" when nothing happens within
+    /// <paramref name="seconds"/>.
+    /// </summary>
+    public async Task<string> OutcomeAsync(int seconds = 5)
+    {
+        try
+        {
+            var (header, body) = await ReadPacketAsync(seconds);
+            return $"{header:X2} {Convert.ToHexString(body)}";
+        }
+        catch (EndOfStreamException)
+        {
+            return "closed";
+        }
+        catch (IOException)
+        {
+            return "closed";
+        }
+        catch (OperationCanceledException)
+        {
+            return "silent";
+        }
+    }
+
     /// <summary>QoS 1 PUBLISHes of the payloads "0", "1", ... with packet identifiers 1, 2, ..., all in one write.</summary>
     public async Task PublishQoS1BurstAsync(string topic, int count)
     {
@@ -163,7 +201,7 @@ internal sealed class RawMqtt : IDisposable
 
     private async Task SendAsync(byte header, byte[] body) => await _stream.WriteAsync(Packet(header, body));
 
-    private static byte[] Packet(byte header, byte[] body)
+    internal static byte[] Packet(byte header, byte[] body)
     {
         var packet = new List<byte> { header };
         int len = body.Length;
@@ -179,7 +217,7 @@ internal sealed class RawMqtt : IDisposable
         return [.. packet];
     }
 
-    private static byte[] Str(string s)
+    internal static byte[] Str(string s)
     {
         var b = Encoding.UTF8.GetBytes(s);
         return [(byte)(b.Length >> 8), (byte)b.Length, .. b];
