@@ -33,12 +33,6 @@ public sealed record JsExchange(string Name, string Subject, string Body)
 
     /// <summary>Milliseconds to wait before the request (for what servers do in the background: sourcing).</summary>
     public int DelayMs { get; init; }
-
-    /// <summary>
-    /// The answer's stored sizes ("bytes" of a state, an account's "storage") are not compared: how many bytes a
-    /// message takes in the store is the storage engines' concern (tracked separately), not the API's.
-    /// </summary>
-    public bool StoredSizes { get; init; }
 }
 
 /// <summary>
@@ -269,7 +263,6 @@ internal static class JsApiScript
         if (path.EndsWith("metadata._nats.ver", StringComparison.Ordinal) || path.EndsWith("cluster.leader", StringComparison.Ordinal)) return true;
         // A stored message's time (STREAM.MSG.GET) is when each server stored it.
         if (path == "message.time") return true;
-        if (e.StoredSizes && last is "bytes" or "storage") return true;
         // A restore's deliver subject ends in a random token.
         return e.RandomName && (path == "name" || path == "config.name" || path == "deliver_subject");
     }
