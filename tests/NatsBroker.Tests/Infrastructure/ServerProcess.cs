@@ -33,6 +33,12 @@ public sealed record ServerStartOptions
 
     /// <summary>For <see cref="ServerKind.Go"/>: this nats-server binary instead of <see cref="TestEnvironment.GoServerPath"/> (e.g. <see cref="TestEnvironment.Oracle214Path"/>).</summary>
     public string? GoBinary { get; init; }
+
+    /// <summary>
+    /// Environment variables set for the server process on top of the test's own (e.g. an operator switch such as
+    /// <c>NATSBROKER_CLIENT_POLLING=0</c>); a supervised gateway inherits them from the core.
+    /// </summary>
+    public IReadOnlyDictionary<string, string> Environment { get; init; } = new Dictionary<string, string>();
 }
 
 /// <summary>
@@ -260,6 +266,10 @@ public sealed partial class ServerProcess : IAsyncDisposable
         // Keep the broker quiet about telemetry/first-run; make it deterministic.
         psi.Environment["DOTNET_CLI_TELEMETRY_OPTOUT"] = "1";
         psi.Environment["DOTNET_NOLOGO"] = "1";
+        foreach (var (name, value) in Options.Environment)
+        {
+            psi.Environment[name] = value;
+        }
 
         var commandLine = file + " " + string.Join(' ', args);
         AppendOutput($"$ {commandLine}\n");
