@@ -196,18 +196,10 @@ internal abstract partial class IndexedStore
         }
         e.Timestamp = ts;
         e.Size = (int)size;
-        e.SubjectId = subj.Id;
-        e.Prev = subj.Last;
         e.Next = 0;
         if (ttl > 0) e.Flags |= IndexEntry.FlagTtl;
         Index.MarkLive(seq);
-        if (subj.Last != 0) Index.GetForWrite(subj.Last).Next = seq;
-        else subj.First = seq;
-        subj.Last = seq;
-        subj.Count++;
-        if (Msgs == 0) First = seq;
-        Msgs++;
-        Bytes += (ulong)size;
+        LinkLive(ref e, subj, seq);
         Last = seq;
         LastTs = ts;
         if (ttl > 0)

@@ -24,15 +24,7 @@ internal abstract partial class IndexedStore
         Index.MarkLive(seq);
         e.Timestamp = ts;
         e.Size = size;
-        e.SubjectId = subj.Id;
-        e.Prev = subj.Last;
-        if (subj.Last != 0) Index.GetForWrite(subj.Last).Next = seq;
-        else subj.First = seq;
-        subj.Last = seq;
-        subj.Count++;
-        if (Msgs == 0) First = seq;
-        Msgs++;
-        Bytes += (ulong)size;
+        LinkLive(ref e, subj, seq);
         if (seq > Last) { Last = seq; LastTs = ts; }
         return ref e;
     }
@@ -74,5 +66,23 @@ internal abstract partial class IndexedStore
             Index.AdvanceTo(Last + 1);
         }
         FloorDirty = false;
+    }
+
+    /// <summary>
+    /// A live entry (its Size set) joins the tail of its subject's list and the stream counters: the one place an
+    /// append and a recovery both go through, so the list links and Msgs/Bytes cannot drift apart between them.
+    /// </summary>
+    [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.AggressiveInlining)]
+    private void LinkLive(ref IndexEntry e, SubjectInfo subj, ulong seq)
+    {
+        e.SubjectId = subj.Id;
+        e.Prev = subj.Last;
+        if (subj.Last != 0) Index.GetForWrite(subj.Last).Next = seq;
+        else subj.First = seq;
+        subj.Last = seq;
+        subj.Count++;
+        if (Msgs == 0) First = seq;
+        Msgs++;
+        Bytes += (ulong)e.Size;
     }
 }
