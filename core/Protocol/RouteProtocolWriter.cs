@@ -40,7 +40,7 @@ public static class RouteProtocolWriter
         if (!queue.IsEmpty)
         {
             n += 1 + queue.Length;
-            if (IsSub(op)) n += 1 + ProtocolWriter.DigitCount(weight);
+            if (IsSub(op)) n += 1 + (weight < 0 ? 1 + ProtocolWriter.DigitCount(-(long)weight) : ProtocolWriter.DigitCount(weight));
         }
         return n;
     }
@@ -56,7 +56,7 @@ public static class RouteProtocolWriter
     /// LS- &lt;subject&gt;[ &lt;queue&gt;]\r\n
     /// </code>
     /// Empty <paramref name="origin"/> or <paramref name="account"/> leaves the field out. The weight is written only
-    /// on a sub with a queue. Returns bytes written (<see cref="InterestLength"/>).
+    /// on a sub with a queue; nats-server's are 1 or more (a weight it read as -1 from a bad field is written as -1). Returns bytes written (<see cref="InterestLength"/>).
     /// </summary>
     public static int WriteInterest(Span<byte> dest, InterestOp op, ReadOnlySpan<byte> origin, ReadOnlySpan<byte> account,
         ReadOnlySpan<byte> subject, ReadOnlySpan<byte> queue, int weight)
