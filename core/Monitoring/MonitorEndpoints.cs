@@ -246,6 +246,7 @@ public sealed class MonitorEndpoints(NatsServer server)
             StaleConnectionStats = new ConnectionKindCounts { Clients = (ulong)server.StaleConnections },
             Subscriptions = server.SubList.Count,
             ConfigLoadTime = server.ConfigLoadTime,
+            ConfigDigest = o.ConfigDigest ?? "",
             Tags = o.Tags.Count == 0 ? null : [.. o.Tags.Select(t => string.IsNullOrEmpty(t.Value) ? t.Key : $"{t.Key}:{t.Value}")],
         };
         if (o.JetStream)

@@ -71,6 +71,8 @@ public sealed class Varz
     [JsonPropertyName("subscriptions")] public long Subscriptions { get; set; }
     [JsonPropertyName("http_req_stats")] public SortedDictionary<string, long> HttpReqStats { get; set; } = new(StringComparer.Ordinal);
     [JsonPropertyName("config_load_time")] public DateTime ConfigLoadTime { get; set; }
+    /// <summary>2.10+: sha256 of the parsed config file as Go's JSON ("" without a file; NatsBroker.Configuration.ConfigDigest).</summary>
+    [JsonPropertyName("config_digest")] public string ConfigDigest { get; set; } = "";
     [JsonPropertyName("tags"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string[]? Tags { get; set; }
     [JsonPropertyName("system_account"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? SystemAccount { get; set; }
     /// <summary>2.11+: slow consumers by connection kind (every one is a client's until routes and leaf nodes exist).</summary>
