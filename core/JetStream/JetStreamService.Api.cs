@@ -536,7 +536,7 @@ public sealed partial class JetStreamService
             if (req.JetStream.ConsumerLimitReached(stream)) return Fail(req, type, JsErrors.MaximumConsumersLimit);
             if (wq)
             {
-                if (cfg.AckPolicy != "explicit") return Fail(req, type, JsErrors.ConsumerWqRequiresExplicitAck);
+                if (cfg.AckPolicy is not ("explicit" or "flow_control")) return Fail(req, type, JsErrors.ConsumerWqRequiresExplicitAck);
                 if (cfg.DeliverPolicy != "all") return Fail(req, type, JsErrors.ConsumerWqConsumerNotDeliverAll);
                 if (stream.ConsumersUnlocked.Any())
                 {

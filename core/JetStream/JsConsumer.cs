@@ -94,6 +94,8 @@ internal sealed partial class JsConsumer
     public bool IsPull => DeliverSubject is null;
     private bool AckNone => Config.AckPolicy == "none";
     private bool AckAll => Config.AckPolicy == "all";
+    /// <summary>The 2.14 flow_control ack policy: acked as "all" up to the sequences a flow-control answer names.</summary>
+    private bool AckFlowControl => Config.AckPolicy == "flow_control";
     private long AckWaitMs => Math.Max(1, (Config.AckWait ?? 30_000_000_000) / 1_000_000);
 
     /// <summary>
