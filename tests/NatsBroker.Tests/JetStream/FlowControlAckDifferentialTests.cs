@@ -95,9 +95,9 @@ public sealed class FlowControlAckDifferentialTests(ITestOutputHelper output)
         await Next("09 third after the answer");
         await Api("10 info after the answer", "$JS.API.CONSUMER.INFO.S.F", "");
         log.Add(("11 ack subject", await JsApiScript.RequestAsync(nats, lastAck ?? "none", "+ACK")));
-        // Within the 1 s heartbeat: the heartbeat, then (two pending) a flow-control request.
-        await Next("12 heartbeat", 2500);
-        await Next("13 flow control after the heartbeat", 2500);
+        // Two pending again: another flow-control request, then the heartbeat names it as the one stalled on.
+        await Next("12 flow control at max_ack_pending again", 2500);
+        await Next("13 heartbeat stalled on it", 2500);
         await nats.PublishAsync(fcReply ?? "none", Array.Empty<byte>(), headers: new NatsHeaders { ["Nats-Last-Consumer"] = "3", ["Nats-Last-Stream"] = "3" });
         await nats.PingAsync();
         await Task.Delay(300);
