@@ -12,7 +12,8 @@
 #   kv1m            a KV bucket (file) with 1,000,000 distinct keys of 128 B (nats bench kv put, 4 clients)
 #
 # usage: bench/js-memory.sh [scenarios] [reps]   env: IDLE=10 (s), OURS=core/bin/Release/net10.0/NatsBroker,
-#        REF=../shared/oracle/nats-server-2.14.5, NATS_CLI=../shared/tools/nats, PORT=17100, OUT=file.tsv
+#        REF=../shared/oracle/nats-server-2.14.5, BASE=(a second build of ours, for an A/B), NATS_CLI=../shared/tools/nats,
+#        PORT=17100, OUT=file.tsv
 # Prints one line per run and appends tab-separated rows (scenario, server, rep, rate, peak MB, steady MB) to OUT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,7 +34,7 @@ mb() { awk -v v="$1" 'BEGIN { printf "%.1f", v / 1024 }'; }
 # waits until every one got its reply (nats CLI per request would cost a process start each: 11,000 of them).
 js_pipeline() {
   local n=0 got=0 line subj body
-  exec 3<>"/dev/tcp/127.0.0.1/$port"
+  exec 3<>"/dev/tcp/127.0.0.1/$port" || return 1
   read -r -t 10 line <&3 # INFO
   printf 'CONNECT {"verbose":false,"pedantic":false,"protocol":1}\r\nSUB _mem.r.* 1\r\n' >&3
   while IFS=' ' read -r subj body; do
@@ -82,9 +83,17 @@ load() { # scenario -> prints the rate (msgs/sec or ops) on stdout
 run_one() { # scenario server-label binary rep
   local scen=$1 name=$2 bin=$3 rep=$4 dir pid rate peak steady seen=0 cur sampler
   dir=$(mktemp -d)
+  # The previous server must be gone from the port, and this one must answer JetStream requests, before the load.
+  for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2> /dev/null || break; sleep 0.2; done
   "$bin" -a 127.0.0.1 -p "$port" -js -sd "$dir/store" > "$dir/log" 2>&1 &
   pid=$!
-  for _ in $(seq 1 200); do "$nats" -s "$url" rtt > /dev/null 2>&1 && break; sleep 0.1; done
+  local ready=0
+  for _ in $(seq 1 150); do
+    kill -0 "$pid" 2> /dev/null || break
+    "$nats" -s "$url" account info > /dev/null 2>&1 && { ready=1; break; }
+    sleep 0.2
+  done
+  [ "$ready" = 1 ] || { echo "$scen $name rep $rep: server did not become ready: $(tail -3 "$dir/log")"; kill "$pid" 2> /dev/null; wait "$pid" 2> /dev/null; rm -rf "$dir"; return 0; }
   ( m=0; while kill -0 "$pid" 2>/dev/null; do cur=$(kb "$pid" VmRSS); [ "${cur:-0}" -gt "$m" ] && m=$cur && echo "$m" > "$dir/maxrss"; sleep 0.2; done ) &
   sampler=$!
   local start; start=$(kb "$pid" VmRSS)
@@ -101,11 +110,14 @@ run_one() { # scenario server-label binary rep
   rm -rf "$dir"
 }
 
-for bin in "$ours" "$ref"; do [ -x "$bin" ] || { echo "$bin missing (build ours: dotnet build core -c Release)"; exit 2; }; done
-echo "# $(date -u '+%F %T') UTC, load average $(cut -d' ' -f1-3 /proc/loadavg), ours=$ours ref=$ref ($("$ref" --version 2>&1))"
+base=${BASE:-} # another build of ours (an A/B in the same run): its rows are labelled ours-base
+for bin in "$ours" "$ref" ${base:+"$base"}; do [ -x "$bin" ] || { echo "$bin missing (build ours: dotnet build core -c Release)"; exit 2; }; done
+refname="go-$("$ref" --version 2>&1 | grep -Eo '[0-9]+\.[0-9]+\.[0-9]+')"
+echo "# $(date -u '+%F %T') UTC, load average $(cut -d' ' -f1-3 /proc/loadavg), ours=$ours ${base:+base=$base }ref=$ref ($refname)"
 for scen in ${scenarios//,/ }; do
   for rep in $(seq 1 "$reps"); do
+    [ -n "$base" ] && run_one "$scen" ours-base "$base" "$rep"
     run_one "$scen" ours "$ours" "$rep"
-    run_one "$scen" "go-$("$ref" --version 2>&1 | grep -Eo '[0-9]+\.[0-9]+\.[0-9]+')" "$ref" "$rep"
+    run_one "$scen" "$refname" "$ref" "$rep"
   done
 done
