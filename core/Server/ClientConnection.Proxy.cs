@@ -4,7 +4,7 @@ using System.Security.Cryptography;
 using System.Text;
 using NatsBroker.Auth;
 using NatsBroker.Contracts.Gateways;
-using NatsBroker.Contracts.Gateways.Polling;
+using NatsBroker.Connections;
 using NatsBroker.Protocol;
 
 namespace NatsBroker.Server;
@@ -166,8 +166,7 @@ public sealed partial class ClientConnection
     private bool PeerMayBeProxy()
     {
         if (Kind != ConnectionKind.UnixSocket) return true;
-        var socket = _stream switch { LinkSocketStream link => link.Socket, NetworkStream ns => ns.Socket, _ => null };
-        if (socket is null) return false;
+        if (_conn.Socket is not { } socket) return false;
         return PeerCredentials.PeerUid(socket) is uint uid && (uid == 0 || uid == PeerCredentials.EffectiveUid);
     }
 }

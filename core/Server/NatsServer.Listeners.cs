@@ -2,6 +2,7 @@ using System.Net;
 using System.Net.NetworkInformation;
 using System.Net.Sockets;
 using System.Text.Json;
+using NatsBroker.Connections;
 using NatsBroker.Contracts.Networking;
 
 namespace NatsBroker.Server;

@@ -5,6 +5,7 @@ using Microsoft.Extensions.Logging;
 using NatsBroker.Accounts;
 using NatsBroker.Auth;
 using NatsBroker.Configuration;
+using NatsBroker.Connections;
 using NatsBroker.Contracts.Gateways.Polling;
 using NatsBroker.Protocol;
 using NatsBroker.Subscriptions;
@@ -45,6 +46,7 @@ public sealed partial class NatsServer : IAsyncDisposable
         Accounts = new AccountRegistry(NewRouter, ServerName);
         Accounts.Apply(options);
         _auth = CreateAuthenticator(options);
+        ClientLimits = new OutboundLimits(options.MaxPending, options.WriteDeadline);
     }
 
     private Routing.Router NewRouter() => new(new SubList(), ex => Log.InternalCallbackFault(ex));
@@ -56,6 +58,8 @@ public sealed partial class NatsServer : IAsyncDisposable
     public Routing.Router Router => Accounts.Global.Router;
     public SubList SubList => Router.SubList;
     internal IAuthenticator Auth => _auth;
+    /// <summary>max_pending and write_deadline of every client connection (updated in place on reload).</summary>
+    internal OutboundLimits ClientLimits { get; }
     /// <summary>Where connections run password hashing (bcrypt), off the socket threads.</summary>
     internal PasswordHashingQueue PasswordHashing { get; } = PasswordHashingQueue.CreateDefault();
     internal ServerLog Log { get; }
