@@ -40,8 +40,7 @@ public sealed partial class NatsServer
         if (LameDuckMode) return;
         LameDuckMode = true;
         Log.LameDuck(_options.LameDuckDuration, _options.LameDuckGracePeriod);
-        _tcpListener?.Dispose();
-        _unixListener?.Dispose();
+        StopListening();
         foreach (var c in _clients.Values) c.SendAsyncInfo();
         var grace = _options.LameDuckGracePeriod;
         var duration = _options.LameDuckDuration;
