@@ -61,15 +61,18 @@ public sealed partial class Connection
     }
 
     /// <summary>Contiguous room for <paramref name="length"/> bytes, when it fits in one chunk. Caller holds <see cref="OutboundLock"/>.</summary>
-    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
+    // Inlined into the handler's delivery (itself AggressiveOptimization): no call added to the per-message path.
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
     public bool TryReserveLocked(int length, out Span<byte> span) => _out.TryReserve(length, out span);
 
     /// <summary>Appends bytes, spilling across chunks. Caller holds <see cref="OutboundLock"/>.</summary>
-    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
+    // Inlined into the handler's delivery (itself AggressiveOptimization): no call added to the per-message path.
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
     public void WriteLocked(ReadOnlySpan<byte> bytes) => _out.Write(bytes);
 
     /// <summary>Appends bytes, spilling across chunks. Caller holds <see cref="OutboundLock"/>.</summary>
-    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
+    // Inlined into the handler's delivery (itself AggressiveOptimization): no call added to the per-message path.
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
     public void WriteLocked(in ReadOnlySequence<byte> bytes) => _out.Write(bytes);
 
     /// <summary>The buffer was released (closed): nothing can be queued. Caller holds <see cref="OutboundLock"/>.</summary>
@@ -80,7 +83,7 @@ public sealed partial class Connection
     /// batch. False when the connection just cut itself off as a slow consumer (the delivery does not count).
     /// </summary>
     /// <param name="self">The publisher is this connection (its own slow destination).</param>
-    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
+    [MethodImpl(MethodImplOptions.AggressiveOptimization | MethodImplOptions.AggressiveInlining)]
     public bool AfterAppendLocked(bool self, DeliveryBatch batch)
     {
         long maxPending = _limits.MaxPending;
