@@ -23,6 +23,7 @@ public static class ConfigLoader
     {
         var tree = ConfigParser.ParseFile(path);
         opts.ConfigFile = path;
+        opts.ConfigDigest = ConfigDigest.Of(tree);
         return Apply(tree, opts);
     }
 

@@ -14,6 +14,8 @@ public sealed class ServerOptions
     public const int DefaultMaxConnections = 64 * 1024;        // DEFAULT_MAX_CONNECTIONS
 
     public string? ConfigFile { get; set; }
+    /// <summary>nats-server's digest of the parsed config file (<see cref="NatsBroker.Configuration.ConfigDigest"/>); null without a file.</summary>
+    public string? ConfigDigest { get; set; }
 
     // ---- Listener ----
     public string Host { get; set; } = "0.0.0.0";

@@ -526,7 +526,7 @@ public sealed partial class JetStreamService
                 if (wq && !PartitionUnique(stream, name, cfg)) return Fail(req, type, JsErrors.ConsumerWqConsumerNotUnique);
                 if (!SameJson(existing.Config, cfg))
                 {
-                    var uerr = CheckConsumerUpdate(existing.Config, cfg);
+                    var uerr = CheckConsumerUpdate(req.JetStream, existing.Config, cfg);
                     if (uerr is not null) return Fail(req, type, uerr);
                     existing.Update(cfg);
                 }
@@ -536,7 +536,7 @@ public sealed partial class JetStreamService
             if (req.JetStream.ConsumerLimitReached(stream)) return Fail(req, type, JsErrors.MaximumConsumersLimit);
             if (wq)
             {
-                if (cfg.AckPolicy != "explicit") return Fail(req, type, JsErrors.ConsumerWqRequiresExplicitAck);
+                if (cfg.AckPolicy is not ("explicit" or "flow_control")) return Fail(req, type, JsErrors.ConsumerWqRequiresExplicitAck);
                 if (cfg.DeliverPolicy != "all") return Fail(req, type, JsErrors.ConsumerWqConsumerNotDeliverAll);
                 if (stream.ConsumersUnlocked.Any())
                 {
@@ -593,7 +593,7 @@ public sealed partial class JetStreamService
     }
 
     /// <summary>What a consumer update may not change (nats-server consumer.go checkNewConsumerConfig, its order and texts).</summary>
-    private static ApiError? CheckConsumerUpdate(ConsumerConfig old, ConsumerConfig next)
+    private static ApiError? CheckConsumerUpdate(JsAccount js, ConsumerConfig old, ConsumerConfig next)
     {
         if (old.DeliverPolicy != next.DeliverPolicy) return JsErrors.ConsumerCreate("deliver policy can not be updated");
         if ((old.MemStorage ?? false) != (next.MemStorage ?? false)) return JsErrors.ConsumerCreate("storage type can not be updated");
@@ -607,15 +607,13 @@ public sealed partial class JetStreamService
         {
             if (string.IsNullOrEmpty(old.DeliverSubject)) return JsErrors.ConsumerCreate("can not update pull consumer to push based");
             if (string.IsNullOrEmpty(next.DeliverSubject)) return JsErrors.ConsumerCreate("can not update push consumer to pull based");
-            // nats-server allows a new deliver subject when nobody listens on the old one (10013 otherwise); the
-            // consumer here cannot move its deliveries, so it keeps refusing.
-            return JsErrors.ConsumerExistingActive;
+            // Only a consumer nobody listens to may move (the old deliver subject still has interest: 10013).
+            if (js.HasInterest(System.Text.Encoding.UTF8.GetBytes(old.DeliverSubject))) return JsErrors.ConsumerNameExist;
         }
         if (old.MaxWaiting != next.MaxWaiting) return JsErrors.ConsumerCreate("max waiting can not be updated");
         if (next.Backoff is { Length: > 0 } bo && next.MaxDeliver != -1 && bo.Length > next.MaxDeliver) return JsErrors.ConsumerMaxDeliverBackoff;
-        // nats-server 2.10+ may change filters on update; this consumer's delivery cannot yet.
-        if (old.FilterSubject != next.FilterSubject || !(old.FilterSubjects ?? []).SequenceEqual(next.FilterSubjects ?? []))
-            return JsErrors.ConsumerCreate("filter subject can not be updated by this server yet");
+        // Everything else may change (filters, deliver_group, headers_only, rate_limit_bps, ack_wait, max_deliver,
+        // backoff, max_ack_pending, sample_freq, description, metadata, ...): JsConsumer.Update applies it.
         return null;
     }
 

@@ -98,9 +98,6 @@ internal static partial class JsConfigCheck
             return JsErrors.ConsumerCreateDurableAndNameMismatch;
         if (MetadataLength(c.Metadata) > MaxMetadataLength) return JsErrors.ConsumerMetadataLength($"{MaxMetadataLength / 1024}KB");
         if (Priority.PriorityConfigCheck.Check(c) is { } priority) return priority;
-        // The 2.14 flow_control ack policy (sourcing consumers' acks by flow control) has no delivery here: a config
-        // nats-server would accept is refused as an ack policy this server cannot serve.
-        if (c.AckPolicy == FlowControlAck) return JsErrors.ConsumerAckPolicyInvalid;
 
         // consumer.go updateInactiveThreshold: an ephemeral without a threshold goes after 5 s without interest.
         if (string.IsNullOrEmpty(c.DurableName) && c.InactiveThreshold is null or 0) c.InactiveThreshold = EphemeralInactiveDefault;

@@ -21,7 +21,8 @@ internal sealed partial class JsConsumer
     [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public bool EnqueueAck(AckTokens tokens, ReadOnlySpan<byte> body, ReadOnlySpan<byte> reply)
     {
-        if (AckNone) return false;
+        // Neither ack policy none nor flow_control subscribes an ack subject (consumer.go setLeader).
+        if (AckNone || AckFlowControl) return false;
         var kind = AckKind.Other;
         long delay = NoNakDelay;
         string? reason = null, nextError = null;
@@ -138,7 +139,7 @@ internal sealed partial class JsConsumer
     {
         if (sseq >= NextStreamSeqGo) return false;
         bool dropOnAck = _stream.Config.Retention != "limits";
-        if (AckAll)
+        if (AckAll || AckFlowControl) // processAckMsg: "case AckAll, AckFlowControl"
         {
             if (dseq <= _ackFloorConsumerSeq || sseq <= _ackFloorStreamSeq) return true; // already below the floor
             // The floor becomes the acked delivery, as the ack subject names it, when that message is pending.

@@ -34,7 +34,7 @@ internal sealed partial class JsConsumer
                 List<ulong>? retained = null;
                 DrainAcks(now, ref retained);
                 DrainPulls(now);
-                DrainFlowControl();
+                DrainFlowControl(ref retained);
                 ExpirePin(now);
                 ScheduleRedeliveries(now);
                 ProcessWaiting(now, endOfStream: false);
@@ -144,7 +144,8 @@ internal sealed partial class JsConsumer
 
     private void ScheduleRedeliveries(long now)
     {
-        if (AckNone) return;
+        // checkPending: no ack_wait (the flow_control ack policy has none) redelivers nothing.
+        if (AckNone || AckFlowControl) return;
         int maxDeliver = Config.MaxDeliver ?? -1;
         List<ulong>? exhausted = null;
         foreach (var (sseq, p) in _pending)
@@ -409,7 +410,12 @@ internal sealed partial class JsConsumer
     private void SendHeartbeats(long now)
     {
         if (IsPull || Config.IdleHeartbeat is not > 0 || now < _nextHeartbeatTick) return;
-        if (_stream.Js.HasInterest(DeliverSubject!)) _stream.Js.Publish(DeliverSubject!, default, IdleHeartbeat(StalledOn), default);
+        if (_stream.Js.HasInterest(DeliverSubject!))
+        {
+            _stream.Js.Publish(DeliverSubject!, default, IdleHeartbeat(StalledOn), default);
+            // loopAndGatherMsgs: "Send flow control on EOS if it's used for acknowledgements."
+            if (AckFlowControl && _pending.Count > 0 && _fcId is null) SendFlowControl();
+        }
         _nextHeartbeatTick = now + Config.IdleHeartbeat.Value / 1_000_000;
     }
 

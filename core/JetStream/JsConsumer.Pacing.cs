@@ -30,7 +30,10 @@ internal sealed partial class JsConsumer
     private long _fcWindow, _fcPendingBytes, _fcSize;
     private string? _fcId;
     private Subscription? _fcSub;
-    private readonly ConcurrentQueue<string> _fcAnswers = new();
+    private readonly ConcurrentQueue<FlowControlAnswer> _fcAnswers = new();
+
+    /// <summary>A flow-control answer: its subject and, for the flow_control ack policy, the sequences it acknowledges.</summary>
+    private readonly record struct FlowControlAnswer(string Subject, ulong LastStream, ulong LastConsumer);
 
     private void StartPacing()
     {
@@ -50,20 +53,36 @@ internal sealed partial class JsConsumer
     private void OnFlowControlAnswer(Subscription sub, in NatsBroker.Routing.InternalMessage msg)
     {
         if (_fcAnswers.Count > 1000) return; // only the latest request counts; a flood is ignored
-        _fcAnswers.Enqueue(System.Text.Encoding.UTF8.GetString(msg.Subject));
+        ulong lastStream = 0, lastConsumer = 0;
+        if (AckFlowControl && msg.HeaderSize > 0)
+        {
+            // processFlowControl: Nats-Last-Consumer / Nats-Last-Stream of the answer ack up to them.
+            ReadOnlySpan<byte> block = msg.Headers.IsSingleSegment ? msg.Headers.FirstSpan : System.Buffers.BuffersExtensions.ToArray(msg.Headers);
+            lastStream = ParseSeq(NatsHeaders.Get(block, "Nats-Last-Stream"));
+            lastConsumer = ParseSeq(NatsHeaders.Get(block, "Nats-Last-Consumer"));
+        }
+        _fcAnswers.Enqueue(new FlowControlAnswer(System.Text.Encoding.UTF8.GetString(msg.Subject), lastStream, lastConsumer));
         Kick();
     }
 
-    /// <summary>Under the lock: apply flow-control answers (only the latest request's counts).</summary>
-    private void DrainFlowControl()
+    /// <summary>Go's parseInt64 of a header value: digits only, anything else 0 (-1 there, "not set" for both).</summary>
+    private static ulong ParseSeq(ReadOnlySpan<byte> value) =>
+        System.Buffers.Text.Utf8Parser.TryParse(value, out ulong v, out int used) && used == value.Length ? v : 0;
+
+    /// <summary>
+    /// Under the lock: apply flow-control answers (only the latest request's counts); with the flow_control ack
+    /// policy the answer's last stream sequence (and consumer sequence, 0 allowed) acks as "all" does.
+    /// </summary>
+    private void DrainFlowControl(ref List<ulong>? retained)
     {
-        while (_fcAnswers.TryDequeue(out var subject))
+        while (_fcAnswers.TryDequeue(out var answer))
         {
-            if (subject != _fcId) continue;
+            if (answer.Subject != _fcId) continue;
             if (_fcWindow < FlowControlMaxPending) _fcWindow = Math.Min(FlowControlMaxPending, _fcWindow * 2);
             _fcPendingBytes = Math.Max(0, _fcPendingBytes - _fcSize);
             _fcId = null;
             _fcSize = 0;
+            if (AckFlowControl && answer.LastStream > 0) AckMessage(answer.LastStream, answer.LastConsumer, 1, sample: false, ref retained);
         }
     }
 
@@ -111,7 +130,8 @@ internal sealed partial class JsConsumer
         if (_fcWindow > 0)
         {
             _fcPendingBytes += size;
-            if (_fcId is null && _fcPendingBytes > _fcWindow / 2) SendFlowControl();
+            // needFlowControl: past half the window, or (flow_control ack policy) at max_ack_pending.
+            if (_fcId is null && (_fcPendingBytes > _fcWindow / 2 || (AckFlowControl && Config.MaxAckPending is > 0 and var maxp && _pending.Count >= maxp))) SendFlowControl();
             else if (_fcId is not null && _fcPendingBytes - _fcSize >= _fcWindow) _fcSize += size;
         }
     }

@@ -26,7 +26,8 @@ internal sealed partial class JsConsumer
     private readonly ConcurrentQueue<PullRequest> _pulls = new();
     private readonly SemaphoreSlim _wake = new(0, 1);
     private readonly CancellationTokenSource _stop = new();
-    private readonly byte[][] _filters;
+    /// <summary>The filter subjects (none: all), replaced whole by an update; read without the lock by the stream's worker.</summary>
+    private volatile byte[][] _filters;
     /// <summary>Length of "$JS.ACK.&lt;stream&gt;.&lt;consumer&gt;." (UTF-8), which starts every delivery's reply subject.</summary>
     private readonly int _ackPrefixLength;
     private int _inboxCount;
@@ -75,9 +76,7 @@ internal sealed partial class JsConsumer
         Config = config;
         Created = created;
         IsDurable = durable;
-        var filters = config.FilterSubjects is { Length: > 0 } fs ? fs : config.FilterSubject is { Length: > 0 } f ? [f] : [];
-        _filters = [.. filters.Where(x => x != ">").Select(Encoding.UTF8.GetBytes)];
-        if (filters.Contains(">")) _filters = [];
+        _filters = FilterBytes(config);
         var ackPrefix = Encoding.UTF8.GetBytes($"$JS.ACK.{stream.Name}.{name}.");
         _ackPrefixLength = ackPrefix.Length;
         _replyScratch = new byte[ackPrefix.Length + 5 * 21];
@@ -90,10 +89,13 @@ internal sealed partial class JsConsumer
     public ConsumerConfig Config { get; private set; }
     public DateTime Created { get; }
     public bool IsDurable { get; }
-    public byte[]? DeliverSubject { get; }
+    /// <summary>The push consumer's deliver subject (null: pull); an update may move it (read under the lock).</summary>
+    public byte[]? DeliverSubject { get; private set; }
     public bool IsPull => DeliverSubject is null;
     private bool AckNone => Config.AckPolicy == "none";
     private bool AckAll => Config.AckPolicy == "all";
+    /// <summary>The 2.14 flow_control ack policy: acked as "all" up to the sequences a flow-control answer names.</summary>
+    private bool AckFlowControl => Config.AckPolicy == "flow_control";
     private long AckWaitMs => Math.Max(1, (Config.AckWait ?? 30_000_000_000) / 1_000_000);
 
     /// <summary>
@@ -152,18 +154,60 @@ internal sealed partial class JsConsumer
         DurableFiles.Replace(Path.Combine(_stream.ConsumersDir, Name + ".json"), JsonSerializer.SerializeToUtf8Bytes(meta, JsJsonContext.Default.ConsumerMeta));
     }
 
-    /// <summary>Applies an update of the mutable fields (nats-server allows description, ack_wait, max_deliver, ...).</summary>
+    private static byte[][] FilterBytes(ConsumerConfig config)
+    {
+        var filters = config.FilterSubjects is { Length: > 0 } fs ? fs : config.FilterSubject is { Length: > 0 } f ? [f] : [];
+        return filters.Contains(">") ? [] : [.. filters.Select(Encoding.UTF8.GetBytes)];
+    }
+
+    /// <summary>
+    /// Applies an allowed update (nats-server consumer.go updateConfig): the new config is recorded (description,
+    /// ack_wait, max_deliver, max_ack_pending, backoff, rate_limit_bps, headers_only, ... are read from it at each
+    /// delivery); a new deliver subject takes the deliveries, everything pending being redelivered there
+    /// (updateDeliverSubjectLocked / forceExpirePending); new filters select from the next message on, num_pending
+    /// is recounted and, on an interest stream, messages no consumer is interested in any more are removed
+    /// (cleanupNoInterestMessages).
+    /// </summary>
     public void Update(ConsumerConfig next)
     {
         DateTime? oldPause;
+        List<ulong>? recheck = null;
         lock (_lock)
         {
             oldPause = Config.PauseUntil;
+            if (!IsPull && next.DeliverSubject is { Length: > 0 } ds && ds != Config.DeliverSubject)
+            {
+                DeliverSubject = Encoding.UTF8.GetBytes(ds);
+                foreach (var sseq in _pending.Keys) _redeliver.Add(sseq);
+            }
+            var oldFilters = Config.FilterSubjects is { Length: > 0 } of ? of : Config.FilterSubject is { Length: > 0 } o1 ? [o1] : [];
+            var newFilters = next.FilterSubjects is { Length: > 0 } nf ? nf : next.FilterSubject is { Length: > 0 } n1 ? [n1] : [];
             Config = next;
+            if (!oldFilters.SequenceEqual(newFilters))
+            {
+                _filters = FilterBytes(next);
+                RecountPending();
+                if (_stream.Config.Retention == "interest") recheck = NoLongerWantedCandidates();
+            }
         }
+        if (recheck is { Count: > 0 }) _stream.OnConsumerAcked(recheck);
         OnPauseChanged(oldPause, next.PauseUntil);
         if (_store is not null) WriteMeta();
         Kick();
+    }
+
+    /// <summary>
+    /// Under the lock: the stream sequences from the ack floor on that an interest stream checks again after a
+    /// filter change (cleanupNoInterestMessages; past 100,000 nats-server defers to a later interest check, as here).
+    /// </summary>
+    private List<ulong>? NoLongerWantedCandidates()
+    {
+        var st = _stream.Store.GetState();
+        ulong start = Math.Max(_ackFloorStreamSeq + 1, st.FirstSequence);
+        if (st.Messages == 0 || start > st.LastSequence || st.LastSequence - start > 100_000) return null;
+        var seqs = new List<ulong>((int)(st.LastSequence - start + 1));
+        for (ulong s = start; s <= st.LastSequence; s++) seqs.Add(s);
+        return seqs;
     }
 
     /// <summary>
@@ -290,8 +334,9 @@ internal sealed partial class JsConsumer
 
     public bool Matches(ReadOnlySpan<byte> subject)
     {
-        if (_filters.Length == 0) return true;
-        foreach (var f in _filters) if (SubjectMatch.Matches(subject, f)) return true;
+        var filters = _filters;
+        if (filters.Length == 0) return true;
+        foreach (var f in filters) if (SubjectMatch.Matches(subject, f)) return true;
         return false;
     }
 

@@ -40,7 +40,23 @@ public sealed class MonitorEndpoints(NatsServer server)
     public int BoundPort { get; set; }
 
     public static readonly IReadOnlyList<string> Paths =
-        ["/", "/varz", "/connz", "/routez", "/gatewayz", "/leafz", "/subsz", "/subscriptionsz", "/accountz", "/accstatz", "/jsz", "/healthz", "/ipqueuesz"];
+        ["/", "/varz", "/connz", "/routez", "/gatewayz", "/leafz", "/subsz", "/subscriptionsz", "/accountz", "/accstatz", "/jsz", "/healthz", "/ipqueuesz", "/metrics"];
+
+    /// <summary>
+    /// Routes a request, /metrics included (its scrape may wait for another scrape to finish); <paramref name="accept"/>
+    /// is the request's Accept header, which chooses the metrics format.
+    /// </summary>
+    public Task<MonitorResponse> HandleAsync(string path, Func<string, string?> query, string? accept, CancellationToken ct)
+    {
+        if (path != "/metrics") return Task.FromResult(Handle(path, query));
+        Count("/metrics");
+        return Metrics.ScrapeAsync(accept, ct);
+    }
+
+    /// <summary>Created on the first scrape, so that prometheus-net loads only where /metrics is used.</summary>
+    private Metrics.MetricsExporter Metrics => LazyInitializer.EnsureInitialized(ref _metrics, () => new Metrics.MetricsExporter(server, this));
+
+    private Metrics.MetricsExporter? _metrics;
 
     /// <summary>Routes a request. Paths match exactly, as Go's ServeMux patterns without a trailing slash do.</summary>
     public MonitorResponse Handle(string path, Func<string, string?> query)
@@ -174,6 +190,12 @@ public sealed class MonitorEndpoints(NatsServer server)
     public Varz Varz()
     {
         Count("/varz");
+        return BuildVarz();
+    }
+
+    /// <summary>/varz's document without counting a /varz request (for /metrics).</summary>
+    internal Varz BuildVarz()
+    {
         var o = server.Options;
         var (rss, cpu) = server.ProcessUsage();
         var (inMsgs, inBytes, outMsgs, outBytes) = server.MessageTotals();
@@ -211,12 +233,20 @@ public sealed class MonitorEndpoints(NatsServer server)
             Connections = server.ClientCount,
             TotalConnections = server.TotalConnections,
             InMsgs = inMsgs,
-            OutMsgs = outMsgs,
             InBytes = inBytes,
+            InClientMsgs = inMsgs,
+            InClientBytes = inBytes,
+            OutMsgs = outMsgs,
             OutBytes = outBytes,
+            OutClientMsgs = outMsgs,
+            OutClientBytes = outBytes,
             SlowConsumers = server.SlowConsumers,
+            StaleConnections = server.StaleConnections,
+            SlowConsumerStats = new ConnectionKindCounts { Clients = (ulong)server.SlowConsumers },
+            StaleConnectionStats = new ConnectionKindCounts { Clients = (ulong)server.StaleConnections },
             Subscriptions = server.SubList.Count,
             ConfigLoadTime = server.ConfigLoadTime,
+            ConfigDigest = o.ConfigDigest ?? "",
             Tags = o.Tags.Count == 0 ? null : [.. o.Tags.Select(t => string.IsNullOrEmpty(t.Value) ? t.Key : $"{t.Key}:{t.Value}")],
         };
         if (o.JetStream)
@@ -230,8 +260,9 @@ public sealed class MonitorEndpoints(NatsServer server)
                     Accounts = 1,
                     Memory = u.Memory,
                     Storage = u.Storage,
-                    Api = new JetStreamApiStats { Total = u.ApiTotal, Errors = u.ApiErrors },
+                    Api = new JetStreamApiStats { Level = JetStream.ApiLevel.Current, Total = u.ApiTotal, Errors = u.ApiErrors },
                 },
+                Limits = JetStreamLimits(),
             };
         }
         foreach (var (path, n) in _requestStats) v.HttpReqStats[path] = n;
@@ -267,6 +298,27 @@ public sealed class MonitorEndpoints(NatsServer server)
             MaxMemory = o.JetStreamMaxMemory,
             MaxStorage = o.JetStreamMaxStore,
             StoreDir = server.JetStream?.StoreDir ?? (string.IsNullOrEmpty(o.StoreDir) ? null : Path.Combine(o.StoreDir, "jetstream")),
+            // nats-server defaultSyncInterval: 2 minutes; "always" is written as sync_always with no interval.
+            SyncInterval = o.JetStreamSyncAlways ? 0 : (o.JetStreamSyncInterval ?? TimeSpan.FromMinutes(2)).Ticks * 100,
+            SyncAlways = o.JetStreamSyncAlways,
+            Domain = string.IsNullOrEmpty(o.JetStreamDomain) ? null : o.JetStreamDomain,
+            Strict = true,
+        };
+    }
+
+    /// <summary>
+    /// The configured <c>jetstream { limits { batch {} } }</c> values (JSLimitOpts): nats-server writes only what the
+    /// config set. The batch timeout's default is not written (ours keeps 10 s as the option's value when unset).
+    /// </summary>
+    private JetStreamLimitsVarz JetStreamLimits()
+    {
+        var o = server.Options;
+        return new JetStreamLimitsVarz
+        {
+            MaxBatchInflightPerStream = Math.Max(0, o.JetStreamBatchMaxInflightPerStream),
+            MaxBatchInflightTotal = Math.Max(0, o.JetStreamBatchMaxInflightTotal),
+            MaxBatchSize = Math.Max(0, o.JetStreamBatchMaxMsgs),
+            MaxBatchTimeout = o.JetStreamBatchTimeout == TimeSpan.FromSeconds(10) ? 0 : o.JetStreamBatchTimeout.Ticks * 100,
         };
     }
 
@@ -472,24 +524,9 @@ public sealed class MonitorEndpoints(NatsServer server)
         var test = query("test");
         var acc = query("acc");
         var sz = Subsz(subs, offset, limit, test, acc);
-        // nats-server writes only the SubListStats when the page is empty.
-        var json = sz.SubscriptionsList is { Count: > 0 }
-            ? JsonSerializer.SerializeToUtf8Bytes(sz, MonitorJsonContext.Indented.Subsz)
-            : JsonSerializer.SerializeToUtf8Bytes(StatsOf(sz), MonitorJsonContext.Indented.SubListStats);
-        return Serialize(query, json);
+        // nats-server 2.14.5 writes the whole Subsz (2.9.10 wrote only the SubListStats for an empty page).
+        return Serialize(query, JsonSerializer.SerializeToUtf8Bytes(sz, MonitorJsonContext.Indented.Subsz));
     }
-
-    private static Subscriptions.SubListStats StatsOf(Subsz sz) => new()
-    {
-        NumSubscriptions = sz.NumSubscriptions,
-        NumCache = sz.NumCache,
-        NumInserts = sz.NumInserts,
-        NumRemoves = sz.NumRemoves,
-        NumMatches = sz.NumMatches,
-        CacheHitRate = sz.CacheHitRate,
-        MaxFanout = sz.MaxFanout,
-        AvgFanout = sz.AvgFanout,
-    };
 
     /// <summary>server/monitor.go Subsz: SubList stats, and with <paramref name="subs"/> a page of subscriptions (filtered by <paramref name="test"/>).</summary>
     public Subsz Subsz(bool subs = false, int offset = 0, int limit = 0, string? test = null, string? account = null)
@@ -528,7 +565,9 @@ public sealed class MonitorEndpoints(NatsServer server)
             }
             int min = Math.Min(offset, details.Count);
             int max = (int)Math.Min((long)offset + limit, details.Count);
-            sz.SubscriptionsList = details.GetRange(min, Math.Max(0, max - min));
+            var page = details.GetRange(min, Math.Max(0, max - min));
+            // Go omits an empty subscriptions_list (omitempty).
+            sz.SubscriptionsList = page.Count == 0 ? null : page;
             // Total counts every matching subscription (nats-server 2.10+; 2.9.10 reported the page size).
             sz.Total = details.Count;
         }
@@ -541,9 +580,10 @@ public sealed class MonitorEndpoints(NatsServer server)
     {
         _ = DecodeSubs(query);
         Count("/routez");
-        var r = new Routez { ServerId = server.ServerId, Now = DateTime.UtcNow };
-        return Respond(query, r, MonitorJsonContext.Indented.Routez);
+        return Respond(query, BuildRoutez(), MonitorJsonContext.Indented.Routez);
     }
+
+    internal Routez BuildRoutez() => new() { ServerId = server.ServerId, ServerName = server.ServerName, Now = DateTime.UtcNow };
 
     private MonitorResponse GatewayzResponse(Func<string, string?> query)
     {
@@ -556,9 +596,10 @@ public sealed class MonitorEndpoints(NatsServer server)
     {
         _ = DecodeBool(query, "subs");
         Count("/leafz");
-        var l = new Leafz { ServerId = server.ServerId, Now = DateTime.UtcNow };
-        return Respond(query, l, MonitorJsonContext.Indented.Leafz);
+        return Respond(query, BuildLeafz(), MonitorJsonContext.Indented.Leafz);
     }
+
+    internal Leafz BuildLeafz() => new() { ServerId = server.ServerId, Now = DateTime.UtcNow };
 
     // ---- /accountz, /accstatz: one account, $G ----
 
@@ -641,6 +682,12 @@ public sealed class MonitorEndpoints(NatsServer server)
         _ = DecodeInt(query, "offset");
         _ = DecodeInt(query, "limit");
         Count("/jsz");
+        return Respond(query, BuildJsz(), MonitorJsonContext.Indented.Jsz);
+    }
+
+    /// <summary>/jsz's server totals (the document without accounts, streams or consumers).</summary>
+    internal Jsz BuildJsz()
+    {
         var o = server.Options;
         var j = new Jsz { ServerId = server.ServerId, Now = DateTime.UtcNow };
         if (o.JetStream)
@@ -648,6 +695,8 @@ public sealed class MonitorEndpoints(NatsServer server)
             j.Config = JetStreamConfig();
             var js = server.JetStream;
             j.Accounts = js?.EnabledAccounts().Length ?? 0;
+            j.Total = j.Accounts;
+            j.Limits = JetStreamLimits();
             var (reservedMemory, reservedStore) = js?.ReservedTotals() ?? default;
             j.ReservedMemory = (ulong)reservedMemory;
             j.ReservedStorage = (ulong)reservedStore;
@@ -658,7 +707,7 @@ public sealed class MonitorEndpoints(NatsServer server)
             j.Consumers = u.Consumers;
             j.Messages = u.Messages;
             j.Bytes = u.Bytes;
-            j.Api = new JetStreamApiStats { Total = u.ApiTotal, Errors = u.ApiErrors };
+            j.Api = new JetStreamApiStats { Level = JetStream.ApiLevel.Current, Total = u.ApiTotal, Errors = u.ApiErrors };
             var failures = server.JetStream?.StoreFailures() ?? [];
             if (failures.Count > 0) j.StoreFailures = [.. failures.Select(f => new JszStoreFailure { Stream = f.Stream, Error = f.Failure })];
         }
@@ -666,7 +715,7 @@ public sealed class MonitorEndpoints(NatsServer server)
         {
             j.Disabled = true;
         }
-        return Respond(query, j, MonitorJsonContext.Indented.Jsz);
+        return j;
     }
 
     // ---- /healthz, /ipqueuesz ----
@@ -675,8 +724,10 @@ public sealed class MonitorEndpoints(NatsServer server)
     {
         Count("/healthz");
         foreach (var b in (string[])["js-enabled", "js-enabled-only", "js-server-only"]) _ = DecodeBool(query, b);
-        return Respond(query, new HealthStatus(), MonitorJsonContext.Compact.HealthStatus);
+        return Respond(query, BuildHealthz(), MonitorJsonContext.Compact.HealthStatus);
     }
+
+    internal static HealthStatus BuildHealthz() => new();
 
     private static MonitorResponse IpQueuesz(Func<string, string?> query)
     {

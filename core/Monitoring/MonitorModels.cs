@@ -56,20 +56,42 @@ public sealed class Varz
     [JsonPropertyName("routes")] public int Routes { get; set; }
     [JsonPropertyName("remotes")] public int Remotes { get; set; }
     [JsonPropertyName("leafnodes")] public int LeafNodes { get; set; }
+    // 2.14.5's order: in, in from clients, out, out to clients. Every connection is a client's until routes exist.
     [JsonPropertyName("in_msgs")] public long InMsgs { get; set; }
-    [JsonPropertyName("out_msgs")] public long OutMsgs { get; set; }
     [JsonPropertyName("in_bytes")] public long InBytes { get; set; }
+    [JsonPropertyName("in_client_msgs")] public long InClientMsgs { get; set; }
+    [JsonPropertyName("in_client_bytes")] public long InClientBytes { get; set; }
+    [JsonPropertyName("out_msgs")] public long OutMsgs { get; set; }
     [JsonPropertyName("out_bytes")] public long OutBytes { get; set; }
+    [JsonPropertyName("out_client_msgs")] public long OutClientMsgs { get; set; }
+    [JsonPropertyName("out_client_bytes")] public long OutClientBytes { get; set; }
     [JsonPropertyName("slow_consumers")] public long SlowConsumers { get; set; }
+    /// <summary>2.11+: connections closed as stale (missed pings) since start.</summary>
+    [JsonPropertyName("stale_connections")] public long StaleConnections { get; set; }
     [JsonPropertyName("subscriptions")] public long Subscriptions { get; set; }
     [JsonPropertyName("http_req_stats")] public SortedDictionary<string, long> HttpReqStats { get; set; } = new(StringComparer.Ordinal);
     [JsonPropertyName("config_load_time")] public DateTime ConfigLoadTime { get; set; }
+    /// <summary>2.10+: sha256 of the parsed config file as Go's JSON ("" without a file; NatsBroker.Configuration.ConfigDigest).</summary>
+    [JsonPropertyName("config_digest")] public string ConfigDigest { get; set; } = "";
     [JsonPropertyName("tags"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string[]? Tags { get; set; }
     [JsonPropertyName("system_account"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? SystemAccount { get; set; }
+    /// <summary>2.11+: slow consumers by connection kind (every one is a client's until routes and leaf nodes exist).</summary>
+    [JsonPropertyName("slow_consumer_stats")] public ConnectionKindCounts SlowConsumerStats { get; set; } = new();
+    /// <summary>2.11+: stale connections by connection kind.</summary>
+    [JsonPropertyName("stale_connection_stats")] public ConnectionKindCounts StaleConnectionStats { get; set; } = new();
     /// <summary>nats-server 2.12 (ADR-55): the trusted proxy keys; absent when none are trusted.</summary>
     [JsonPropertyName("proxies"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public ProxiesVarz? Proxies { get; set; }
     /// <summary>Ours: the gateway processes (trusted proxies) with end users connected now; absent when none are.</summary>
     [JsonPropertyName("connected_gateways"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public List<ConnectedGatewayVarz>? ConnectedGateways { get; set; }
+}
+
+/// <summary>nats-server SlowConsumersStats / StaleConnectionStats (server/monitor.go): a count per connection kind.</summary>
+public sealed class ConnectionKindCounts
+{
+    [JsonPropertyName("clients")] public ulong Clients { get; set; }
+    [JsonPropertyName("routes")] public ulong Routes { get; set; }
+    [JsonPropertyName("gateways")] public ulong Gateways { get; set; }
+    [JsonPropertyName("leafs")] public ulong Leafs { get; set; }
 }
 
 /// <summary>nats-server 2.12 ProxiesOptsVarz (server/monitor.go).</summary>
@@ -92,6 +114,17 @@ public sealed class JetStreamVarz
 {
     [JsonPropertyName("config"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public JetStreamConfigInfo? Config { get; set; }
     [JsonPropertyName("stats"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public JetStreamStatsInfo? Stats { get; set; }
+    /// <summary>2.10+ JSLimitOpts: the server's <c>jetstream { limits {} }</c>, every field omitted when unset.</summary>
+    [JsonPropertyName("limits"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public JetStreamLimitsVarz? Limits { get; set; }
+}
+
+/// <summary>nats-server JSLimitOpts (server/opts.go) as /varz writes it, the batch limits ours has; durations in nanoseconds.</summary>
+public sealed class JetStreamLimitsVarz
+{
+    [JsonPropertyName("max_batch_inflight_per_stream"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public int MaxBatchInflightPerStream { get; set; }
+    [JsonPropertyName("max_batch_inflight_total"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public int MaxBatchInflightTotal { get; set; }
+    [JsonPropertyName("max_batch_size"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public int MaxBatchSize { get; set; }
+    [JsonPropertyName("max_batch_timeout"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public long MaxBatchTimeout { get; set; }
 }
 
 public sealed class JetStreamConfigInfo
@@ -99,6 +132,12 @@ public sealed class JetStreamConfigInfo
     [JsonPropertyName("max_memory")] public long MaxMemory { get; set; }
     [JsonPropertyName("max_storage")] public long MaxStorage { get; set; }
     [JsonPropertyName("store_dir"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? StoreDir { get; set; }
+    /// <summary>2.10+: nanoseconds between background fsyncs (2 minutes unless configured).</summary>
+    [JsonPropertyName("sync_interval"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public long SyncInterval { get; set; }
+    [JsonPropertyName("sync_always"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public bool SyncAlways { get; set; }
+    [JsonPropertyName("domain"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? Domain { get; set; }
+    /// <summary>2.11+: the API refuses unknown fields and malformed requests; ours always parses strictly.</summary>
+    [JsonPropertyName("strict"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public bool Strict { get; set; }
 }
 
 public sealed class JetStreamStatsInfo
@@ -114,6 +153,8 @@ public sealed class JetStreamStatsInfo
 
 public sealed class JetStreamApiStats
 {
+    /// <summary>2.11+: the JetStream API level the server implements (ADR-44).</summary>
+    [JsonPropertyName("level")] public int Level { get; set; }
     [JsonPropertyName("total")] public ulong Total { get; set; }
     [JsonPropertyName("errors")] public ulong Errors { get; set; }
 }
@@ -183,7 +224,7 @@ public sealed class SubDetail
     [JsonPropertyName("cid")] public ulong Cid { get; set; }
 }
 
-/// <summary>/subsz with a subscriptions list; without one (or with an empty page) nats-server writes only the SubListStats.</summary>
+/// <summary>/subsz: the SubList statistics, and with subs=1 a page of subscriptions (2.14.5 writes every field either way).</summary>
 public sealed class Subsz
 {
     [JsonPropertyName("server_id")] public string ServerId { get; set; } = "";
@@ -205,6 +246,8 @@ public sealed class Subsz
 public sealed class Routez
 {
     [JsonPropertyName("server_id")] public string ServerId { get; set; } = "";
+    /// <summary>2.10+.</summary>
+    [JsonPropertyName("server_name")] public string ServerName { get; set; } = "";
     [JsonPropertyName("now")] public DateTime Now { get; set; }
     [JsonPropertyName("num_routes")] public int NumRoutes { get; set; }
     [JsonPropertyName("routes")] public List<EmptyObject> Routes { get; set; } = [];
@@ -305,10 +348,7 @@ public sealed class JszStoreFailure
 
 public sealed class Jsz
 {
-    [JsonPropertyName("server_id")] public string ServerId { get; set; } = "";
-    [JsonPropertyName("now")] public DateTime Now { get; set; }
-    [JsonPropertyName("disabled"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public bool Disabled { get; set; }
-    [JsonPropertyName("config")] public JetStreamConfigInfo Config { get; set; } = new();
+    // nats-server 2.14.5 JSInfo: the embedded JetStreamStats come first.
     [JsonPropertyName("memory")] public ulong Memory { get; set; }
     [JsonPropertyName("storage")] public ulong Storage { get; set; }
     [JsonPropertyName("reserved_memory")] public ulong ReservedMemory { get; set; }
@@ -316,10 +356,17 @@ public sealed class Jsz
     [JsonPropertyName("accounts")] public int Accounts { get; set; }
     [JsonPropertyName("ha_assets")] public int HaAssets { get; set; }
     [JsonPropertyName("api")] public JetStreamApiStats Api { get; set; } = new();
+    [JsonPropertyName("server_id")] public string ServerId { get; set; } = "";
+    [JsonPropertyName("now")] public DateTime Now { get; set; }
+    [JsonPropertyName("disabled"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public bool Disabled { get; set; }
+    [JsonPropertyName("config")] public JetStreamConfigInfo Config { get; set; } = new();
+    [JsonPropertyName("limits"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public JetStreamLimitsVarz? Limits { get; set; }
     [JsonPropertyName("streams")] public int Streams { get; set; }
     [JsonPropertyName("consumers")] public int Consumers { get; set; }
     [JsonPropertyName("messages")] public ulong Messages { get; set; }
     [JsonPropertyName("bytes")] public ulong Bytes { get; set; }
+    /// <summary>2.10+: the number of accounts the account_details page is taken from.</summary>
+    [JsonPropertyName("total")] public int Total { get; set; }
     /// <summary>Our addition: streams whose store went read-only after a write or fsync error; omitted when none.</summary>
     [JsonPropertyName("store_failures"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public List<JszStoreFailure>? StoreFailures { get; set; }
 }

@@ -120,8 +120,8 @@ public sealed partial class MonitoringServer : IAsyncDisposable
     private async Task HandleAsync(HttpContext ctx)
     {
         var query = ctx.Request.Query;
-        var response = Endpoints.Handle(ctx.Request.Path.Value ?? "/", name =>
-            query.TryGetValue(name, out var v) && v.Count > 0 ? v[0] : null);
+        var response = await Endpoints.HandleAsync(ctx.Request.Path.Value ?? "/", name =>
+            query.TryGetValue(name, out var v) && v.Count > 0 ? v[0] : null, ctx.Request.Headers.Accept.ToString(), ctx.RequestAborted).ConfigureAwait(false);
         ctx.Response.StatusCode = response.Status;
         ctx.Response.ContentType = response.ContentType;
         if (response.Status == StatusCodes.Status404NotFound) ctx.Response.Headers.XContentTypeOptions = "nosniff";

@@ -35,6 +35,8 @@ public sealed class ProtocolParser
     // first time a message arrives split, sized to fit, so idle connections carry no parse buffers.
     private byte[] _pubArgs = [];
     private bool _awaitingPayload;
+    // The awaited "payload" is the empty one after a client's HMSG: checked, then dropped (SkipClientHmsg).
+    private bool _discardPayload;
     private int _subjectLength;
     private int _replyLength;
     private int _headerSize;
@@ -154,6 +156,10 @@ public sealed class ProtocolParser
                 {
                     return ParsePub(line[5..], 0, handler, ref buf, lineLength);
                 }
+                if (line.Length >= 5 && Lower(line[1]) == 'm' && Lower(line[2]) == 's' && Lower(line[3]) == 'g' && IsSpace(line[4]))
+                {
+                    return SkipClientHmsg(line[5..], handler, ref buf, lineLength);
+                }
                 break;
             case (byte)'s':
                 if (line.Length >= 4 && Lower(line[1]) == 'u' && Lower(line[2]) == 'b' && IsSpace(line[3]))
@@ -258,6 +264,35 @@ public sealed class ProtocolParser
         _replyLength = reply.Length;
         _headerSize = headerSize;
         _totalSize = totalSize;
+        _awaitingPayload = true;
+        return true;
+    }
+
+    /// <summary>
+    /// A client's HMSG. nats-server does not gate <c>H</c>-<c>M</c> by kind (parser.go OP_H), and HMSG_ARG processes
+    /// arguments only for ROUTER, GATEWAY and LEAF, so for a client the line is dropped with a zero size: the next two
+    /// bytes must be <c>\r\n</c> (MSG_END_R, MSG_END_N) and the empty message reaches no subscriber. Seen on
+    /// 2.14.5: <c>HMSG foo 0 0\r\n\r\nPING\r\n</c> gets PONG; <c>HMSG foo 0 0\r\nPING\r\n</c> gets
+    /// -ERR 'Unknown Protocol Operation'. (When nats-server's read ends right after the line it fails in clonePubArg
+    /// instead, depending on how the bytes were read; this parser waits for the two bytes.)
+    /// </summary>
+    private bool SkipClientHmsg<THandler>(ReadOnlySpan<byte> rawArgs, THandler handler, ref ReadOnlySequence<byte> buf, long lineLength)
+        where THandler : IProtocolHandler
+    {
+        if (TrimStart(rawArgs).Length > _maxControlLine) return Fail(handler, ProtocolError.MaxControlLineExceeded);
+        buf = buf.Slice(lineLength);
+        if (buf.Length >= 2)
+        {
+            if (!IsTerminator(buf, 0)) return Fail(handler, ProtocolError.UnknownOperation);
+            buf = buf.Slice(2);
+            return true;
+        }
+        if (buf.Length == 1 && !IsCarriageReturnAt(buf, 0)) return Fail(handler, ProtocolError.UnknownOperation);
+        _subjectLength = 0;
+        _replyLength = 0;
+        _headerSize = 0;
+        _totalSize = 0;
+        _discardPayload = true;
         _awaitingPayload = true;
         return true;
     }
@@ -368,6 +403,12 @@ public sealed class ProtocolParser
         {
             Fail(handler, ProtocolError.UnknownOperation);
             return false;
+        }
+        if (_discardPayload)
+        {
+            _discardPayload = false;
+            buf = buf.Slice(need);
+            return true;
         }
         var subject = _pubArgs.AsSpan(0, _subjectLength);
         var reply = _pubArgs.AsSpan(_subjectLength, _replyLength);

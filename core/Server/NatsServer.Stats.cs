@@ -6,6 +6,7 @@ public sealed partial class NatsServer
 {
     private long _totalConnections;
     private long _slowConsumers;
+    private long _staleConnections;
     // Totals of connections that have closed; live connections are summed on demand (monitoring is rare,
     // publishing is not, so the hot path only touches per-connection counters).
     private long _closedInMsgs, _closedInBytes, _closedOutMsgs, _closedOutBytes;
@@ -15,6 +16,9 @@ public sealed partial class NatsServer
 
     public long TotalConnections => Interlocked.Read(ref _totalConnections);
     public long SlowConsumers => Interlocked.Read(ref _slowConsumers);
+
+    /// <summary>Connections closed as stale since start (/varz stale_connections); counted when the close is recorded.</summary>
+    public long StaleConnections => Interlocked.Read(ref _staleConnections);
 
     internal void CountSlowConsumer() => Interlocked.Increment(ref _slowConsumers);
 
@@ -37,6 +41,7 @@ public sealed partial class NatsServer
 
     private void RecordClosed(ClientConnection c)
     {
+        if (c.ClosedReason == CloseReason.StaleConnection) Interlocked.Increment(ref _staleConnections);
         lock (_closedLock)
         {
             _closedInMsgs += c.InMsgs; _closedInBytes += c.InBytes;

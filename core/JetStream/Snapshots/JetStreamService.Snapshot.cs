@@ -94,7 +94,7 @@ public sealed partial class JetStreamService
         AssetVersioning.SetStatic(cfg);
         // Subjects overlapping another stream are not refused here (checkStreamCfg does not look at other streams):
         // nats-server accepts the request and fails when the restored stream is added (AddRestored).
-        if (req.JetStream.ReserveRestore(cfg) is { } refused) return Fail(req, type, refused);
+        if (req.JetStream.CheckRestoreRequest(cfg) is { } refused) return Fail(req, type, refused);
         var session = new RestoreSession(req.JetStream, cfg, req.Origin);
         req.JetStream.Advisories.RestoreCreated(name, req.Origin);
         Logger.LogInformation("Starting restore for stream '{Account} > {Stream}'", req.JetStream.Name, name);

@@ -5,8 +5,8 @@ using NatsBroker.JetStream.Snapshots;
 
 namespace NatsBroker.JetStream;
 
-// Restores (nats-server stream.go RestoreStream): the name of a stream being restored is reserved from the request
-// until the restored stream is added, so neither a create nor a second restore takes it meanwhile.
+// Restores (nats-server stream.go RestoreStream): the name of a restored stream is claimed only once its snapshot
+// was read, from the move into streams/<name>/ until the stream is added, so no create opens that directory meanwhile.
 internal sealed partial class JsAccount
 {
     private readonly HashSet<string> _restoring = new(StringComparer.Ordinal);
@@ -35,15 +35,33 @@ internal sealed partial class JsAccount
         }
     }
 
-    /// <summary>Reserves <paramref name="config"/>'s name for a restore after the checks a create makes (name, limits).</summary>
-    public ApiError? ReserveRestore(StreamConfig config)
+    /// <summary>
+    /// The checks a restore request makes after those of a create (name, limits): nats-server's
+    /// jsStreamRestoreRequest refuses an existing stream (10130) but not a name another restore is still reading,
+    /// nor does it hold the name meanwhile (a second restore, or a create, of that name is answered as usual; the
+    /// restore that finishes later fails with 10130, RestoreStream's lookupStream before the move).
+    /// </summary>
+    public ApiError? CheckRestoreRequest(StreamConfig config)
     {
         lock (_lock)
         {
-            if (_streams.ContainsKey(config.Name) || _restoring.Contains(config.Name)) return SnapshotErrors.StreamNameExistRestoreFailed;
-            if (CheckStreamLimitsLocked(config) is { } limitError) return limitError;
-            _restoring.Add(config.Name);
-            return null;
+            if (_streams.ContainsKey(config.Name)) return SnapshotErrors.StreamNameExistRestoreFailed;
+            return CheckStreamLimitsLocked(config);
+        }
+    }
+
+    /// <summary>
+    /// Claims <paramref name="name"/> for a restore whose snapshot was read in full, before its files move into
+    /// streams/&lt;name&gt;/ (nats-server RestoreStream: "See if this stream already exists"): false (10130) when a
+    /// stream of that name exists or another restore is moving into place. The claim ends when the stream is added
+    /// (AddRestored) or the restore gives up (<see cref="ReleaseRestore"/>).
+    /// </summary>
+    public bool ClaimRestore(string name)
+    {
+        lock (_lock)
+        {
+            if (_streams.ContainsKey(name)) return false;
+            return _restoring.Add(name);
         }
     }
 

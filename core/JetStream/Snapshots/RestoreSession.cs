@@ -123,10 +123,6 @@ internal sealed class RestoreSession
             result = Error(SnapshotErrors.StreamRestore(ex.Message));
             _js.Logger.LogError(ex, "Restore failed for stream '{Account} > {Stream}'", _js.Name, _config.Name);
         }
-        finally
-        {
-            _js.ReleaseRestore(_config.Name);
-        }
         _js.Advisories.RestoreCompleted(_config.Name, startedAt, DateTime.UtcNow, Interlocked.Read(ref _received), _origin);
         byte[]? endReply;
         lock (_gate)

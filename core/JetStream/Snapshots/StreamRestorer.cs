@@ -23,6 +23,8 @@ internal sealed class StreamRestorer
     private readonly List<(ConsumerMeta Meta, ConsumerState State)> _consumers = [];
     private IStreamStore? _store;
     private string? _staging;
+    /// <summary>Whether this restore holds its stream's name (JsAccount.ClaimRestore) and must release it on failure.</summary>
+    private bool _claimed;
 
     public StreamRestorer(JsAccount js, StreamConfig config)
     {
@@ -179,6 +181,10 @@ internal sealed class StreamRestorer
     {
         var store = _store!;
         Check(await store.FlushAsync(ct).ConfigureAwait(false), "flushing the restored messages");
+        // nats-server RestoreStream: "See if this stream already exists" once the snapshot is read (a create or
+        // another restore of the name may have finished meanwhile).
+        if (!_js.ClaimRestore(_config.Name)) throw new RestoreRefusedException(SnapshotErrors.StreamNameExistRestoreFailed);
+        _claimed = true;
         IStreamStore? memoryStore = null;
         if (_staging is not null)
         {
@@ -197,6 +203,7 @@ internal sealed class StreamRestorer
         else memoryStore = store;
         var err = _js.AddRestored(_config, meta.Created, memoryStore, out var stream);
         if (err is not null) throw new RestoreRefusedException(err);
+        _claimed = false; // AddRestored ended the claim
         _staging = null;
         _store = null;
         foreach (var (cmeta, state) in _consumers)
@@ -230,5 +237,7 @@ internal sealed class StreamRestorer
             catch (IOException ex) { _js.Logger.LogWarning("JetStream: could not remove {Dir} of a failed restore: {Error}", _staging, ex.Message); }
         }
         _staging = null;
+        if (_claimed) _js.ReleaseRestore(_config.Name);
+        _claimed = false;
     }
 }

@@ -62,6 +62,17 @@ public static class Prerequisites
         return TestEnvironment.Oracle214Path!;
     }
 
+    /// <summary>Returns the full path of the nats CLI (<see cref="TestEnvironment.NatsCliPath"/>); otherwise skips or fails the test.</summary>
+    public static string RequireNatsCli(ITestOutputHelper? output = null)
+    {
+        if (TestEnvironment.NatsCliPath is null)
+        {
+            Missing("the nats CLI was not found (../shared/tools/nats beside the repository root, NATS_CLI, or nats on PATH)", output);
+        }
+
+        return TestEnvironment.NatsCliPath!;
+    }
+
     /// <summary>Returns when node (and npm or an installed tests/js/node_modules) is there; otherwise skips or fails.</summary>
     public static void RequireNode(ITestOutputHelper? output = null)
     {

@@ -25,6 +25,7 @@ public static class TestEnvironment
     private static readonly Lazy<string> s_repoRoot = new(FindRepoRoot);
     private static readonly Lazy<string?> s_goServer = new(FindGoServer);
     private static readonly Lazy<string?> s_oracle214 = new(FindOracle214);
+    private static readonly Lazy<string?> s_natsCli = new(FindNatsCli);
     private static readonly Lazy<string?> s_node = new(() => FindOnPath("node"));
     private static readonly Lazy<string?> s_npm = new(() => FindOnPath("npm"));
 
@@ -39,6 +40,9 @@ public static class TestEnvironment
 
     /// <summary>Full path of nats-server 2.14.5 (<c>NATS_SERVER_214</c>, else <c>../shared/oracle/nats-server-2.14.5</c>), or null.</summary>
     public static string? Oracle214Path => s_oracle214.Value;
+
+    /// <summary>The standard <c>nats</c> CLI (<c>NATS_CLI</c>, else <c>../shared/tools/nats</c>, else on PATH), or null.</summary>
+    public static string? NatsCliPath => s_natsCli.Value;
 
     public static string? NodePath => s_node.Value;
 
@@ -167,6 +171,18 @@ public static class TestEnvironment
 
         var path = Path.GetFullPath(Path.Combine(RepoRoot, "..", "shared", "oracle", "nats-server-2.14.5"));
         return File.Exists(path) ? path : null;
+    }
+
+    private static string? FindNatsCli()
+    {
+        var env = Environment.GetEnvironmentVariable("NATS_CLI");
+        if (!string.IsNullOrEmpty(env))
+        {
+            return File.Exists(env) ? env : null;
+        }
+
+        var path = Path.GetFullPath(Path.Combine(RepoRoot, "..", "shared", "tools", "nats"));
+        return File.Exists(path) ? path : FindOnPath("nats");
     }
 
     private static string FindRepoRoot()

@@ -8,8 +8,8 @@ namespace NatsBroker.Tests.JetStream;
 /// (JsApiScript): code, err_code and description of every error, the zero-valued fields Go writes beside an error,
 /// the whole config echoed by creates and updates, and where nats-server gives no answer at all. Each script runs
 /// on a fresh server of each kind; the cases were first probed by hand against 2.14.5 (errors.json entry by entry).
-/// Not here: the 2.14 flow_control ack policy with a valid config (nats-server creates it, this server refuses
-/// 10181). Other endpoints' bodies, CONSUMER.RESET on a missing stream and STREAM.RESTORE: ApiBodiesDifferentialTests.
+/// The 2.14 flow_control ack policy: FlowControlAckDifferentialTests; consumer updates:
+/// ConsumerUpdateDifferentialTests. Other endpoints' bodies, CONSUMER.RESET on a missing stream and STREAM.RESTORE: ApiBodiesDifferentialTests.
 /// </summary>
 public sealed class ApiRefusalDifferentialTests(ITestOutputHelper output)
 {

@@ -48,10 +48,21 @@ internal static class SnapshotClient
     /// </summary>
     public static async Task<JsonObject> RestoreAsync(NatsConnection nc, string stream, JsonNode config, JsonNode? state, byte[] data, CancellationToken ct = default)
     {
-        var request = new JsonObject { ["config"] = config.DeepClone(), ["state"] = state?.DeepClone() ?? new JsonObject() };
-        var response = await RequestJsonAsync(nc, $"$JS.API.STREAM.RESTORE.{stream}", request.ToJsonString(), ct);
+        var response = await RestoreRequestAsync(nc, stream, config, state, ct);
         if (response["error"] is not null) return response;
-        string deliver = response["deliver_subject"]!.GetValue<string>();
+        return await SendRestoreDataAsync(nc, response["deliver_subject"]!.GetValue<string>(), data, ct);
+    }
+
+    /// <summary>The STREAM.RESTORE request alone (its answer names the deliver subject for the data).</summary>
+    public static Task<JsonObject> RestoreRequestAsync(NatsConnection nc, string stream, JsonNode config, JsonNode? state, CancellationToken ct = default)
+    {
+        var request = new JsonObject { ["config"] = config.DeepClone(), ["state"] = state?.DeepClone() ?? new JsonObject() };
+        return RequestJsonAsync(nc, $"$JS.API.STREAM.RESTORE.{stream}", request.ToJsonString(), ct);
+    }
+
+    /// <summary>Sends a restore's data in 64 KiB chunks and the empty end request; its answer, or the first error answer.</summary>
+    public static async Task<JsonObject> SendRestoreDataAsync(NatsConnection nc, string deliver, byte[] data, CancellationToken ct = default)
+    {
         for (int offset = 0; offset < data.Length; offset += 64 * 1024)
         {
             var chunk = data.AsMemory(offset, Math.Min(64 * 1024, data.Length - offset)).ToArray();

@@ -225,24 +225,54 @@ public sealed class SnapshotRestoreTests
         Assert.Equal(10056, SnapshotClient.ErrCode(mismatch));
     }
 
-    /// <summary>A restore reserves its name until it ends: another restore or a create of it is refused; a stalled restore frees it.</summary>
+    /// <summary>
+    /// As nats-server 2.14.5 (jsStreamRestoreRequest / RestoreStream): a name being restored is not held. A second
+    /// restore of it and a create are accepted; a restore that ends after the name was taken fails with 10130; a
+    /// stalled restore answers a late chunk with its error. RestoreDifferentialTests compares this with 2.14.5.
+    /// </summary>
     [Fact]
-    public async Task A_name_being_restored_is_taken_until_the_restore_stalls()
+    public async Task A_name_being_restored_is_not_held_and_the_later_restore_fails()
+    {
+        await using var t = await JsTestServer.StartAsync();
+        await PopulateAsync(t, StreamConfigStorage.File);
+        var backup = await SnapshotClient.BackupAsync(t.Nats, "S", ct: Timeout());
+        await t.Js.DeleteStreamAsync("S", Timeout());
+        var config = backup.Response["config"]!;
+        var first = await SnapshotClient.RestoreRequestAsync(t.Nats, "S", config, null, Timeout());
+        Assert.StartsWith("$JS.SNAPSHOT.RESTORE.S.", first["deliver_subject"]!.GetValue<string>(), StringComparison.Ordinal);
+        var second = await SnapshotClient.RestoreRequestAsync(t.Nats, "S", config, null, Timeout());
+        Assert.True(second["error"] is null, SnapshotClient.Describe(second));
+        Assert.NotEqual(first["deliver_subject"]!.GetValue<string>(), second["deliver_subject"]!.GetValue<string>());
+
+        var done = await SnapshotClient.SendRestoreDataAsync(t.Nats, second["deliver_subject"]!.GetValue<string>(), backup.Data, Timeout());
+        Assert.True(done["error"] is null, SnapshotClient.Describe(done));
+        var late = await SnapshotClient.SendRestoreDataAsync(t.Nats, first["deliver_subject"]!.GetValue<string>(), backup.Data, Timeout());
+        Assert.Equal(10130, SnapshotClient.ErrCode(late));
+        Assert.Equal("io.nats.jetstream.api.v1.stream_create_response", late["type"]!.GetValue<string>());
+        // The stream the second restore made is untouched by the failed one.
+        Assert.Equal(18, (await t.Js.GetStreamAsync("S", cancellationToken: Timeout())).Info.State.Messages);
+
+        // A create while a restore is reading takes the name; the restore then fails.
+        await t.Js.DeleteStreamAsync("S", Timeout());
+        var third = await SnapshotClient.RestoreRequestAsync(t.Nats, "S", config, null, Timeout());
+        var create = await SnapshotClient.RequestJsonAsync(t.Nats, "$JS.API.STREAM.CREATE.S", "{\"name\":\"S\",\"subjects\":[\"s.>\"]}", Timeout());
+        Assert.True(create["error"] is null, SnapshotClient.Describe(create));
+        var refused = await SnapshotClient.SendRestoreDataAsync(t.Nats, third["deliver_subject"]!.GetValue<string>(), backup.Data, Timeout());
+        Assert.Equal(10130, SnapshotClient.ErrCode(refused));
+        Assert.Equal(0, (await t.Js.GetStreamAsync("S", cancellationToken: Timeout())).Info.State.Messages);
+    }
+
+    /// <summary>No chunk for 5 s: the restore ends, and a late chunk is answered with its error.</summary>
+    [Fact]
+    public async Task A_stalled_restore_answers_a_late_chunk_with_its_error()
     {
         await using var t = await JsTestServer.StartAsync();
         const string config = "{\"config\":{\"name\":\"R\",\"subjects\":[\"r.>\"],\"storage\":\"file\"},\"state\":{}}";
         var first = await SnapshotClient.RequestJsonAsync(t.Nats, "$JS.API.STREAM.RESTORE.R", config, Timeout());
         Assert.StartsWith("$JS.SNAPSHOT.RESTORE.R.", first["deliver_subject"]!.GetValue<string>(), StringComparison.Ordinal);
-        var second = await SnapshotClient.RequestJsonAsync(t.Nats, "$JS.API.STREAM.RESTORE.R", config, Timeout());
-        Assert.Equal(10130, SnapshotClient.ErrCode(second));
-        var create = await SnapshotClient.RequestJsonAsync(t.Nats, "$JS.API.STREAM.CREATE.R", "{\"name\":\"R\",\"subjects\":[\"r.>\"]}", Timeout());
-        Assert.Equal(10058, SnapshotClient.ErrCode(create));
-
-        // No chunk for 5 s: the restore ends and the name is free again.
         await Task.Delay(TimeSpan.FromSeconds(6.5));
         var later = await SnapshotClient.RequestJsonAsync(t.Nats, "$JS.API.STREAM.CREATE.R", "{\"name\":\"R\",\"subjects\":[\"r.>\"]}", Timeout());
         Assert.True(later["error"] is null, SnapshotClient.Describe(later));
-        // The stalled restore answers a late chunk with its error.
         var late = await t.Nats.RequestAsync<byte[], byte[]>(first["deliver_subject"]!.GetValue<string>(), [1, 2, 3], cancellationToken: Timeout());
         Assert.Contains("stalled", System.Text.Encoding.UTF8.GetString(late.Data!), StringComparison.Ordinal);
     }

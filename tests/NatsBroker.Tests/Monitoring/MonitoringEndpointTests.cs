@@ -277,7 +277,11 @@ public sealed partial class MonitoringEndpointTests
         await a.SendAndFlushAsync("SUB foo 1\r\nSUB foo.* 2\r\nSUB bar q 3\r\nPUB foo 2\r\nhi\r\nPUB foo 2\r\nhi\r\n");
 
         var stats = await broker.GetJsonAsync("/subsz");
-        Assert.Equal(["num_subscriptions", "num_cache", "num_inserts", "num_removes", "num_matches", "cache_hit_rate", "max_fanout", "avg_fanout"], Keys(stats));
+        // nats-server 2.14.5 writes the whole document without subs=1 too (2.9.10 wrote only the statistics).
+        Assert.Equal(
+            ["server_id", "now", "num_subscriptions", "num_cache", "num_inserts", "num_removes", "num_matches", "cache_hit_rate",
+             "max_fanout", "avg_fanout", "total", "offset", "limit"],
+            Keys(stats));
         // 3 client subscriptions + $G's $SYS.REQ.USER.INFO service (nats-server 2.10 imports it into each account).
         Assert.Equal(4, stats.GetProperty("num_subscriptions").GetInt64());
         Assert.Equal(4, stats.GetProperty("num_inserts").GetInt64());
@@ -304,9 +308,10 @@ public sealed partial class MonitoringEndpointTests
         Assert.Equal(1, page.GetProperty("offset").GetInt32());
         Assert.Equal(1, page.GetProperty("limit").GetInt32());
 
-        // An empty page is written as the bare stats, as nats-server does.
+        // An empty page is the whole document without a list, as nats-server 2.14.5 writes it (2.9.10: the bare stats).
         var empty = await broker.GetJsonAsync("/subsz?subs=1&offset=50");
-        Assert.False(empty.TryGetProperty("server_id", out _));
+        Assert.Equal(50, empty.GetProperty("offset").GetInt32());
+        Assert.False(empty.TryGetProperty("subscriptions_list", out _));
 
         Assert.Equal(4, (await broker.GetJsonAsync("/subscriptionsz")).GetProperty("num_subscriptions").GetInt64());
     }
@@ -316,7 +321,7 @@ public sealed partial class MonitoringEndpointTests
     {
         await using var broker = await MonitoredBroker.StartAsync();
         var routez = await broker.GetJsonAsync("/routez");
-        Assert.Equal(["server_id", "now", "num_routes", "routes"], Keys(routez));
+        Assert.Equal(["server_id", "server_name", "now", "num_routes", "routes"], Keys(routez));
         Assert.Equal(0, routez.GetProperty("routes").GetArrayLength());
 
         var gatewayz = await broker.GetJsonAsync("/gatewayz");
@@ -340,8 +345,8 @@ public sealed partial class MonitoringEndpointTests
         var jsz = await broker.GetJsonAsync("/jsz");
         Assert.True(jsz.GetProperty("disabled").GetBoolean());
         Assert.Equal(
-            ["server_id", "now", "disabled", "config", "memory", "storage", "reserved_memory", "reserved_storage", "accounts", "ha_assets",
-             "api", "streams", "consumers", "messages", "bytes"],
+            ["memory", "storage", "reserved_memory", "reserved_storage", "accounts", "ha_assets", "api", "server_id", "now", "disabled",
+             "config", "streams", "consumers", "messages", "bytes", "total"],
             Keys(jsz));
 
         var (status, contentType, body) = await broker.GetAsync("/healthz?js-enabled-only=true");

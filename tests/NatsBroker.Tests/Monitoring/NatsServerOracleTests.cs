@@ -21,9 +21,10 @@ public sealed class NatsServerOracle : IAsyncDisposable
     public int Port { get; }
     public HttpClient Http { get; }
 
-    public static async Task<NatsServerOracle> StartAsync()
+    /// <summary>Starts <paramref name="exe"/> (default: Debian's nats-server 2.9.10).</summary>
+    public static async Task<NatsServerOracle> StartAsync(string? exe = null)
     {
-        var exe = Prerequisites.RequireGoServer();
+        exe ??= Prerequisites.RequireGoServer();
         int port = TestPorts.Next(), httpPort = TestPorts.Next();
         var psi = new ProcessStartInfo(exe)
         {
@@ -77,10 +78,14 @@ public sealed class NatsServerOracle : IAsyncDisposable
 /// </summary>
 public sealed class NatsServerOracleTests
 {
-    /// <summary>Fields nats-server writes that we do not.</summary>
-    private static readonly Dictionary<string, string[]> OnlyInNatsServer = new()
+    /// <summary>Fields nats-server 2.14.5 (the reference) writes that we do not, with the reason in docs/monitoring.md.</summary>
+    private static readonly Dictionary<string, string[]> OnlyIn214 = new()
     {
-        ["/varz"] = [],
+        // git_commit: the build embeds no commit; stalled_clients: counted once the connection layer (issue 45) lands;
+        // feature_flags: Go's
+        // experimental JetStream switches (js_ack_fc_v2, js_raft_delete_range), which ours has no counterpart for;
+        // disk_io_wait_stats: Go's disk I/O semaphore, which ours does not have.
+        ["/varz"] = ["git_commit", "stalled_clients", "feature_flags", "disk_io_wait_stats"],
         ["/connz?subs=1"] = [],
         ["/connz?subs=1 connection"] = [],
         ["/subsz"] = [],
@@ -92,24 +97,38 @@ public sealed class NatsServerOracleTests
         ["/accountz"] = [],
     };
 
+    /// <summary>Fields 2.14.5 writes and 2.9.10 does not: ours writes them (2.14.5 is the reference).</summary>
+    private static readonly Dictionary<string, string[]> NewerThan29 = new()
+    {
+        // 2.9.10 wrote only the sublist statistics when no subscriptions were listed.
+        ["/subsz"] = ["server_id", "now", "total", "offset", "limit"],
+        ["/routez"] = ["server_name"],
+        ["/jsz"] = ["limits", "total"],
+        ["/varz"] = ["config_digest", "in_client_msgs", "in_client_bytes", "out_client_msgs", "out_client_bytes", "stale_connections", "slow_consumer_stats", "stale_connection_stats"],
+    };
+
     private static List<string> Keys(JsonElement e) => [.. e.EnumerateObject().Select(p => p.Name)];
 
-    private static void AssertSameFields(string what, JsonElement ours, JsonElement theirs)
+    private static void AssertSameFields(string version, string what, JsonElement ours, JsonElement theirs)
     {
-        var o = Keys(ours);
-        var t = Keys(theirs).Except(OnlyInNatsServer[what]).ToList();
+        bool reference = version == "2.14.5";
+        var o = Keys(ours).Except(reference ? [] : NewerThan29.GetValueOrDefault(what, [])).ToList();
+        var t = Keys(theirs).Except(reference ? OnlyIn214[what] : []).ToList();
         var missing = t.Except(o).ToList();
         var extra = o.Except(t).ToList();
         Assert.True(missing.Count == 0 && extra.Count == 0,
-            $"{what}: missing [{string.Join(", ", missing)}], extra [{string.Join(", ", extra)}]");
-        // Same order too: Go writes struct fields in declaration order and we declare them the same way.
-        Assert.Equal(t, o);
+            $"nats-server {version} {what}: missing [{string.Join(", ", missing)}], extra [{string.Join(", ", extra)}]");
+        // Same order as the reference too: Go writes struct fields in declaration order and we declare them the same
+        // way (2.9.10 orders some of them differently).
+        if (reference) Assert.Equal(t, o);
     }
 
-    [SkippableFact]
-    public async Task TopLevelFields_MatchNatsServer()
+    [SkippableTheory]
+    [InlineData("2.9.10")]
+    [InlineData("2.14.5")]
+    public async Task TopLevelFields_MatchNatsServer(string version)
     {
-        await using var oracle = await NatsServerOracle.StartAsync();
+        await using var oracle = await NatsServerOracle.StartAsync(version == "2.14.5" ? Prerequisites.RequireOracle214() : null);
         await using var broker = await MonitoredBroker.StartAsync();
         const string traffic = "SUB foo 1\r\nPUB foo 2\r\nhi\r\n";
         await using var theirs = await RawClient.ConnectAsync(oracle.Port, "x");
@@ -119,13 +138,13 @@ public sealed class NatsServerOracleTests
 
         foreach (var path in new[] { "/varz", "/subsz", "/subsz?subs=1", "/routez", "/gatewayz", "/leafz", "/jsz", "/accountz" })
         {
-            AssertSameFields(path, await broker.GetJsonAsync(path), await oracle.GetJsonAsync(path));
+            AssertSameFields(version, path, await broker.GetJsonAsync(path), await oracle.GetJsonAsync(path));
         }
 
         var ourConnz = await broker.GetJsonAsync("/connz?subs=1");
         var theirConnz = await oracle.GetJsonAsync("/connz?subs=1");
-        AssertSameFields("/connz?subs=1", ourConnz, theirConnz);
-        AssertSameFields("/connz?subs=1 connection", ourConnz.GetProperty("connections")[0], theirConnz.GetProperty("connections")[0]);
+        AssertSameFields(version, "/connz?subs=1", ourConnz, theirConnz);
+        AssertSameFields(version, "/connz?subs=1 connection", ourConnz.GetProperty("connections")[0], theirConnz.GetProperty("connections")[0]);
 
         // Same values where the traffic determines them.
         foreach (var field in new[] { "in_msgs", "out_msgs", "in_bytes", "out_bytes", "subscriptions" })
