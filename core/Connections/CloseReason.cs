@@ -1,7 +1,7 @@
 namespace NatsBroker.Connections;
 
-/// <summary>How a connection reached us.</summary>
-public enum ConnectionKind { Tcp, UnixSocket, InMemory }
+/// <summary>How a connection reached us (the transport; the protocol kind is NatsBroker.Protocol.ConnectionKind).</summary>
+public enum TransportKind { Tcp, UnixSocket, InMemory }
 
 /// <summary>Why a connection closed (server/client.go ClosedState, as shown in /connz reason).</summary>
 public enum CloseReason

@@ -24,7 +24,7 @@ public sealed partial class Connection
     private long _lastInTicks;
 
     /// <param name="handler">The protocol; it may be the object under construction (it is called only once running).</param>
-    public Connection(Stream stream, ConnectionKind kind, OutboundLimits limits, IConnectionHandler handler)
+    public Connection(Stream stream, TransportKind kind, OutboundLimits limits, IConnectionHandler handler)
     {
         ArgumentNullException.ThrowIfNull(stream);
         ArgumentNullException.ThrowIfNull(limits);
@@ -38,7 +38,7 @@ public sealed partial class Connection
         _lastInTicks = ConnectedTicks;
     }
 
-    public ConnectionKind Kind { get; }
+    public TransportKind Kind { get; }
     public DateTime ConnectedAt { get; }
     /// <summary><see cref="Environment.TickCount64"/> when the connection was made.</summary>
     public long ConnectedTicks { get; }
@@ -88,7 +88,7 @@ public sealed partial class Connection
         // TLS client) holds none.
         var reader = PipeReader.Create(_stream, new StreamPipeReaderOptions(
             pool: ReadBufferPool.Instance, bufferSize: ReadBufferPool.BlockSize, minimumReadSize: 16 * 1024, leaveOpen: true,
-            useZeroByteReads: Kind == ConnectionKind.UnixSocket && _stream is LinkSocketStream));
+            useZeroByteReads: Kind == TransportKind.UnixSocket && _stream is LinkSocketStream));
         try
         {
             while (!_closing)

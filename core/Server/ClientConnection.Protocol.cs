@@ -279,7 +279,7 @@ public sealed partial class ClientConnection
             var authTimeout = opts.AuthTimeout;
             // A longer websocket auth timeout: the websocket gateway enforces it on its links, which arrive here on
             // the Unix socket and are not known to be WebSocket ones before CONNECT, so this timer must not fire first.
-            if (Kind == ConnectionKind.UnixSocket && opts.WebSocketAuthTimeout is { } ws && ws > authTimeout) authTimeout = ws;
+            if (Kind == TransportKind.UnixSocket && opts.WebSocketAuthTimeout is { } ws && ws > authTimeout) authTimeout = ws;
             if (nowTicks - _conn.ConnectedTicks >= (long)authTimeout.TotalMilliseconds)
             {
                 SendErrorAndClose(ErrorMessages.AuthenticationTimeout, CloseReason.AuthenticationTimeout);

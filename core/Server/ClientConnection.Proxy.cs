@@ -165,7 +165,7 @@ public sealed partial class ClientConnection
     /// <summary>Over the Unix socket, only our own uid or root may relay as a gateway (SO_PEERCRED).</summary>
     private bool PeerMayBeProxy()
     {
-        if (Kind != ConnectionKind.UnixSocket) return true;
+        if (Kind != TransportKind.UnixSocket) return true;
         if (_conn.Socket is not { } socket) return false;
         return PeerCredentials.PeerUid(socket) is uint uid && (uid == 0 || uid == PeerCredentials.EffectiveUid);
     }

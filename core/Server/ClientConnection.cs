@@ -23,7 +23,7 @@ public sealed partial class ClientConnection : IConnectionHandler
     private readonly Lock _subsLock = new();
     private readonly bool _overConnectionLimit;
 
-    internal ClientConnection(NatsServer server, ulong id, Stream stream, ConnectionKind kind, string remoteIp, int remotePort, bool overConnectionLimit = false, Accounts.Account? account = null)
+    internal ClientConnection(NatsServer server, ulong id, Stream stream, TransportKind kind, string remoteIp, int remotePort, bool overConnectionLimit = false, Accounts.Account? account = null)
     {
         _server = server;
         _account = account ?? server.Accounts.Global;
@@ -43,7 +43,7 @@ public sealed partial class ClientConnection : IConnectionHandler
     public ulong Id { get; }
     /// <summary>A server-internal session (start-up warm-up): not counted in statistics or monitoring.</summary>
     internal bool IsInternal { get; init; }
-    public ConnectionKind Kind => _conn.Kind;
+    public TransportKind Kind => _conn.Kind;
     /// <summary>The peer's address; for a connection relayed by a trusted gateway, the end user's (ClientConnection.Proxy.cs).</summary>
     public string RemoteIp { get; private set; }
     public int RemotePort { get; private set; }

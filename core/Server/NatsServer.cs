@@ -148,10 +148,10 @@ public sealed partial class NatsServer : IAsyncDisposable
     }
 
     /// <summary>Serves one client over any duplex stream (used by the listeners and by in-memory tests).</summary>
-    public Task RunClientAsync(Stream stream, ConnectionKind kind, string remoteIp, int remotePort) =>
+    public Task RunClientAsync(Stream stream, TransportKind kind, string remoteIp, int remotePort) =>
         Register(stream, kind, remoteIp, remotePort).RunAsync();
 
-    private ClientConnection Register(Stream stream, ConnectionKind kind, string remoteIp, int remotePort)
+    private ClientConnection Register(Stream stream, TransportKind kind, string remoteIp, int remotePort)
     {
         ulong id = (ulong)Interlocked.Increment(ref _nextClientId);
         bool overLimit = _clients.Count >= _options.MaxConnections && OpenClientCount() >= _options.MaxConnections;

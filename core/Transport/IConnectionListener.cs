@@ -20,4 +20,4 @@ public interface IConnectionListener : IDisposable
 }
 
 /// <summary>One accepted connection: its duplex stream (owned by whoever runs it), its kind and the peer's address.</summary>
-public readonly record struct AcceptedConnection(Stream Stream, ConnectionKind Kind, string RemoteIp, int RemotePort);
+public readonly record struct AcceptedConnection(Stream Stream, TransportKind Kind, string RemoteIp, int RemotePort);

@@ -19,7 +19,7 @@ public sealed class InMemoryConnectionListener : IConnectionListener
     public Stream Connect()
     {
         var (server, client) = InMemoryTransport.CreatePair();
-        if (!_pending.Writer.TryWrite(new AcceptedConnection(server, ConnectionKind.InMemory, "", 0)))
+        if (!_pending.Writer.TryWrite(new AcceptedConnection(server, TransportKind.InMemory, "", 0)))
         {
             server.Dispose();
             client.Dispose();

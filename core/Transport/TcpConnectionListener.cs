@@ -66,7 +66,7 @@ public sealed class TcpConnectionListener : IConnectionListener
         }
         socket.NoDelay = true;
         Stream stream = ClientPollingEnabled ? new LinkSocketStream(socket, LinkPoller.NextClientPoller(), tcp: true) : new NetworkStream(socket, ownsSocket: true);
-        return new AcceptedConnection(stream, ConnectionKind.Tcp, ip, port);
+        return new AcceptedConnection(stream, TransportKind.Tcp, ip, port);
     }
 
     public void Dispose() => _socket.Dispose();

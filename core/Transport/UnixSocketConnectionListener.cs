@@ -50,7 +50,7 @@ public sealed class UnixSocketConnectionListener : IConnectionListener
             return null;
         }
         Stream stream = LinkPoller.Enabled ? new LinkSocketStream(socket) : new NetworkStream(socket, ownsSocket: true);
-        return new AcceptedConnection(stream, ConnectionKind.UnixSocket, "", 0);
+        return new AcceptedConnection(stream, TransportKind.UnixSocket, "", 0);
     }
 
     /// <summary>Stops listening; the socket file stays until <see cref="RemoveSocketFile"/> (lame duck mode keeps it, as before).</summary>

@@ -59,7 +59,7 @@ public sealed class ConnectionTests
     {
         var (server, client) = InMemoryTransport.CreatePair();
         var handler = new EchoHandler();
-        var connection = new Connection(server, ConnectionKind.InMemory, new OutboundLimits(1 << 20, TimeSpan.FromSeconds(10)), handler);
+        var connection = new Connection(server, TransportKind.InMemory, new OutboundLimits(1 << 20, TimeSpan.FromSeconds(10)), handler);
         handler.Connection = connection;
         return (connection, handler, new StreamLines(client), connection.RunAsync());
     }

@@ -51,7 +51,7 @@ public sealed class InMemoryProtocolTests : IAsyncLifetime
         await c.SendAsync("PING\r\n");
         Assert.Equal("PONG\r\n", await c.ReadUntilAsync("PONG\r\n"));
         var client = Assert.Single(_server.Clients);
-        Assert.Equal(ConnectionKind.InMemory, client.Kind);
+        Assert.Equal(TransportKind.InMemory, client.Kind);
     }
 
     [Fact]
