@@ -162,8 +162,8 @@ internal sealed class SystemEventWriter(NatsServer server)
         Header(w, "io.nats.server.advisory.v1.client_disconnect", c.ClosedAt ?? DateTime.UtcNow);
         WriteClient(w, c, disconnect: true, account);
         // The client's own view: what it sent is what the server received.
-        WriteCounts(w, "sent", Volatile.Read(ref c.OutMsgs), Volatile.Read(ref c.OutBytes));
-        WriteCounts(w, "received", Volatile.Read(ref c.InMsgs), Volatile.Read(ref c.InBytes));
+        WriteCounts(w, "sent", c.OutMsgs, c.OutBytes);
+        WriteCounts(w, "received", c.InMsgs, c.InBytes);
         w.WriteString("reason", reason);
     });
 

@@ -1,6 +1,7 @@
 using System.Text;
 using System.Text.Json;
 using System.Threading.Channels;
+using NatsBroker.Connections;
 using NatsBroker.Monitoring;
 using NatsBroker.Routing;
 using NatsBroker.Server;

@@ -3,6 +3,7 @@ using System.Reflection;
 using System.Runtime.CompilerServices;
 using System.Text.Json;
 using Microsoft.Extensions.Logging;
+using NatsBroker.Connections;
 using NatsBroker.Contracts;
 using NatsBroker.JetStream;
 using NatsBroker.Protocol;
@@ -28,7 +29,7 @@ internal static class HotPathWarmup
     /// <summary>The types declaring the per-message methods; a test checks that no such method is outside them.</summary>
     internal static readonly Type[] HotTypes =
     [
-        typeof(ProtocolParser), typeof(ClientConnection), typeof(OutboundBuffer), typeof(AsyncSignal), typeof(DeliveryBatch),
+        typeof(ProtocolParser), typeof(ClientConnection), typeof(Connection), typeof(OutboundBuffer), typeof(AsyncSignal), typeof(DeliveryBatch),
         typeof(Router), typeof(SubList), typeof(SubjectResultCache), typeof(ByteArrayComparer),
     ];
 

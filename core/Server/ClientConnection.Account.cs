@@ -1,5 +1,6 @@
 using NatsBroker.Accounts;
 using NatsBroker.Configuration;
+using NatsBroker.Connections;
 using NatsBroker.Protocol;
 
 namespace NatsBroker.Server;

@@ -1,5 +1,6 @@
 using System.Text;
 using NatsBroker.Auth;
+using NatsBroker.Connections;
 using NatsBroker.Protocol;
 using NatsBroker.Subscriptions;
 
@@ -15,7 +16,7 @@ namespace NatsBroker.Server;
 /// unconsumed, awaits <see cref="CompletePendingConnectAsync"/>, then parses on. auth_timeout keeps running until
 /// the verdict is applied (<see cref="AwaitingAuth"/> stays true), and abandons a request still waiting.</para>
 /// <para>Locks: <see cref="_authLock"/> serialises applying verdicts (CONNECT, reloads) and is taken before
-/// <c>_subsLock</c> and <c>_out.Lock</c>, never inside them.</para>
+/// <c>_subsLock</c> and the connection's outbound lock, never inside them.</para>
 /// </summary>
 public sealed partial class ClientConnection
 {
@@ -48,10 +49,10 @@ public sealed partial class ClientConnection
             while (true)
             {
                 var result = await request.Result.ConfigureAwait(false);
-                if (result is null || _closing)
+                if (result is null || _conn.IsClosing)
                 {
                     // Abandoned (auth timeout) or the queue stopped (server shutdown).
-                    if (!_closing) CloseNow(CloseReason.ServerShutdown);
+                    if (!_conn.IsClosing) CloseNow(CloseReason.ServerShutdown);
                     return;
                 }
                 lock (_authLock)
@@ -77,7 +78,7 @@ public sealed partial class ClientConnection
                     _pendingAuth = request;
                 }
                 // An auth timeout that fired before the new request was visible could not abandon it.
-                if (_closing) request.Abandon();
+                if (_conn.IsClosing) request.Abandon();
             }
         }
         finally
@@ -89,7 +90,7 @@ public sealed partial class ClientConnection
     /// <summary>The connection is closing while a password check may be queued: skip it, wake the read loop.</summary>
     private void AbandonPendingAuth()
     {
-        Interlocked.MemoryBarrier(); // _closing was just set; see the re-check in CompletePendingConnectAsync.
+        Interlocked.MemoryBarrier(); // The connection's closing flag was just set; see the re-check in CompletePendingConnectAsync.
         _pendingAuth?.Abandon();
     }
 
@@ -118,7 +119,7 @@ public sealed partial class ClientConnection
         _maxPayload = EffectiveMaxPayload(options);
         lock (_authLock)
         {
-            if (!_connectReceived || _closing) return;
+            if (!_connectReceived || _conn.IsClosing) return;
             if (RejectedForRevokedProxy(options)) return;
             if (!auth.AuthRequired && ListenerAuthOverride is null)
             {
@@ -143,7 +144,7 @@ public sealed partial class ClientConnection
             lock (_authLock)
             {
                 // Closed, server stopping, or a newer reload (which re-checks again): this verdict is moot.
-                if (result is null || _closing || !ReferenceEquals(_server.Auth, auth)) return;
+                if (result is null || _conn.IsClosing || !ReferenceEquals(_server.Auth, auth)) return;
                 ApplyReauthentication(result);
             }
         }

@@ -1,6 +1,5 @@
 using System.Buffers;
 using NatsBroker.Auth;
-using NatsBroker.Contracts.Gateways.Polling;
 using NatsBroker.Protocol;
 using NatsBroker.Routing;
 using NatsBroker.Subscriptions;
@@ -14,19 +13,19 @@ namespace NatsBroker.Server;
 /// MSG/HMSG to its own outbound buffer under its own lock and does its own accounting).
 /// </summary>
 /// <remarks>
-/// Lock order: <c>_subsLock</c> before <c>_out.Lock</c>. A delivering thread holds at most one destination's
-/// <c>_out.Lock</c> and takes no other lock inside it.
+/// Lock order: <c>_subsLock</c> before the connection's outbound lock. A delivering thread holds at most one
+/// destination's outbound lock and takes no other lock inside it (core/Connections/README.md).
 /// </remarks>
-public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IBatchEndWork, IStallTarget, IPublisher, Accounts.IRequester
+public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IPublisher, Accounts.IRequester
 {
-    // Destinations this connection's current read batch touched, and their back-pressure hints.
-    private readonly DeliveryBatch _batch = new();
+    /// <summary>The router flushes the destinations it delivered to through their connection (per-pass deferral there).</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
+    void IFlushTarget.Flush(bool inline) => _conn.Flush(inline);
 
     [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private void ProcessPub(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, int headerSize, in ReadOnlySequence<byte> payload)
     {
-        InMsgs++;
-        InBytes += payload.Length;
+        _conn.CountInbound(payload.Length);
         // Subject mappings first (parser.go calls client.go selectMappedSubject before processInboundClientMsg): the
         // publish permissions, and the violation's text, see the mapped subject.
         if (_account.Mappings is { } mappings && mappings.Map(subject) is { } mapped) subject = mapped;
@@ -45,7 +44,7 @@ public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IBatch
         // so `HPUB subj 0 N` reaches subscribers (and streams) as MSG.
         if (headerSize == 0) headerSize = -1;
 
-        if (!_account.Router.Publish(this, subject, reply, headerSize, payload, _l1, _batch) && _noResponders && !reply.IsEmpty)
+        if (!_account.Router.Publish(this, subject, reply, headerSize, payload, _l1, _conn.Batch) && _noResponders && !reply.IsEmpty)
         {
             SendNoResponders(reply, subject);
         }
@@ -109,12 +108,12 @@ public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IBatch
         var sid = sub.Sid;
         int total = prefix.Length + sid.Length + suffix.Length + (int)body.Length + 2;
         bool autoUnsub = false;
-        lock (_out.Lock)
+        lock (_conn.OutboundLock)
         {
-            if (_closing || sub.Closed) return DeliveryOutcome.Skipped;
+            if (_conn.IsClosing || sub.Closed) return DeliveryOutcome.Skipped;
             long max = sub.MaxMessages;
             if (max > 0 && sub.Delivered >= max) return DeliveryOutcome.Skipped;
-            if (_out.TryReserve(total, out var span))
+            if (_conn.TryReserveLocked(total, out var span))
             {
                 prefix.CopyTo(span);
                 int o = prefix.Length;
@@ -126,33 +125,15 @@ public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IBatch
             else
             {
                 // Larger than a chunk: spill across chunks.
-                _out.Write(prefix);
-                _out.Write(sid);
-                _out.Write(suffix);
-                _out.Write(body);
-                _out.Write("\r\n"u8);
+                _conn.WriteLocked(prefix);
+                _conn.WriteLocked(sid);
+                _conn.WriteLocked(suffix);
+                _conn.WriteLocked(body);
+                _conn.WriteLocked("\r\n"u8);
             }
-            long maxPending = _server.Options.MaxPending;
-            if (self)
-            {
-                // This connection is its own slow destination: instead of cutting it off, its read loop stops
-                // reading until its outbound drains (a client that stops reading its socket is still cut off by
-                // write_deadline). nats-server gets the same effect by flushing its own outbound in its read loop.
-                if (_out.Pending > StallThreshold(maxPending)) batch.MarkPublisherBackedUp();
-            }
-            else if (_out.Pending > maxPending)
-            {
-                // Slow consumer: the client cannot keep up; close it, keep everyone else flowing (client.go queueOutbound).
-                MarkSlowConsumerLocked();
-                return DeliveryOutcome.Skipped;
-            }
-            else if (_out.Pending > StallThreshold(maxPending))
-            {
-                // Over 75% of max_pending: the publisher waits briefly at the end of its read (fast producer stall).
-                batch.RequestStall(this);
-            }
-            OutMsgs++;
-            OutBytes += body.Length;
+            // Back-pressure (stall, self back-pressure) and the slow consumer cut-off are the connection's.
+            if (!_conn.AfterAppendLocked(self, batch)) return DeliveryOutcome.Skipped;
+            _conn.CountOutboundLocked(body.Length);
             long delivered = ++sub.Delivered;
             if (max > 0 && delivered >= max)
             {
@@ -232,10 +213,10 @@ public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IBatch
             int hdrLen = ProtocolWriter.NoRespondersHeaderLength(subject.Length);
             // HMSG <reply> <sid> <hdr> <hdr>\r\n<hdr>\r\n
             int len = 5 + reply.Length + 1 + sub.Sid.Length + 2 * (1 + ProtocolWriter.DigitCount(hdrLen)) + 2 + hdrLen + 2;
-            lock (_out.Lock)
+            lock (_conn.OutboundLock)
             {
-                if (_closing) return;
-                if (_out.IsReleased || !_out.TryReserve(len, out var span)) return;
+                if (_conn.IsClosing) return;
+                if (_conn.IsReleasedLocked || !_conn.TryReserveLocked(len, out var span)) return;
                 int o = 0;
                 "HMSG "u8.CopyTo(span); o += 5;
                 reply.CopyTo(span[o..]); o += reply.Length;
@@ -249,129 +230,8 @@ public sealed partial class ClientConnection : ISubscriber, IFlushTarget, IBatch
                 o += ProtocolWriter.WriteNoRespondersHeader(span[o..], subject);
                 span[o++] = (byte)'\r'; span[o] = (byte)'\n';
             }
-            _batch.Add(this);
+            _conn.Batch.Add(this);
             return;
-        }
-    }
-
-    // nats-server waits 2 ms (5 ms past max_pending), at most 10 ms per read. A JIT-compiled server on a loaded
-    // 2-core machine drains more slowly than that budget assumes, and cut a healthy subscriber in tests where Go
-    // did not; the wider budget only applies between 75% and 100% of max_pending, so a stuck client is still cut.
-    private static readonly TimeSpan StallMin = TimeSpan.FromMilliseconds(10);
-    private static readonly TimeSpan StallMax = TimeSpan.FromMilliseconds(20);
-
-    /// <summary>
-    /// End of a read batch: flush the destinations it touched, then act on back-pressure before reading more.
-    /// Fast-producer stall: wait (bounded: 10 ms, 20 ms when the destination is past max_pending) for a backed-up
-    /// destination to drain below 75% of max_pending, woken by its writer rather than polling. Self back-pressure:
-    /// when this connection is its own backed-up destination, wait (unbounded, but a client that stops reading is
-    /// cut by write_deadline or by closing) until its own outbound drains.
-    /// </summary>
-    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
-    private ValueTask EndReadBatchAsync()
-    {
-        _batch.Flush();
-        if (!_batch.HasBackPressure) return ValueTask.CompletedTask;
-        return WaitForBackPressureAsync();
-    }
-
-    private async ValueTask WaitForBackPressureAsync()
-    {
-        try
-        {
-            if (_batch.PublisherBackedUp)
-            {
-                while (!_closing && ((IStallTarget)this).IsBackedUp) await ((IStallTarget)this).WhenDrainedAsync().ConfigureAwait(false);
-            }
-            // One budget for all backed-up destinations of this read (nats-server: stallClientMaxDuration per read).
-            long start = Environment.TickCount64;
-            for (int i = 0; i < _batch.StallCount && !_closing; i++)
-            {
-                var target = _batch.StallTarget(i);
-                if (!target.IsBackedUp) continue;
-                long budget = (long)(target.IsOverLimit ? StallMax : StallMin).TotalMilliseconds - (Environment.TickCount64 - start);
-                if (budget <= 0) break;
-                try
-                {
-                    await target.WhenDrainedAsync().WaitAsync(TimeSpan.FromMilliseconds(budget)).ConfigureAwait(false);
-                }
-                catch (TimeoutException)
-                {
-                    // The budget is spent: read on (the destination is cut off if it passes max_pending).
-                }
-            }
-        }
-        finally
-        {
-            _batch.ClearBackPressure();
-        }
-    }
-
-    // 1 while this connection's flush waits for the end of a poller's pass (LinkPoller.TryDeferToBatchEnd).
-    private int _flushDeferred;
-
-    /// <summary>Set to 0 to flush at the end of each read batch even on a poller's thread (an operator's A/B switch).</summary>
-    internal const string DeferFlushesVariable = "NATSBROKER_FLUSH_DEFER";
-
-    private static readonly bool DeferFlushes = Environment.GetEnvironmentVariable(DeferFlushesVariable) != "0";
-
-    /// <summary>
-    /// The end of a publisher's batch asks for this connection's queued bytes to be written. On a poller's thread
-    /// (LinkPoller) the write waits for the end of the poller's pass: the other clients served in that pass may
-    /// deliver here too, and then one write carries all of it (10 requesters to 2 services: fewer sends by the server
-    /// and fewer, larger reads by the service). The pass is a few reads long, so this adds microseconds: a reader with
-    /// more input waiting does not stay on the poller's thread (ClientConnection.ReadLoopAsync).
-    /// </summary>
-    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
-    void IFlushTarget.Flush(bool inline)
-    {
-        if (!inline)
-        {
-            _writeSignal.SetOnThreadPool();
-            return;
-        }
-        if (DeferFlushes)
-        {
-            // Publisher on a poller's thread: write once at the end of the poller's pass, with whatever the other
-            // reads of that pass queue here too. Already deferred: that write takes this batch's bytes as well.
-            if (Volatile.Read(ref _flushDeferred) != 0) return;
-            if (Interlocked.Exchange(ref _flushDeferred, 1) != 0) return;
-            if (LinkPoller.TryDeferToBatchEnd(this)) return;
-            Volatile.Write(ref _flushDeferred, 0);
-        }
-        _writeSignal.Set();
-    }
-
-    void IBatchEndWork.RunAtBatchEnd(bool inline)
-    {
-        // Cleared before the wake-up: a publisher that sees it set relies on this wake-up to take its bytes.
-        Interlocked.Exchange(ref _flushDeferred, 0);
-        if (inline) _writeSignal.Set();
-        else _writeSignal.SetOnThreadPool();
-    }
-
-    // Completed by the writer when pending falls below the stall threshold, or on close; null when nobody waits.
-    private TaskCompletionSource? _drained;
-
-    Task IStallTarget.WhenDrainedAsync()
-    {
-        lock (_out.Lock)
-        {
-            if (_closing || _out.Pending <= StallThreshold(_server.Options.MaxPending)) return Task.CompletedTask;
-            return (_drained ??= new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously)).Task;
-        }
-    }
-
-    bool IStallTarget.IsBackedUp => !_closing && PendingBytes > StallThreshold(_server.Options.MaxPending);
-    bool IStallTarget.IsOverLimit => PendingBytes >= _server.Options.MaxPending;
-
-    /// <summary>After the writer returned written chunks (caller holds _out.Lock): wake waiters once drained.</summary>
-    private void SignalDrainedLocked()
-    {
-        if (_drained is { } tcs && (_closing || _out.Pending <= StallThreshold(_server.Options.MaxPending)))
-        {
-            _drained = null;
-            tcs.TrySetResult();
         }
     }
 }

@@ -1,5 +1,6 @@
 using NatsBroker.Auth;
 using NatsBroker.Auth.Jwt;
+using NatsBroker.Connections;
 
 namespace NatsBroker.Server;
 
@@ -28,7 +29,7 @@ public sealed partial class ClientConnection
         var max = TimeSpan.FromDays(40);
         var timer = TimeProvider.System.CreateTimer(static s => ((ClientConnection)s!).OnCredentialsExpiryTimer(), this, due > max ? max : due, Timeout.InfiniteTimeSpan);
         _expiry = timer;
-        if (_closing) timer.Dispose();
+        if (_conn.IsClosing) timer.Dispose();
     }
 
     private DateTimeOffset _expiresAt;
@@ -41,7 +42,7 @@ public sealed partial class ClientConnection
 
     private void OnCredentialsExpiryTimer()
     {
-        if (_closing) return;
+        if (_conn.IsClosing) return;
         if (DateTimeOffset.UtcNow < _expiresAt)
         {
             ScheduleExpiry(_expiresAt);
@@ -55,7 +56,7 @@ public sealed partial class ClientConnection
     {
         lock (_authLock)
         {
-            if (!_connectReceived || _closing || Connect?.Jwt is not { } jwt) return;
+            if (!_connectReceived || _conn.IsClosing || Connect?.Jwt is not { } jwt) return;
             if (Jwt.TryDecode(jwt, out _) is { } payload)
             {
                 var user = new UserClaims(payload, jwt);

@@ -2,6 +2,7 @@ using System.Buffers;
 using System.Text;
 using System.Text.Json;
 using NatsBroker.Auth;
+using NatsBroker.Connections;
 using NatsBroker.Protocol;
 using NatsBroker.Subjects;
 using NatsBroker.Subscriptions;
@@ -19,7 +20,6 @@ public sealed partial class ClientConnection
     private bool _headers;
     private bool _noResponders;
     private ClientPermissions? _permissions;
-    private long _lastInTicks;
     private int _pingsOut;
 
     /// <summary>
@@ -32,7 +32,7 @@ public sealed partial class ClientConnection
     private readonly struct Handler(ClientConnection c) : IProtocolHandler
     {
         // Also stops the parser while a CONNECT waits for its password check (ClientConnection.Auth.cs).
-        public bool IsClosing => c._closing || c._pendingAuth is not null;
+        public bool IsClosing => c._conn.IsClosing || c._pendingAuth is not null;
         public bool HeadersEnabled => c._headers;
         public int MaxPayload => c._maxPayload;
         // Checked before every op: the connected case stays inline (no call per message).
@@ -121,7 +121,7 @@ public sealed partial class ClientConnection
         }
         // CONNECT gives a first RTT estimate (time since accept) and restarts the ping timer, as nats-server does.
         long now = Environment.TickCount64;
-        Volatile.Write(ref _rttMs, Math.Max(1, now - _connectedTicks));
+        Volatile.Write(ref _rttMs, Math.Max(1, now - _conn.ConnectedTicks));
         _rttMeasured = true;
         ScheduleFirstPing(now);
         if (_verbose) EnqueueProto(ProtocolWriter.Ok);
@@ -149,7 +149,7 @@ public sealed partial class ClientConnection
     private void ProcessPing()
     {
         EnqueueProto(ProtocolWriter.Pong, wake: false);
-        _batch.Add(this);
+        _conn.Batch.Add(this);
     }
 
     private void ProcessPubArgs(ReadOnlySpan<byte> subject)
@@ -211,7 +211,7 @@ public sealed partial class ClientConnection
                 // Under the delivery lock, so no concurrent delivery can slip past max (client.go processUnsub
                 // and deliverMsg both hold the subscriber's client lock).
                 bool keep;
-                lock (_out.Lock)
+                lock (_conn.OutboundLock)
                 {
                     keep = max > 0 && max > sub.Delivered;
                     if (keep) sub.MaxMessages = max;
@@ -270,7 +270,7 @@ public sealed partial class ClientConnection
     /// <summary>Called by the server heartbeat: auth timeout, keep-alive PINGs, stale and write-deadline checks.</summary>
     internal void OnHeartbeat(long nowTicks)
     {
-        if (_closing) return;
+        if (_conn.IsClosing) return;
         var opts = _server.Options;
         if (AwaitingAuth)
         {
@@ -279,29 +279,22 @@ public sealed partial class ClientConnection
             var authTimeout = opts.AuthTimeout;
             // A longer websocket auth timeout: the websocket gateway enforces it on its links, which arrive here on
             // the Unix socket and are not known to be WebSocket ones before CONNECT, so this timer must not fire first.
-            if (Kind == ConnectionKind.UnixSocket && opts.WebSocketAuthTimeout is { } ws && ws > authTimeout) authTimeout = ws;
-            if (nowTicks - _connectedTicks >= (long)authTimeout.TotalMilliseconds)
+            if (Kind == TransportKind.UnixSocket && opts.WebSocketAuthTimeout is { } ws && ws > authTimeout) authTimeout = ws;
+            if (nowTicks - _conn.ConnectedTicks >= (long)authTimeout.TotalMilliseconds)
             {
                 SendErrorAndClose(ErrorMessages.AuthenticationTimeout, CloseReason.AuthenticationTimeout);
                 AbandonPendingAuth();
             }
             return;
         }
-        long writeStart = Volatile.Read(ref _writeStartTicks);
-        if (writeStart != 0 && nowTicks - writeStart >= (long)opts.WriteDeadline.TotalMilliseconds)
-        {
-            _server.Log.SlowConsumerWriteDeadline(Id, RemoteIp);
-            _server.CountSlowConsumer();
-            CloseNow(CloseReason.SlowConsumerWriteDeadline);
-            return;
-        }
+        if (_conn.CheckWriteDeadline(nowTicks)) return;
         long interval = (long)opts.PingInterval.TotalMilliseconds;
         if (interval <= 0) return;
-        if (_nextPingTicks == 0) ScheduleFirstPing(_connectedTicks);
+        if (_nextPingTicks == 0) ScheduleFirstPing(_conn.ConnectedTicks);
         if (nowTicks < _nextPingTicks) return;
         _nextPingTicks = nowTicks + interval;
         // Once RTT is known, a client that sent us something within the interval needs no PING (processPingTimer).
-        if (_rttMeasured && nowTicks - Volatile.Read(ref _lastInTicks) < interval) return;
+        if (_rttMeasured && nowTicks - _conn.LastInputTicks < interval) return;
         if (_pingsOut + 1 > opts.MaxPingsOut)
         {
             SendErrorAndClose(ErrorMessages.StaleConnection, CloseReason.StaleConnection);
@@ -341,5 +334,4 @@ public sealed partial class ClientConnection
         }
     }
 
-    private readonly long _connectedTicks = Environment.TickCount64;
 }

@@ -4,7 +4,7 @@ using System.Security.Cryptography;
 using System.Text;
 using NatsBroker.Auth;
 using NatsBroker.Contracts.Gateways;
-using NatsBroker.Contracts.Gateways.Polling;
+using NatsBroker.Connections;
 using NatsBroker.Protocol;
 
 namespace NatsBroker.Server;
@@ -165,9 +165,8 @@ public sealed partial class ClientConnection
     /// <summary>Over the Unix socket, only our own uid or root may relay as a gateway (SO_PEERCRED).</summary>
     private bool PeerMayBeProxy()
     {
-        if (Kind != ConnectionKind.UnixSocket) return true;
-        var socket = _stream switch { LinkSocketStream link => link.Socket, NetworkStream ns => ns.Socket, _ => null };
-        if (socket is null) return false;
+        if (Kind != TransportKind.UnixSocket) return true;
+        if (_conn.Socket is not { } socket) return false;
         return PeerCredentials.PeerUid(socket) is uint uid && (uid == 0 || uid == PeerCredentials.EffectiveUid);
     }
 }

@@ -1,5 +1,6 @@
 using NatsBroker.Auth;
 using NatsBroker.Configuration;
+using NatsBroker.Connections;
 using NatsBroker.Protocol;
 
 namespace NatsBroker.Server;
@@ -39,8 +40,7 @@ public sealed partial class NatsServer
         if (LameDuckMode) return;
         LameDuckMode = true;
         Log.LameDuck(_options.LameDuckDuration, _options.LameDuckGracePeriod);
-        _tcpListener?.Dispose();
-        _unixListener?.Dispose();
+        StopListening();
         foreach (var c in _clients.Values) c.SendAsyncInfo();
         var grace = _options.LameDuckGracePeriod;
         var duration = _options.LameDuckDuration;
@@ -86,6 +86,7 @@ public sealed partial class NatsServer
         _options = next;
         Accounts.Apply(next);
         _auth = CreateAuthenticator(next);
+        ClientLimits.Apply(next.MaxPending, next.WriteDeadline);
         // Existing connections stay, but are re-checked against the new users and limits, as nats-server's
         // reloadAuthorization does: invalid credentials are closed, permissions and limits replaced.
         foreach (var c in _clients.Values) c.OnReload(next, _auth);

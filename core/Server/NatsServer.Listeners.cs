@@ -2,14 +2,17 @@ using System.Net;
 using System.Net.NetworkInformation;
 using System.Net.Sockets;
 using System.Text.Json;
-using NatsBroker.Contracts.Networking;
+using NatsBroker.Connections;
+using NatsBroker.Transport;
 
 namespace NatsBroker.Server;
 
 public sealed partial class NatsServer
 {
-    private Socket? _tcpListener;
-    private Socket? _unixListener;
+    // Every listener the server accepts on (client port, Unix socket, in-memory ones added by tests), under _listenersLock.
+    private readonly List<IConnectionListener> _listeners = [];
+    private readonly Lock _listenersLock = new();
+    private UnixSocketConnectionListener? _unixListener;
     private readonly List<Task> _acceptLoops = [];
     private readonly CancellationTokenSource _shutdown = new();
     private string? _portsFile;
@@ -45,70 +48,94 @@ public sealed partial class NatsServer
         }
         // With a tls {} block the client port belongs to the tls-terminator gateway (gateways/tls-terminator):
         // clients reach the core only through it, over the Unix socket.
-        Socket? tcp = null;
+        TcpConnectionListener? tcp = null;
         if (!o.TlsConfigured)
         {
-            tcp = new Socket(address.AddressFamily, SocketType.Stream, ProtocolType.Tcp);
-            ListenerSocket.AllowRestartWhileInTimeWait(tcp);
-            tcp.Bind(new IPEndPoint(address, o.Port < 0 ? 0 : o.Port));
-            tcp.Listen(1024);
-            _tcpListener = tcp;
-            ClientPort = ((IPEndPoint)tcp.LocalEndPoint!).Port;
+            tcp = new TcpConnectionListener(address, o.Port < 0 ? 0 : o.Port);
+            ClientPort = tcp.Port;
         }
         else
         {
             ClientPort = o.Port;
         }
-
-        if (!string.IsNullOrEmpty(o.UnixSocketPath))
+        UnixSocketConnectionListener? unix = null;
+        try
         {
-            if (File.Exists(o.UnixSocketPath)) File.Delete(o.UnixSocketPath);
-            var uds = new Socket(AddressFamily.Unix, SocketType.Stream, ProtocolType.Unspecified);
-            uds.Bind(new UnixDomainSocketEndPoint(o.UnixSocketPath));
-            // Owner only: gateways run as the broker's user; the peer's uid is checked again for proxy trust.
-            if (!OperatingSystem.IsWindows()) File.SetUnixFileMode(o.UnixSocketPath, UnixFileMode.UserRead | UnixFileMode.UserWrite);
-            uds.Listen(1024);
-            _unixListener = uds;
+            if (!string.IsNullOrEmpty(o.UnixSocketPath)) unix = new UnixSocketConnectionListener(o.UnixSocketPath);
         }
+        catch
+        {
+            tcp?.Dispose();
+            throw;
+        }
+        _unixListener = unix;
 
         // Every listener is bound before the "Listening" line: test harnesses and scripts take it as readiness.
         if (tcp is not null)
         {
             Log.Listening($"{o.Host}:{ClientPort}");
-            _acceptLoops.Add(AcceptLoopAsync(tcp, ConnectionKind.Tcp));
+            StartAccepting(tcp);
         }
-        if (_unixListener is not null)
+        if (unix is not null)
         {
-            Log.ListeningUnix(o.UnixSocketPath!);
-            _acceptLoops.Add(AcceptLoopAsync(_unixListener, ConnectionKind.UnixSocket));
+            Log.ListeningUnix(unix.Path);
+            StartAccepting(unix);
         }
         StartHeartbeat();
     }
 
-    private async Task AcceptLoopAsync(Socket listener, ConnectionKind kind)
+    /// <summary>
+    /// An in-process listener (no socket): each <see cref="InMemoryConnectionListener.Connect"/> is a client
+    /// connection served like a TCP one. For tests and in-process sessions; closed with the server.
+    /// </summary>
+    public InMemoryConnectionListener ListenInMemory()
+    {
+        var listener = new InMemoryConnectionListener();
+        StartAccepting(listener);
+        return listener;
+    }
+
+    private void StartAccepting(IConnectionListener listener)
+    {
+        lock (_listenersLock)
+        {
+            _listeners.Add(listener);
+            _acceptLoops.Add(AcceptLoopAsync(listener));
+        }
+    }
+
+    private async Task AcceptLoopAsync(IConnectionListener listener)
     {
         await Task.Yield();
         while (!_shutdown.IsCancellationRequested)
         {
-            Socket socket;
+            AcceptedConnection? next;
             try
             {
-                socket = await listener.AcceptAsync(_shutdown.Token).ConfigureAwait(false);
+                next = await listener.AcceptAsync(_shutdown.Token).ConfigureAwait(false);
             }
-            catch (OperationCanceledException) { break; }
-            catch (ObjectDisposedException) { break; }
             catch (SocketException ex)
             {
                 Log.AcceptError(ex.Message);
                 await Task.Delay(10).ConfigureAwait(false);
                 continue;
             }
+            if (next is not { } accepted) break;
             if (LameDuckMode)
             {
-                socket.Dispose();
+                accepted.Stream.Dispose();
                 continue;
             }
-            AcceptClient(socket, kind);
+            AcceptClient(accepted);
+        }
+    }
+
+    /// <summary>Stops every listener (lame duck mode, shutdown); the accept loops end.</summary>
+    private void StopListening()
+    {
+        lock (_listenersLock)
+        {
+            foreach (var l in _listeners) l.Dispose();
         }
     }
 
@@ -152,9 +179,8 @@ public sealed partial class NatsServer
     private void CloseListeners()
     {
         _shutdown.Cancel();
-        _tcpListener?.Dispose();
-        _unixListener?.Dispose();
-        if (_unixListener is not null && _options.UnixSocketPath is { } p && File.Exists(p)) File.Delete(p);
+        StopListening();
+        _unixListener?.RemoveSocketFile();
         if (_portsFile is not null && File.Exists(_portsFile)) File.Delete(_portsFile);
     }
 }

@@ -1,5 +1,6 @@
 using System.Diagnostics;
 using System.Text;
+using NatsBroker.Connections;
 using NatsBroker.Subscriptions;
 
 namespace NatsBroker.Server;

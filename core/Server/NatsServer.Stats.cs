@@ -1,3 +1,5 @@
+using NatsBroker.Connections;
+
 namespace NatsBroker.Server;
 
 public sealed partial class NatsServer
@@ -26,8 +28,8 @@ public sealed partial class NatsServer
         lock (_closedLock) { im = _closedInMsgs; ib = _closedInBytes; om = _closedOutMsgs; ob = _closedOutBytes; }
         foreach (var c in _clients.Values)
         {
-            im += Volatile.Read(ref c.InMsgs); ib += Volatile.Read(ref c.InBytes);
-            om += Volatile.Read(ref c.OutMsgs); ob += Volatile.Read(ref c.OutBytes);
+            im += c.InMsgs; ib += c.InBytes;
+            om += c.OutMsgs; ob += c.OutBytes;
         }
         return (im, ib, om, ob);
     }

@@ -1,13 +1,12 @@
 using System.Collections.Concurrent;
-using System.Net.Sockets;
-using System.Net;
 using Microsoft.Extensions.Logging;
 using NatsBroker.Accounts;
 using NatsBroker.Auth;
 using NatsBroker.Configuration;
-using NatsBroker.Contracts.Gateways.Polling;
+using NatsBroker.Connections;
 using NatsBroker.Protocol;
 using NatsBroker.Subscriptions;
+using NatsBroker.Transport;
 
 namespace NatsBroker.Server;
 
@@ -45,6 +44,7 @@ public sealed partial class NatsServer : IAsyncDisposable
         Accounts = new AccountRegistry(NewRouter, ServerName);
         Accounts.Apply(options);
         _auth = CreateAuthenticator(options);
+        ClientLimits = new OutboundLimits(options.MaxPending, options.WriteDeadline);
     }
 
     private Routing.Router NewRouter() => new(new SubList(), ex => Log.InternalCallbackFault(ex));
@@ -56,6 +56,8 @@ public sealed partial class NatsServer : IAsyncDisposable
     public Routing.Router Router => Accounts.Global.Router;
     public SubList SubList => Router.SubList;
     internal IAuthenticator Auth => _auth;
+    /// <summary>max_pending and write_deadline of every client connection (updated in place on reload).</summary>
+    internal OutboundLimits ClientLimits { get; }
     /// <summary>Where connections run password hashing (bcrypt), off the socket threads.</summary>
     internal PasswordHashingQueue PasswordHashing { get; } = PasswordHashingQueue.CreateDefault();
     internal ServerLog Log { get; }
@@ -133,46 +135,23 @@ public sealed partial class NatsServer : IAsyncDisposable
     }
 
     /// <summary>
-    /// Registers an accepted socket in accept order (so max_connections rejects the newest, as nats-server does)
-    /// and runs it on the thread pool.
+    /// Registers an accepted connection in accept order (so max_connections rejects the newest, as nats-server does)
+    /// and starts it.
     /// </summary>
-    internal void AcceptClient(Socket socket, ConnectionKind kind)
+    private void AcceptClient(AcceptedConnection accepted)
     {
-        string ip = "";
-        int port = 0;
-        if (socket.RemoteEndPoint is IPEndPoint ep)
-        {
-            ip = ep.Address.IsIPv4MappedToIPv6 ? ep.Address.MapToIPv4().ToString() : ep.Address.ToString();
-            port = ep.Port;
-        }
-        if (kind == ConnectionKind.Tcp) socket.NoDelay = true;
-        // A Unix-socket client is a gateway's link: polled for input only (LinkSocketStream), so the gateway reading
-        // what we send it does not wake this process once per message (contracts/Gateways/Polling/LinkPoller.cs).
-        // A TCP client is polled by one of the client pollers (one per processor), whose pass ends with one write
-        // per destination that its clients' reads delivered to (ClientConnection.Delivery.cs, IFlushTarget.Flush):
-        // requests from several clients to one service leave in one write. The runtime's socket engine has no
-        // such point. Measured on the 2-core VM (bench/results/session-2026-11-29-g): against the runtime's engine in
-        // the same run, qreqrep-16 1.06-1.23x and reqrep150-256 1.16-1.24x; polling without the deferral moved neither.
-        Stream stream = kind == ConnectionKind.UnixSocket && LinkPoller.Enabled ? new LinkSocketStream(socket)
-            : kind == ConnectionKind.Tcp && ClientPollingEnabled ? new LinkSocketStream(socket, LinkPoller.NextClientPoller(), tcp: true)
-            : new NetworkStream(socket, ownsSocket: true);
-        var client = Register(stream, kind, ip, port);
+        var client = Register(accepted.Stream, accepted.Kind, accepted.RemoteIp, accepted.RemotePort);
         // Started here, not queued to the thread pool: this thread (the accept completion's) runs the connection's
         // synchronous start (INFO sent, first read posted) and returns at the first read, saving a thread-pool hop
         // per connection (nats-server's accept goroutine likewise sends INFO itself, createClient).
         _ = client.RunAsync(onAcceptLoop: true);
     }
 
-    /// <summary>Set to 0 to give TCP clients' sockets to the runtime's socket engine (an operator's A/B switch).</summary>
-    internal const string ClientPollingVariable = "NATSBROKER_CLIENT_POLLING";
-
-    private static readonly bool ClientPollingEnabled = LinkPoller.Enabled && Environment.GetEnvironmentVariable(ClientPollingVariable) != "0";
-
     /// <summary>Serves one client over any duplex stream (used by the listeners and by in-memory tests).</summary>
-    public Task RunClientAsync(Stream stream, ConnectionKind kind, string remoteIp, int remotePort) =>
+    public Task RunClientAsync(Stream stream, TransportKind kind, string remoteIp, int remotePort) =>
         Register(stream, kind, remoteIp, remotePort).RunAsync();
 
-    private ClientConnection Register(Stream stream, ConnectionKind kind, string remoteIp, int remotePort)
+    private ClientConnection Register(Stream stream, TransportKind kind, string remoteIp, int remotePort)
     {
         ulong id = (ulong)Interlocked.Increment(ref _nextClientId);
         bool overLimit = _clients.Count >= _options.MaxConnections && OpenClientCount() >= _options.MaxConnections;

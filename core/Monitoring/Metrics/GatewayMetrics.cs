@@ -36,8 +36,8 @@ internal sealed class GatewayMetrics
             if (c.ProxyKey is not { } key) continue;
             var id = (key, c.ProxiedClient?.Gateway ?? "");
             groups.TryGetValue(id, out var sum);
-            groups[id] = (sum.Conns + 1, sum.InMsgs + Volatile.Read(ref c.InMsgs), sum.OutMsgs + Volatile.Read(ref c.OutMsgs),
-                sum.InBytes + Volatile.Read(ref c.InBytes), sum.OutBytes + Volatile.Read(ref c.OutBytes));
+            groups[id] = (sum.Conns + 1, sum.InMsgs + c.InMsgs, sum.OutMsgs + c.OutMsgs,
+                sum.InBytes + c.InBytes, sum.OutBytes + c.OutBytes);
         }
         foreach (var ((key, gateway), sum) in groups)
         {

@@ -11,9 +11,9 @@ namespace NatsBroker.Tests.Server;
 /// <summary>
 /// The operator switches that turn the fast paths off (issue 45, "CI runs the fallback paths"): without them nothing
 /// would run the code they fall back to. <c>NATSBROKER_CLIENT_POLLING=0</c> gives TCP clients to the runtime's socket
-/// engine (NatsServer.ClientPollingVariable), <c>NATSBROKER_LINK_POLLING=0</c> does that for every socket, Unix socket
+/// engine (TcpConnectionListener.ClientPollingVariable), <c>NATSBROKER_LINK_POLLING=0</c> does that for every socket, Unix socket
 /// clients and the gateways' links included (LinkPoller.Variable), and <c>NATSBROKER_FLUSH_DEFER=0</c> keeps the
-/// pollers but writes at the end of each read instead of the poller's pass (ClientConnection.DeferFlushesVariable).
+/// pollers but writes at the end of each read instead of the poller's pass (Connection.DeferFlushesVariable).
 /// Each broker runs with one switch set: a slice of the differential transcripts is compared with nats-server 2.14.5,
 /// and the paths the transcripts do not stress (a large payload split across reads, a queue group, request/reply with
 /// headers, a slow consumer, a supervised WebSocket gateway) are checked directly. Each test first checks that the

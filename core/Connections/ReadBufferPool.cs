@@ -1,7 +1,7 @@
 using System.Buffers;
 using System.Collections.Concurrent;
 
-namespace NatsBroker.Server;
+namespace NatsBroker.Connections;
 
 /// <summary>
 /// The read buffers of client connections' pipe readers: 64 KiB blocks on the pinned object heap, each with its

@@ -1,7 +1,7 @@
 using System.Threading.Tasks.Sources;
 using System.Runtime.CompilerServices;
 
-namespace NatsBroker.Server;
+namespace NatsBroker.Connections;
 
 /// <summary>
 /// An allocation-free auto-reset signal with a single waiter (a connection's writer loop).

@@ -1,7 +1,7 @@
 using System.Buffers;
 using System.Runtime.CompilerServices;
 
-namespace NatsBroker.Server;
+namespace NatsBroker.Connections;
 
 /// <summary>
 /// A connection's bounded outbound buffer, as a list of fixed-size pooled chunks.

@@ -1,6 +1,6 @@
 using System.Collections.Concurrent;
 
-namespace NatsBroker.Server;
+namespace NatsBroker.Connections;
 
 /// <summary>
 /// Process-wide pool of outbound chunks. <see cref="System.Buffers.ArrayPool{T}.Shared"/> keeps only a few

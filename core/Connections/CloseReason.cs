@@ -1,0 +1,13 @@
+namespace NatsBroker.Connections;
+
+/// <summary>How a connection reached us (the transport; the protocol kind is NatsBroker.Protocol.ConnectionKind).</summary>
+public enum TransportKind { Tcp, UnixSocket, InMemory }
+
+/// <summary>Why a connection closed (server/client.go ClosedState, as shown in /connz reason).</summary>
+public enum CloseReason
+{
+    ClientClosed, ServerShutdown, ProtocolViolation, ParseError, AuthenticationViolation, AuthenticationTimeout,
+    SlowConsumerPendingBytes, SlowConsumerWriteDeadline, StaleConnection, MaxPayloadExceeded,
+    MaxControlLineExceeded, MaxConnectionsExceeded, BadClientProtocolVersion, NoRespondersRequiresHeaders,
+    ReadError, WriteError, LameDuck, ProxyNotTrusted, ProxyRequired, AuthenticationExpired, Revocation,
+}
