@@ -58,7 +58,9 @@ public sealed partial class NatsCli(string exe, string url, string user, string 
 
     private Process Start(string[] args)
     {
-        var psi = new ProcessStartInfo(exe)
+        // Through sh with stderr on stdout: one pipe keeps the order the user sees (the CLI writes headers to one
+        // stream and bodies to the other).
+        var psi = new ProcessStartInfo("/bin/sh")
         {
             RedirectStandardOutput = true,
             RedirectStandardError = true,
@@ -69,7 +71,7 @@ public sealed partial class NatsCli(string exe, string url, string user, string 
         psi.Environment["NO_COLOR"] = "1";
         psi.Environment["HOME"] = workDir;
         psi.Environment["XDG_CONFIG_HOME"] = Path.Combine(workDir, ".config");
-        foreach (var a in (string[])["-s", url, "--user", user, "--password", password]) psi.ArgumentList.Add(a);
+        foreach (var a in (string[])["-c", "exec \"$0\" \"$@\" 2>&1", exe, "-s", url, "--user", user, "--password", password]) psi.ArgumentList.Add(a);
         foreach (var a in args) psi.ArgumentList.Add(a);
         return Process.Start(psi)!;
     }
