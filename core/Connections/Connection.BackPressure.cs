@@ -57,6 +57,7 @@ public sealed partial class Connection : IFlushTarget, IBatchEndWork, IStallTarg
                 if (!target.IsBackedUp) continue;
                 long budget = (long)(target.IsOverLimit ? StallMax : StallMin).TotalMilliseconds - (Environment.TickCount64 - start);
                 if (budget <= 0) break;
+                _handler.OnProducerStalled();
                 try
                 {
                     await target.WhenDrainedAsync().WaitAsync(TimeSpan.FromMilliseconds(budget)).ConfigureAwait(false);

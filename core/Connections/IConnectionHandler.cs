@@ -26,6 +26,12 @@ public interface IConnectionHandler
     /// <summary>The connection cut itself off as a slow consumer (max_pending or write_deadline). May be called under the outbound lock: count and log only.</summary>
     void OnSlowConsumer(CloseReason reason);
 
+    /// <summary>
+    /// This connection's read waited (a fast-producer stall) for a destination past 75% of its max_pending to drain
+    /// (nats-server stalledWait counts each such wait in /varz stalled_clients). Count only.
+    /// </summary>
+    void OnProducerStalled();
+
     /// <summary>A bug in the read loop (the connection then closes; the server goes on).</summary>
     void OnLoopFault(Exception exception);
 

@@ -242,6 +242,7 @@ public sealed class MonitorEndpoints(NatsServer server)
             OutClientBytes = outBytes,
             SlowConsumers = server.SlowConsumers,
             StaleConnections = server.StaleConnections,
+            StalledClients = server.StalledClients,
             SlowConsumerStats = new ConnectionKindCounts { Clients = (ulong)server.SlowConsumers },
             StaleConnectionStats = new ConnectionKindCounts { Clients = (ulong)server.StaleConnections },
             Subscriptions = server.SubList.Count,

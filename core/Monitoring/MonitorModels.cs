@@ -68,6 +68,8 @@ public sealed class Varz
     [JsonPropertyName("slow_consumers")] public long SlowConsumers { get; set; }
     /// <summary>2.11+: connections closed as stale (missed pings) since start.</summary>
     [JsonPropertyName("stale_connections")] public long StaleConnections { get; set; }
+    /// <summary>2.11+: fast-producer stalls since start (each wait of a read on a backed-up destination).</summary>
+    [JsonPropertyName("stalled_clients")] public long StalledClients { get; set; }
     [JsonPropertyName("subscriptions")] public long Subscriptions { get; set; }
     [JsonPropertyName("http_req_stats")] public SortedDictionary<string, long> HttpReqStats { get; set; } = new(StringComparer.Ordinal);
     [JsonPropertyName("config_load_time")] public DateTime ConfigLoadTime { get; set; }

@@ -99,6 +99,8 @@ public sealed partial class ClientConnection : IConnectionHandler
         _server.CountSlowConsumer();
     }
 
+    void IConnectionHandler.OnProducerStalled() => _server.CountStall();
+
     void IConnectionHandler.OnLoopFault(Exception exception) => _server.Log.ConnectionLoopFault(exception, Id);
 
     /// <summary>Queue -ERR, flush what is queued, then close (the client sees the error before EOF).</summary>

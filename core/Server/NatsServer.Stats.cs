@@ -7,6 +7,7 @@ public sealed partial class NatsServer
     private long _totalConnections;
     private long _slowConsumers;
     private long _staleConnections;
+    private long _stalls;
     // Totals of connections that have closed; live connections are summed on demand (monitoring is rare,
     // publishing is not, so the hot path only touches per-connection counters).
     private long _closedInMsgs, _closedInBytes, _closedOutMsgs, _closedOutBytes;
@@ -21,6 +22,11 @@ public sealed partial class NatsServer
     public long StaleConnections => Interlocked.Read(ref _staleConnections);
 
     internal void CountSlowConsumer() => Interlocked.Increment(ref _slowConsumers);
+
+    /// <summary>Fast-producer stalls since start (/varz stalled_clients, nats-server s.stalls).</summary>
+    public long StalledClients => Interlocked.Read(ref _stalls);
+
+    internal void CountStall() => Interlocked.Increment(ref _stalls);
 
     public (long InMsgs, long InBytes, long OutMsgs, long OutBytes) MessageTotals()
     {

@@ -14,7 +14,7 @@ namespace NatsBroker.Gateways.Link;
 /// idle TLS clients cost the terminator 68 KB each, ~64 KB of it these buffers), and an array handed back by an
 /// earlier session is resident already. Pinned arrays are never moved; the free lists are bounded so a connect
 /// storm's buffers do not stay resident for the next one beyond <see cref="MaxRetainedBytes"/> per size.
-/// The same reasoning as the core's read buffers (core/Server/ReadBufferPool.cs).
+/// The same reasoning as the core's read buffers (core/Connections/ReadBufferPool.cs).
 /// </remarks>
 public static class PinnedBuffers
 {

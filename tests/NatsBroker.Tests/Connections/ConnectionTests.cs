@@ -50,6 +50,8 @@ public sealed class ConnectionTests
 
         public Task? CompletePendingInput() => null;
         public void OnSlowConsumer(CloseReason reason) { }
+        public void OnProducerStalled() { }
+
         public void OnLoopFault(Exception exception) => throw new InvalidOperationException("loop fault", exception);
         public void OnClosing() => Closing++;
         public void OnClosed() => Closed++;

@@ -15,6 +15,9 @@ public sealed class HotPathWarmupTests
         var hot = HotPathWarmup.JetStreamHotAssemblies.Prepend(typeof(HotPathWarmup).Assembly).SelectMany(a => a.GetTypes())
             .SelectMany(t => t.GetMethods(all).Cast<MethodBase>().Concat(t.GetConstructors(all)))
             .Where(m => (m.MethodImplementationFlags & MethodImplAttributes.AggressiveOptimization) != 0)
+            // The route/leaf parser has no connection in the core yet (issue 46 adds route connections), so there is no
+            // handler to instantiate its generic methods with; it joins HotTypes with the route connection.
+            .Where(m => m.DeclaringType != typeof(NatsBroker.Protocol.RouteProtocolParser))
             .ToList();
         Assert.NotEmpty(hot);
         var missed = hot.Where(m => m is not MethodInfo info || !warmed.Contains(info)).Select(m => $"{m.DeclaringType}.{m.Name}").ToList();

@@ -177,14 +177,12 @@ public sealed class MetricsEndpointTests
                 bool exported = p.Value.ValueKind == System.Text.Json.JsonValueKind.Number
                     || (p.Value.ValueKind == System.Text.Json.JsonValueKind.String && p.Name is "server_id" or "server_name" or "version");
                 var name = $"gnatsd_{endpoint}_{p.Name}";
-                if (exported && !families.ContainsKey(name) && !OnlyInNatsServerVarz(version).Contains(name)) missing.Add(name);
+                if (exported && !families.ContainsKey(name)) missing.Add(name);
             }
         }
         Assert.True(missing.Count == 0, $"gauges the exporter would publish for nats-server {version} and ours lacks: {string.Join(", ", missing)}");
     }
 
-    /// <summary>/varz numbers 2.14.5 has and ours does not write yet (NatsServerOracleTests.OnlyIn214, docs/monitoring.md).</summary>
-    private static HashSet<string> OnlyInNatsServerVarz(string version) => version == "2.14.5" ? ["gnatsd_varz_stalled_clients"] : [];
 
     /// <summary>Every metric the Grafana dashboard in deploy/ queries is one /metrics publishes (with JetStream on).</summary>
     [SkippableFact]
