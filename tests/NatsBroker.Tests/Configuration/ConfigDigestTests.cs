@@ -36,7 +36,7 @@ public sealed partial class ConfigDigestTests(ITestOutputHelper output)
             { user: bob, password: s3cret, permissions: { publish: ["a.>", "b.*"], subscribe: { deny: "secret.>" } } }
           ]
         }
-        jetstream { max_memory_store: 1G, max_file_store: 10G, store_dir: "/tmp/natsbroker-digest-js" }
+        jetstream { enabled: false, max_memory_store: 1G, max_file_store: 10G }
         """,
         """
         accounts: {

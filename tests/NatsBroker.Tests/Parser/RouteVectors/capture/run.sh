@@ -1,6 +1,6 @@
 #!/bin/bash
 # usage: run.sh OUTDIR SERVERBIN
-OUT=$1; O=$2; N=/work/shared/tools/nats
+OUT=$1; O=$2; N=${NATS_CLI:-nats}  # the nats CLI (../shared/tools/nats beside the repository)
 rm -rf $OUT; mkdir -p $OUT; : > $OUT/pids; : > $OUT/subpids
 python3 proxy.py 15103 15101 $OUT/route > /dev/null 2>&1 & echo $! >> $OUT/pids
 python3 proxy.py 15203 15201 $OUT/leaf > /dev/null 2>&1 & echo $! >> $OUT/pids
