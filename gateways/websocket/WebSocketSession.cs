@@ -8,7 +8,7 @@ using System.Text.Json.Nodes;
 using Microsoft.Extensions.Logging;
 using NatsBroker.Contracts.Gateways;
 using NatsBroker.Gateways.Link;
-using NatsBroker.TlsTerminator;
+using NatsBroker.Gateways.Link.Tls;
 
 namespace NatsBroker.WebSocketGateway;
 
