@@ -1,6 +1,6 @@
 using Microsoft.Extensions.Logging;
 using NatsBroker.Configuration;
-using NatsBroker.Contracts.Runtime;
+using NatsBroker.Transport.Runtime;
 using NatsBroker.Hosting;
 
 namespace NatsBroker;

@@ -1,9 +1,11 @@
 namespace NatsBroker.Configuration;
 
 /// <summary>
-/// The keys that concern gateway processes (docs: gateways/README.md). The core reads only what it needs:
-/// that a <c>tls {}</c> block exists (the tls-terminator validates and serves it), <c>proxies</c> (nats-server
-/// 2.12, ADR-55: which proxy nkeys it trusts) and <c>gateways</c> (ours: whether it starts the gateways itself).
+/// The keys that concern protocol gateway processes (docs: gateways/README.md; the name: docs/architecture.md
+/// "Glossary"). The core reads only what it needs: that a <c>tls {}</c> block exists (the tls-terminator validates
+/// and serves it), <c>proxies</c> (nats-server 2.12, ADR-55: which proxy nkeys it trusts) and
+/// <c>protocol_gateways</c> (ours: whether it starts the protocol gateways itself). nats-server's own
+/// <c>gateway {}</c> (super-cluster gateways) is a different thing, still refused as unsupported.
 /// </summary>
 internal sealed partial class OptionMapper
 {
@@ -36,8 +38,15 @@ internal sealed partial class OptionMapper
             case "proxies":
                 Proxies(e);
                 break;
+            case "protocol_gateways":
+                ProtocolGateways(e);
+                break;
             case "gateways":
-                Gateways(e);
+                // The key's first name, kept as an alias: same behaviour, one warning at start-up naming the new key,
+                // because beside nats-server's "gateway {}" (super-cluster gateways) "gateways {}" reads as its plural.
+                Warnings.Add(new ConfigError(e.KeyPosition,
+                    "\"gateways {}\" is the old name of \"protocol_gateways {}\" (nats-server's \"gateway {}\" is something else: super-cluster gateways); rename it"));
+                ProtocolGateways(e);
                 break;
         }
     }
@@ -190,10 +199,11 @@ internal sealed partial class OptionMapper
     }
 
     /// <summary>
-    /// Ours: <c>gateways { managed: supervised | external, seed_file: "..." }</c>. <c>seed_file</c> is read by the
-    /// gateway processes (their proxy nkey seed when run by systemd); the core only checks it is a string.
+    /// Ours: <c>protocol_gateways { managed: supervised | external, seed_file: "..." }</c> (alias: <c>gateways</c>).
+    /// <c>seed_file</c> is read by the gateway processes (their proxy nkey seed when run by systemd, gateways/link
+    /// GatewayEnvironment); the core only checks it is a string.
     /// </summary>
-    private void Gateways(ConfigEntry e)
+    private void ProtocolGateways(ConfigEntry e)
     {
         if (!Expect(e, ConfigValueKind.Map, "a map")) return;
         foreach (var f in e.Value.AsMap())

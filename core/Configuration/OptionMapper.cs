@@ -227,7 +227,7 @@ internal sealed partial class OptionMapper(ServerOptions o)
             case "jetstream":
                 JetStream(e);
                 break;
-            case "tls" or "proxies" or "gateways" or "websocket" or "ws" or "mqtt":
+            case "tls" or "proxies" or "protocol_gateways" or "gateways" or "websocket" or "ws" or "mqtt":
                 GatewayBlock(key, e);
                 break;
             case "allow_non_tls":

@@ -60,7 +60,7 @@ public sealed class ServerOptions
     public string MqttHost { get; set; } = "0.0.0.0";
     /// <inheritdoc cref="WebSocketHost"/>
     public int MqttPort { get; set; } = 1883;
-    /// <summary><c>gateways { managed: external }</c>: gateways run elsewhere (systemd units); the core does not start them.</summary>
+    /// <summary><c>protocol_gateways { managed: external }</c>: protocol gateways run elsewhere (systemd units); the core does not start them.</summary>
     public bool GatewaysManagedExternally { get; set; }
     /// <summary><c>proxies { trusted = [ {key: "U..."} ] }</c> (nats-server 2.12, ADR-55): public nkeys of trusted proxies.</summary>
     public List<string> TrustedProxies { get; set; } = [];

@@ -1,5 +1,5 @@
 using System.Runtime.CompilerServices;
-using NatsBroker.Contracts.Gateways.Polling;
+using NatsBroker.Transport.Polling;
 using NatsBroker.Routing;
 
 namespace NatsBroker.Connections;

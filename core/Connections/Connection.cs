@@ -1,6 +1,6 @@
 using System.IO.Pipelines;
 using System.Net.Sockets;
-using NatsBroker.Contracts.Gateways.Polling;
+using NatsBroker.Transport.Polling;
 using NatsBroker.Routing;
 
 namespace NatsBroker.Connections;

@@ -3,7 +3,7 @@ using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Hosting.Systemd;
 using Microsoft.Extensions.Logging;
 using NatsBroker.Configuration;
-using NatsBroker.Contracts.Runtime;
+using NatsBroker.Transport.Runtime;
 using NatsBroker.Monitoring;
 using NatsBroker.Server;
 

@@ -3,7 +3,7 @@ using System.Runtime.InteropServices;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 using NatsBroker.Configuration;
-using NatsBroker.Contracts.Runtime;
+using NatsBroker.Transport.Runtime;
 using NatsBroker.Server;
 
 namespace NatsBroker.Hosting;

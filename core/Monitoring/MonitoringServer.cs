@@ -69,7 +69,7 @@ public sealed partial class MonitoringServer : IAsyncDisposable
         {
             // As Kestrel binds: the IPv6 wildcard also takes IPv4.
             if (address.Equals(IPAddress.IPv6Any)) socket.DualMode = true;
-            NatsBroker.Contracts.Networking.ListenerSocket.AllowRestartWhileInTimeWait(socket);
+            NatsBroker.Transport.Sockets.ListenerSocket.AllowRestartWhileInTimeWait(socket);
             socket.Bind(new IPEndPoint(address, port));
             socket.Listen(512);
             return socket;

@@ -72,7 +72,7 @@ public sealed partial class ClientConnection
             // Go's encoding/json reads invalid UTF-8 in strings as U+FFFD; System.Text.Json refuses it (GoUtf8).
             opts = System.Text.Unicode.Utf8.IsValid(json)
                 ? JsonSerializer.Deserialize(json, ProtocolJsonContext.Default.ConnectOptions)
-                : JsonSerializer.Deserialize(NatsBroker.Contracts.Text.GoUtf8.RepairCopy(json), ProtocolJsonContext.Default.ConnectOptions);
+                : JsonSerializer.Deserialize(NatsBroker.Transport.Text.GoUtf8.RepairCopy(json), ProtocolJsonContext.Default.ConnectOptions);
         }
         catch (JsonException)
         {

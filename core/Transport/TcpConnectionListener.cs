@@ -1,8 +1,8 @@
 using System.Net;
 using System.Net.Sockets;
 using NatsBroker.Connections;
-using NatsBroker.Contracts.Gateways.Polling;
-using NatsBroker.Contracts.Networking;
+using NatsBroker.Transport.Polling;
+using NatsBroker.Transport.Sockets;
 
 namespace NatsBroker.Transport;
 

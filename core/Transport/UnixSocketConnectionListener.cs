@@ -1,6 +1,6 @@
 using System.Net.Sockets;
 using NatsBroker.Connections;
-using NatsBroker.Contracts.Gateways.Polling;
+using NatsBroker.Transport.Polling;
 
 namespace NatsBroker.Transport;
 

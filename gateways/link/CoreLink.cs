@@ -4,8 +4,8 @@ using System.Text;
 using System.Text.Json;
 using System.Text.Json.Nodes;
 using NatsBroker.Contracts.Gateways;
-using NatsBroker.Contracts.Gateways.Polling;
-using NatsBroker.Contracts.Text;
+using NatsBroker.Transport.Polling;
+using NatsBroker.Transport.Text;
 
 namespace NatsBroker.Gateways.Link;
 

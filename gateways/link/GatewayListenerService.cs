@@ -3,8 +3,8 @@ using System.Net.Sockets;
 using System.Runtime.InteropServices;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
-using NatsBroker.Contracts.Networking;
-using NatsBroker.Contracts.Runtime;
+using NatsBroker.Transport.Sockets;
+using NatsBroker.Transport.Runtime;
 
 namespace NatsBroker.Gateways.Link;
 

@@ -4,7 +4,7 @@ using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Console;
 using NatsBroker.Configuration;
-using NatsBroker.Contracts.Runtime;
+using NatsBroker.Transport.Runtime;
 
 namespace NatsBroker.Gateways.Link;
 

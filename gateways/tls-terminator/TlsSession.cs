@@ -7,6 +7,7 @@ using System.Text;
 using Microsoft.Extensions.Logging;
 using NatsBroker.Contracts.Gateways;
 using NatsBroker.Gateways.Link;
+using NatsBroker.Gateways.Link.Tls;
 
 namespace NatsBroker.TlsTerminator;
 

@@ -1,7 +1,7 @@
 using System.Globalization;
 using NatsBroker.Configuration;
 using NatsBroker.Gateways.Link;
-using NatsBroker.TlsTerminator;
+using NatsBroker.Gateways.Link.Tls;
 
 namespace NatsBroker.WebSocketGateway;
 
@@ -65,8 +65,8 @@ public static class WebSocketConfig
                         Bad("a map");
                         break;
                     }
-                    o.Tls = new TerminatorOptions();
-                    TerminatorConfig.ReadTls(f, o.Tls, errors);
+                    o.Tls = new TlsOptions();
+                    TlsConfig.ReadTls(f, o.Tls, errors);
                     break;
                 case "same_origin":
                     if (v.Kind == ConfigValueKind.Bool) o.SameOrigin = v.AsBool(); else Bad("a boolean");

@@ -1,4 +1,4 @@
-using NatsBroker.TlsTerminator;
+using NatsBroker.Gateways.Link.Tls;
 
 namespace NatsBroker.WebSocketGateway;
 
@@ -10,8 +10,8 @@ public sealed class WebSocketOptions : NatsBroker.Gateways.Link.IGatewayListenOp
     public int Port { get; set; }
     /// <summary><c>no_tls: true</c>: plain ws:// (nats-server refuses a websocket block with neither tls nor no_tls).</summary>
     public bool NoTls { get; set; }
-    /// <summary>The block's <c>tls {}</c> (the terminator's reader): wss://.</summary>
-    public TerminatorOptions? Tls { get; set; }
+    /// <summary>The block's <c>tls {}</c> (TlsConfig, shared by every protocol gateway): wss://.</summary>
+    public TlsOptions? Tls { get; set; }
     public bool SameOrigin { get; set; }
     public List<string> AllowedOrigins { get; set; } = [];
     /// <summary><c>compression</c>: permessage-deflate when the client offers it.</summary>

@@ -8,7 +8,7 @@ using System.Text.Json.Nodes;
 using Microsoft.Extensions.Logging;
 using NatsBroker.Contracts.Gateways;
 using NatsBroker.Gateways.Link;
-using NatsBroker.TlsTerminator;
+using NatsBroker.Gateways.Link.Tls;
 
 namespace NatsBroker.WebSocketGateway;
 
@@ -399,7 +399,7 @@ internal sealed class WebSocketSession(Socket socket, WebSocketOptions options, 
         try
         {
             // Invalid UTF-8 read as Go reads it (U+FFFD): JsonNode would throw when the object is written back (GoUtf8).
-            if (JsonNode.Parse(NatsBroker.Contracts.Text.GoUtf8.RepairCopy(line.AsSpan(8).Trim(" \t"u8))) is not JsonObject obj) return line;
+            if (JsonNode.Parse(NatsBroker.Transport.Text.GoUtf8.RepairCopy(line.AsSpan(8).Trim(" \t"u8))) is not JsonObject obj) return line;
             bool changed = false;
             void Fill(string field, string? cookie)
             {

@@ -1,5 +1,5 @@
 using System.Net.Sockets;
-using NatsBroker.Contracts.Gateways.Polling;
+using NatsBroker.Transport.Polling;
 
 namespace NatsBroker.Tests.Gateways;
 

@@ -1,7 +1,7 @@
 using System.Collections.Concurrent;
 using System.Net;
 using System.Net.Sockets;
-using NatsBroker.Contracts.Gateways.Polling;
+using NatsBroker.Transport.Polling;
 
 namespace NatsBroker.Tests.Gateways;
 

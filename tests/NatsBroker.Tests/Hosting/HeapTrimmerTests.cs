@@ -1,13 +1,13 @@
 using System.Text;
 using System.Text.RegularExpressions;
-using NatsBroker.Contracts.Runtime;
+using NatsBroker.Transport.Runtime;
 using NatsBroker.Tests.Infrastructure;
 using Xunit.Abstractions;
 
 namespace NatsBroker.Tests.Hosting;
 
 /// <summary>
-/// The heap trimmer (contracts/Runtime/HeapTrimmer.cs): when it collects, that a collection gives memory back, and
+/// The heap trimmer (transport/Runtime/HeapTrimmer.cs): when it collects, that a collection gives memory back, and
 /// that the core process does it on its own after its heap grew. The MQTT gateway's trim after a connect storm is
 /// measured by the bench row <c>mqtt-sessions10k</c>.
 /// </summary>

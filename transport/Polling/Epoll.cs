@@ -1,6 +1,6 @@
 using System.Runtime.InteropServices;
 
-namespace NatsBroker.Contracts.Gateways.Polling;
+namespace NatsBroker.Transport.Polling;
 
 /// <summary>
 /// The few Linux calls <see cref="LinkPoller"/> and <see cref="LinkSocketStream"/> need (epoll(7), recv(2), send(2)).

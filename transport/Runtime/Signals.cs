@@ -1,6 +1,6 @@
 using System.Runtime.InteropServices;
 
-namespace NatsBroker.Contracts.Runtime;
+namespace NatsBroker.Transport.Runtime;
 
 /// <summary>
 /// Registers a handler for a POSIX signal; SIGHUP is handled even when the process inherited it ignored, as a Go

@@ -1,4 +1,4 @@
-using NatsBroker.TlsTerminator;
+using NatsBroker.Gateways.Link.Tls;
 
 namespace NatsBroker.MqttGateway;
 
@@ -8,8 +8,8 @@ public sealed class MqttOptions : NatsBroker.Gateways.Link.IGatewayListenOptions
     public string Host { get; set; } = "0.0.0.0";
     /// <summary>-1 = random. nats-server's default MQTT port is 1883.</summary>
     public int Port { get; set; } = 1883;
-    /// <summary>The block's <c>tls {}</c> (the terminator's reader): mqtts.</summary>
-    public TerminatorOptions? Tls { get; set; }
+    /// <summary>The block's <c>tls {}</c> (TlsConfig, shared by every protocol gateway): mqtts.</summary>
+    public TlsOptions? Tls { get; set; }
     /// <summary><c>authorization { user, password }</c>: the one user MQTT clients must present (nats-server's override).</summary>
     public string? AuthUser { get; set; }
     public string? AuthPassword { get; set; }

@@ -1,7 +1,7 @@
 using System.Globalization;
 using System.Net.Security;
 
-namespace NatsBroker.TlsTerminator;
+namespace NatsBroker.Gateways.Link.Tls;
 
 /// <summary>
 /// <c>tls { cipher_suites }</c> with nats-server's meaning (server/ciphersuites.go, opts.go parseTLS and GenTLSConfig,

@@ -1,6 +1,6 @@
 using System.Threading.Tasks.Sources;
 
-namespace NatsBroker.Contracts.Gateways.Polling;
+namespace NatsBroker.Transport.Polling;
 
 /// <summary>
 /// One direction's readiness (readable or writable) of a <see cref="LinkSocketStream"/>, set by the

@@ -3,7 +3,7 @@ using System.Diagnostics;
 using System.Runtime.CompilerServices;
 using System.Runtime.InteropServices;
 
-namespace NatsBroker.Contracts.Gateways.Polling;
+namespace NatsBroker.Transport.Polling;
 
 /// <summary>
 /// A thread waiting in epoll_wait for sockets polled outside the runtime's socket engine: the link sockets (the

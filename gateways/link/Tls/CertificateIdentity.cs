@@ -1,14 +1,14 @@
 using System.Security.Cryptography.X509Certificates;
 using System.Text;
 
-namespace NatsBroker.TlsTerminator;
+namespace NatsBroker.Gateways.Link.Tls;
 
 /// <summary>
 /// A verified client certificate's identities for <c>verify_and_map</c>, in nats-server's order
 /// (server/auth.go checkClientTLSCertSubject): e-mail addresses, DNS names, URIs, then the subject as Go's
 /// pkix.Name prints it (RFC 2253 order, short attribute names, no spaces: <c>CN=alice,OU=dev,O=Acme</c>).
 /// </summary>
-internal static class CertificateIdentity
+public static class CertificateIdentity
 {
     private static readonly Dictionary<string, string> ShortNames = new(StringComparer.Ordinal)
     {

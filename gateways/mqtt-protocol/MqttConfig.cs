@@ -1,7 +1,7 @@
 using System.Globalization;
 using NatsBroker.Configuration;
 using NatsBroker.Gateways.Link;
-using NatsBroker.TlsTerminator;
+using NatsBroker.Gateways.Link.Tls;
 
 namespace NatsBroker.MqttGateway;
 
@@ -61,8 +61,8 @@ public static class MqttConfig
                         Bad("a map");
                         break;
                     }
-                    o.Tls = new TerminatorOptions();
-                    TerminatorConfig.ReadTls(f, o.Tls, errors);
+                    o.Tls = new TlsOptions();
+                    TlsConfig.ReadTls(f, o.Tls, errors);
                     break;
                 case "authorization" or "authentication":
                     if (v.Kind != ConfigValueKind.Map) Bad("a map");

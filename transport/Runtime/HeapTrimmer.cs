@@ -1,6 +1,6 @@
 using System.Diagnostics;
 
-namespace NatsBroker.Contracts.Runtime;
+namespace NatsBroker.Transport.Runtime;
 
 /// <summary>
 /// One trim: the heap the GC had committed as of the collection before it (growth since then is not counted) and right

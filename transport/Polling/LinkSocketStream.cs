@@ -2,7 +2,7 @@ using System.Net.Sockets;
 using System.Runtime.CompilerServices;
 using System.Runtime.InteropServices;
 
-namespace NatsBroker.Contracts.Gateways.Polling;
+namespace NatsBroker.Transport.Polling;
 
 /// <summary>
 /// A link socket (a connected Unix socket between a gateway and the core) as a stream, polled by

@@ -6,10 +6,14 @@ using System.Text.Json.Nodes;
 namespace NatsBroker.MqttGateway;
 
 /// <summary>The JetStream API refused a request, or is not there (no responders: JetStream disabled).</summary>
+// CA1064 asks a library's exceptions to be public; this one is caught inside this library's sessions (the MQTT
+// packet answers carry its code), never by a caller outside, as when the sessions were the executable's own code.
+#pragma warning disable CA1064
 internal sealed class JetStreamException(string message, int code = 0) : Exception(message)
 {
     public int ErrorCode { get; } = code;
 }
+#pragma warning restore CA1064
 
 /// <summary>
 /// The JetStream requests the MQTT state needs, made over the client's own link (so with the user's account and

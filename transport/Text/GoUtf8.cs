@@ -1,7 +1,7 @@
 using System.Buffers;
 using System.Text;
 
-namespace NatsBroker.Contracts.Text;
+namespace NatsBroker.Transport.Text;
 
 /// <summary>
 /// Invalid UTF-8 in JSON text, repaired the way Go's encoding/json reads it: each byte that does not start a valid

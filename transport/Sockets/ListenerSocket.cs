@@ -1,6 +1,6 @@
 using System.Net.Sockets;
 
-namespace NatsBroker.Contracts.Networking;
+namespace NatsBroker.Transport.Sockets;
 
 /// <summary>
 /// Socket options for listening sockets, set the way nats-server's (Go's) listeners set them.

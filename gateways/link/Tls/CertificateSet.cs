@@ -1,7 +1,7 @@
 using System.Net.Security;
 using System.Security.Cryptography.X509Certificates;
 
-namespace NatsBroker.TlsTerminator;
+namespace NatsBroker.Gateways.Link.Tls;
 
 /// <summary>
 /// The server certificate (cert_file + key_file, PEM) and the client CA bundle (ca_file). <see cref="Reload"/>
@@ -13,10 +13,10 @@ public sealed class CertificateSet
     /// <summary>Context null: a tls {} block without cert_file and key_file (see <see cref="HasCertificate"/>).</summary>
     private sealed record Loaded(Lazy<Task<SslStreamCertificateContext>>? Context, X509Certificate2Collection? Authorities);
 
-    private readonly TerminatorOptions _options;
+    private readonly TlsOptions _options;
     private volatile Loaded _current;
 
-    public CertificateSet(TerminatorOptions options)
+    public CertificateSet(TlsOptions options)
     {
         _options = options;
         _current = Load(buildChainLater: true);
