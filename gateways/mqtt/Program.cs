@@ -10,5 +10,7 @@ namespace NatsBroker.MqttGateway;
 public static class Program
 {
     public static int Main(string[] args) =>
-        GatewayProgram.Main<MqttOptions, MqttService>(args, "NatsBroker.MqttGateway", "mqtt gateway", MqttConfig.Load);
+        GatewayProgram.Main<MqttOptions, MqttService>(args, "NatsBroker.MqttGateway", "mqtt gateway", MqttConfig.Load,
+            // -t reads the TLS certificate files as the start does (MqttService.OnStarting), so the check refuses them too.
+            o => _ = o.Tls is { } tls ? new TlsTerminator.CertificateSet(tls) : null);
 }

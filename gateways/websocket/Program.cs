@@ -10,5 +10,7 @@ namespace NatsBroker.WebSocketGateway;
 public static class Program
 {
     public static int Main(string[] args) =>
-        GatewayProgram.Main<WebSocketOptions, WebSocketService>(args, "NatsBroker.WebSocketGateway", "websocket gateway", WebSocketConfig.Load);
+        GatewayProgram.Main<WebSocketOptions, WebSocketService>(args, "NatsBroker.WebSocketGateway", "websocket gateway", WebSocketConfig.Load,
+            // -t reads the wss certificate files as the start does (WebSocketService), so the check refuses them too.
+            o => _ = o.Tls is { } tls ? new TlsTerminator.CertificateSet(tls) : null);
 }
