@@ -34,7 +34,7 @@ public sealed partial class GatewaySupervisor
                 return $"{kind.Name}: the gateway was not found (build gateways/{kind.Folder} or set {kind.PathVariable})";
             if (CoreSideCheck(kind) is { } refused) return refused;
             start.ArgumentList.Add("-t");
-            checks.Add(Task.Run(() => RunCheckAsync(kind, start)));
+            checks.Add(Task.Run(() => RunCheckAsync(kind, start, _options.ConfigFile)));
         }
         var results = Task.WhenAll(checks).GetAwaiter().GetResult();
         return results.FirstOrDefault(r => r is not null);
@@ -54,7 +54,7 @@ public sealed partial class GatewaySupervisor
             ? "mqtt requires JetStream to be enabled if running in standalone mode"
             : null;
 
-    private static async Task<string?> RunCheckAsync(GatewayKind kind, ProcessStartInfo start)
+    private static async Task<string?> RunCheckAsync(GatewayKind kind, ProcessStartInfo start, string? given)
     {
         start.RedirectStandardError = true;
         start.RedirectStandardOutput = true;
@@ -80,6 +80,8 @@ public sealed partial class GatewaySupervisor
         var lines = text.Split('\n', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries)
             .Select(l => l.StartsWith(kind.DisplayName + ": ", StringComparison.Ordinal) ? l[(kind.DisplayName.Length + 2)..] : l);
         var reason = string.Join(Environment.NewLine, lines);
+        // The core passes the child the config's full path; nats-server names the file as it was given (-c).
+        if (given is not null && Path.GetFullPath(given) is var full && full != given) reason = reason.Replace(full + ":", given + ":", StringComparison.Ordinal);
         return reason.Length > 0 ? reason : $"{kind.Name}: the gateway refused the configuration (exit code {child.ExitCode})";
     }
 }

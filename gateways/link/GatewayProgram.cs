@@ -25,7 +25,7 @@ public static class GatewayProgram
     /// <typeparam name="TService">Constructed by the host through its public constructor (AddHostedService): the
     /// annotation keeps that constructor in a trimmed Native AOT image (the tls-terminator's, Directory.Build.targets).</typeparam>
     public static int Main<TOptions, [DynamicallyAccessedMembers(DynamicallyAccessedMemberTypes.PublicConstructors)] TService>(string[] args, string assemblyName, string displayName, Func<ConfigTree, TOptions> load,
-        Action<TOptions>? check = null)
+        Action<ConfigTree, TOptions>? check = null)
         where TOptions : class, IGatewayListenOptions
         where TService : class, IHostedService
     {
@@ -96,7 +96,7 @@ public static class GatewayProgram
             if (host is not null) options.Host = host;
             if (port is not null) options.Port = port.Value;
             link = GatewayEnvironment.Resolve(tree);
-            if (testOnly) check?.Invoke(options);
+            if (testOnly) check?.Invoke(tree, options);
         }
         catch (Exception e) when (e is ConfigException || testOnly && e is IOException or UnauthorizedAccessException
             or System.Security.Cryptography.CryptographicException)

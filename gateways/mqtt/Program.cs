@@ -12,5 +12,8 @@ public static class Program
     public static int Main(string[] args) =>
         GatewayProgram.Main<MqttOptions, MqttService>(args, "NatsBroker.MqttGateway", "mqtt gateway", MqttConfig.Load,
             // -t reads the TLS certificate files as the start does (MqttService.OnStarting), so the check refuses them too.
-            o => _ = o.Tls is { } tls ? new TlsTerminator.CertificateSet(tls) : null);
+            (tree, o) =>
+            {
+                if (o.Tls is { } tls) TlsTerminator.CertificateCheck.Run(tls, TlsTerminator.CertificateCheck.KeyPosition(tree, "mqtt", "tls"));
+            });
 }

@@ -19,6 +19,9 @@ public static class Program
         return GatewayProgram.Main<TerminatorOptions, TerminatorService>([.. args.Where(a => a != RelayOnlyFlag)], "NatsBroker.TlsTerminator", "tls-terminator",
             tree => TerminatorConfig.Load(tree, relayOnly),
             // -t reads the certificate files as the start does (TerminatorService.OnStarting), so the check refuses them too.
-            o => _ = o.RelayOnly ? null : new CertificateSet(o));
+            (tree, o) =>
+            {
+                if (!o.RelayOnly) CertificateCheck.Run(o, CertificateCheck.KeyPosition(tree, "tls"));
+            });
     }
 }
