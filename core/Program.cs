@@ -22,7 +22,8 @@ public static class Program
         }
 
         // -h, -v, -t, --signal and bad flags/config are answered here, exactly as nats-server answers them.
-        if (CommandLineHost.Handle(args, Console.Out, Console.Error, out var cli) is int exitCode) return exitCode;
+        // -t also runs the supervised gateways' checks of their blocks (GatewaySupervisor.Checks.cs).
+        if (CommandLineHost.Handle(args, Console.Out, Console.Error, out var cli, checkGateways: GatewaySupervisor.Check) is int exitCode) return exitCode;
 
         var options = cli!.Options;
         if (ManagedHandover.IsNeeded(options))
@@ -40,9 +41,16 @@ public static class Program
         using var loggers = new NatsLoggerFactory(logProvider);
         using var lifetime = new ProcessLifetime();
         GatewaySupervisor.ResolveRandomClientPort(options);
-        var service = new BrokerService(options, () => cli.Reload(), loggers, lifetime);
-        // After the broker: gateways (tls-terminator) started as supervised children when the config asks for them.
+        // Gateways (tls-terminator, websocket, mqtt) started as supervised children when the config asks for them.
         var gateways = GatewaySupervisor.IsNeeded(options) ? new GatewaySupervisor(options, loggers) : null;
+        // Their config checks before anything binds, as nats-server validates its whole config before it listens
+        // (GatewaySupervisor.Checks.cs); refused in nats-server's words, as CommandLineHost refuses the core's own.
+        if (gateways?.CheckGateways() is { } refused)
+        {
+            Console.Error.WriteLine($"nats-server: {refused}");
+            return 1;
+        }
+        var service = new BrokerService(options, () => cli.Reload(), loggers, lifetime);
         try
         {
             service.ReadyAfterGateways = gateways is not null;

@@ -10,8 +10,10 @@ public static class CommandLineHost
     /// Returns null with <paramref name="result"/> set when the server should run; otherwise the process
     /// exit code after printing. Config warnings of a normal run are printed to stderr, as nats-server does.
     /// </summary>
+    /// <param name="checkGateways">For -t: the supervised gateways' own checks of their blocks (Hosting/GatewaySupervisor.Checks.cs);
+    /// returns the refusal or null.</param>
     public static int? Handle(string[] args, TextWriter stdout, TextWriter stderr, out CommandLineResult? result,
-        string processName = "nats-server")
+        string processName = "nats-server", Func<ServerOptions, string?>? checkGateways = null)
     {
         ArgumentNullException.ThrowIfNull(stdout);
         ArgumentNullException.ThrowIfNull(stderr);
@@ -48,6 +50,11 @@ public static class CommandLineHost
                 stdout.WriteLine(CommandLine.VersionText);
                 return 0;
             case CommandLineAction.TestConfig:
+                if (checkGateways?.Invoke(r.Options) is { } refused)
+                {
+                    stderr.WriteLine($"nats-server: {refused}");
+                    return 1;
+                }
                 stderr.WriteLine($"nats-server: configuration file {r.ConfigFile} is valid");
                 return 0;
             case CommandLineAction.Signal:

@@ -34,12 +34,13 @@ public sealed partial class GatewaySupervisor : IHostedService
     /// <summary>Overrides where the MQTT gateway is found.</summary>
     public const string MqttPathVariable = "NATSBROKER_MQTT_GATEWAY";
 
-    /// <summary>A gateway kind: its name in logs, assembly, override variable, folder, and whether it takes the core's -a/-p.</summary>
-    private sealed record GatewayKind(string Name, string Assembly, string PathVariable, string Folder, bool TakesClientAddress);
+    /// <summary>A gateway kind: its name in logs, assembly, override variable, folder, whether it takes the core's -a/-p,
+    /// and the name the gateway prefixes its own errors with (gateways/*/Program.cs).</summary>
+    private sealed record GatewayKind(string Name, string Assembly, string PathVariable, string Folder, bool TakesClientAddress, string DisplayName);
 
-    private static readonly GatewayKind Terminator = new("tls-terminator", "NatsBroker.TlsTerminator", TerminatorPathVariable, "tls-terminator", true);
-    private static readonly GatewayKind WebSocket = new("websocket", "NatsBroker.WebSocketGateway", WebSocketPathVariable, "websocket", false);
-    private static readonly GatewayKind Mqtt = new("mqtt", "NatsBroker.MqttGateway", MqttPathVariable, "mqtt", false);
+    private static readonly GatewayKind Terminator = new("tls-terminator", "NatsBroker.TlsTerminator", TerminatorPathVariable, "tls-terminator", true, "tls-terminator");
+    private static readonly GatewayKind WebSocket = new("websocket", "NatsBroker.WebSocketGateway", WebSocketPathVariable, "websocket", false, "websocket gateway");
+    private static readonly GatewayKind Mqtt = new("mqtt", "NatsBroker.MqttGateway", MqttPathVariable, "mqtt", false, "mqtt gateway");
     private const int SigTerm = 15, SigHup = 1;
 
     private readonly ServerOptions _options;

@@ -9,7 +9,7 @@ using NatsBroker.Transport.Runtime;
 namespace NatsBroker.Gateways.Link;
 
 /// <summary>
-/// The entry point every gateway process shares: <c>-c FILE [-a host] [-p port] [-D] | --generate-key | -h</c>,
+/// The entry point every gateway process shares: <c>-c FILE [-a host] [-p port] [-D] [-t] | --generate-key | -h</c>,
 /// reading its part of the same nats-server config file as the core plus where the core is
 /// (<see cref="GatewayEnvironment"/>), then running the gateway's hosted service under
 /// Microsoft.Extensions.Hosting: a Type=notify service under systemd (UseSystemd), nats-server-style timestamps
@@ -20,9 +20,12 @@ public static class GatewayProgram
     /// <param name="assemblyName">Shown in the usage line.</param>
     /// <param name="displayName">Prefix of error messages ("tls-terminator").</param>
     /// <param name="load">Reads this gateway's options from the parsed config file (throws ConfigException).</param>
+    /// <param name="check">What else the gateway checks before it listens (its certificate files) and may refuse;
+    /// run by <c>-t</c> too, so the check reports it.</param>
     /// <typeparam name="TService">Constructed by the host through its public constructor (AddHostedService): the
     /// annotation keeps that constructor in a trimmed Native AOT image (the tls-terminator's, Directory.Build.targets).</typeparam>
-    public static int Main<TOptions, [DynamicallyAccessedMembers(DynamicallyAccessedMemberTypes.PublicConstructors)] TService>(string[] args, string assemblyName, string displayName, Func<ConfigTree, TOptions> load)
+    public static int Main<TOptions, [DynamicallyAccessedMembers(DynamicallyAccessedMemberTypes.PublicConstructors)] TService>(string[] args, string assemblyName, string displayName, Func<ConfigTree, TOptions> load,
+        Action<ConfigTree, TOptions>? check = null)
         where TOptions : class, IGatewayListenOptions
         where TService : class, IHostedService
     {
@@ -36,7 +39,7 @@ public static class GatewayProgram
         string? controlSocketPath = null;
         string? host = null;
         int? port = null;
-        bool debug = false;
+        bool debug = false, testOnly = false;
         for (int i = 0; i < args.Length; i++)
         {
             switch (args[i])
@@ -58,6 +61,11 @@ public static class GatewayProgram
                 case "-D" or "--debug":
                     debug = true;
                     break;
+                // nats-server's -t: check the config and exit. The core runs each supervised gateway with it before
+                // it binds anything, so a block the gateway refuses stops the start with the gateway's reason.
+                case "-t":
+                    testOnly = true;
+                    break;
                 case "--generate-key":
                     // A proxy identity for gateways { seed_file } (keep it secret) and its public key for proxies { trusted }.
                     using (var kp = NATS.NKeys.KeyPair.CreatePair(NATS.NKeys.PrefixByte.User))
@@ -67,7 +75,7 @@ public static class GatewayProgram
                     }
                     return 0;
                 case "-h" or "--help":
-                    Console.WriteLine($"Usage: {assemblyName} -c <config file> [-a host] [-p port] [-D] [--control-socket PATH] | --generate-key | ctl PATH health|stats|drain");
+                    Console.WriteLine($"Usage: {assemblyName} -c <config file> [-a host] [-p port] [-D] [-t] [--control-socket PATH] | --generate-key | ctl PATH health|stats|drain");
                     return 0;
                 default:
                     Console.Error.WriteLine($"{displayName}: unknown argument \"{args[i]}\"");
@@ -88,11 +96,18 @@ public static class GatewayProgram
             if (host is not null) options.Host = host;
             if (port is not null) options.Port = port.Value;
             link = GatewayEnvironment.Resolve(tree);
+            if (testOnly) check?.Invoke(tree, options);
         }
-        catch (ConfigException e)
+        catch (Exception e) when (e is ConfigException || testOnly && e is IOException or UnauthorizedAccessException
+            or System.Security.Cryptography.CryptographicException)
         {
             Console.Error.WriteLine($"{displayName}: {e.Message}");
             return 1;
+        }
+        if (testOnly)
+        {
+            Console.Error.WriteLine($"{displayName}: configuration file {configFile} is valid");
+            return 0;
         }
 
         var builder = Host.CreateEmptyApplicationBuilder(new HostApplicationBuilderSettings { DisableDefaults = true });

@@ -71,13 +71,13 @@ public static class MqttConfig
                 case "no_auth_user":
                     if (v.Kind == ConfigValueKind.String) o.NoAuthUser = v.AsString(); else Bad("a string");
                     break;
+                // server/opts.go parseDuration ("error parsing ack_wait: <Go's error>", at the key), then
+                // server/mqtt.go validateMQTTOptions: a negative value is refused without a position, 0 keeps the default.
                 case "ack_wait" or "ackwait":
-                    if (Duration(v, out var aw) && aw > TimeSpan.Zero) o.AckWait = aw;
-                    else errors.Add(new ConfigError(f.KeyPosition, "ack wait must be a positive value"));
+                    if (PositiveDuration(f, "ack_wait", "ack wait must be a positive value", errors) is { } aw) o.AckWait = aw;
                     break;
                 case "js_api_timeout" or "api_timeout":
-                    if (Duration(v, out var jt) && jt > TimeSpan.Zero) o.JsApiTimeout = jt;
-                    else errors.Add(new ConfigError(f.KeyPosition, "JS API timeout must be a positive value"));
+                    if (PositiveDuration(f, "js_api_timeout", "JS API timeout must be a positive value", errors) is { } jt) o.JsApiTimeout = jt;
                     break;
                 case "max_ack_pending" or "max_pending" or "max_inflight":
                     // server/opts.go: a uint16; 0 means the default.
@@ -124,7 +124,7 @@ public static class MqttConfig
                     errors.Add(new ConfigError(f.KeyPosition, $"\"{f.Key}\" in mqtt is not supported by this server yet"));
                     break;
                 default:
-                    if (!v.UsedAsVariable) errors.Add(new ConfigError(f.KeyPosition, $"error parsing mqtt config, unknown field \"{f.Key}\""));
+                    if (!v.UsedAsVariable) errors.Add(new ConfigError(f.KeyPosition, $"unknown field \"{f.Key}\"")); // opts.go parseMQTT: unknownConfigFieldErr
                     break;
             }
         }
@@ -166,6 +166,23 @@ public static class MqttConfig
     }
 
     /// <summary>server/opts.go parseDuration: a duration string, or (deprecated) a number of seconds.</summary>
+    private static TimeSpan? PositiveDuration(ConfigEntry f, string field, string negative, List<ConfigError> errors)
+    {
+        var v = f.Value;
+        if (v.Kind == ConfigValueKind.String && !GoDuration.TryParse(v.AsString(), out _, out var why))
+        {
+            errors.Add(new ConfigError(f.KeyPosition, $"error parsing {field}: {why}"));
+            return null;
+        }
+        if (!Duration(v, out var t))
+        {
+            errors.Add(new ConfigError(f.KeyPosition, $"invalid value for \"{f.Key}\": expected a duration, got {v.Describe()}"));
+            return null;
+        }
+        if (t < TimeSpan.Zero) errors.Add(new ConfigError(null, negative));
+        return t > TimeSpan.Zero ? t : null;
+    }
+
     internal static bool Duration(ConfigValue v, out TimeSpan t)
     {
         t = default;

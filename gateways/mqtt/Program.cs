@@ -10,5 +10,10 @@ namespace NatsBroker.MqttGateway;
 public static class Program
 {
     public static int Main(string[] args) =>
-        GatewayProgram.Main<MqttOptions, MqttService>(args, "NatsBroker.MqttGateway", "mqtt gateway", MqttConfig.Load);
+        GatewayProgram.Main<MqttOptions, MqttService>(args, "NatsBroker.MqttGateway", "mqtt gateway", MqttConfig.Load,
+            // -t reads the TLS certificate files as the start does (MqttService.OnStarting), so the check refuses them too.
+            (tree, o) =>
+            {
+                if (o.Tls is { } tls) TlsTerminator.CertificateCheck.Run(tls, TlsTerminator.CertificateCheck.KeyPosition(tree, "mqtt", "tls"));
+            });
 }

@@ -17,6 +17,11 @@ public static class Program
         ArgumentNullException.ThrowIfNull(args);
         bool relayOnly = args.Contains(RelayOnlyFlag);
         return GatewayProgram.Main<TerminatorOptions, TerminatorService>([.. args.Where(a => a != RelayOnlyFlag)], "NatsBroker.TlsTerminator", "tls-terminator",
-            tree => TerminatorConfig.Load(tree, relayOnly));
+            tree => TerminatorConfig.Load(tree, relayOnly),
+            // -t reads the certificate files as the start does (TerminatorService.OnStarting), so the check refuses them too.
+            (tree, o) =>
+            {
+                if (!o.RelayOnly) CertificateCheck.Run(o, CertificateCheck.KeyPosition(tree, "tls"));
+            });
     }
 }

@@ -10,5 +10,11 @@ namespace NatsBroker.WebSocketGateway;
 public static class Program
 {
     public static int Main(string[] args) =>
-        GatewayProgram.Main<WebSocketOptions, WebSocketService>(args, "NatsBroker.WebSocketGateway", "websocket gateway", WebSocketConfig.Load);
+        GatewayProgram.Main<WebSocketOptions, WebSocketService>(args, "NatsBroker.WebSocketGateway", "websocket gateway", WebSocketConfig.Load,
+            // -t reads the wss certificate files as the start does (WebSocketService), so the check refuses them too.
+            (tree, o) =>
+            {
+                if (o.Tls is { } tls)
+                    TlsTerminator.CertificateCheck.Run(tls, TlsTerminator.CertificateCheck.KeyPosition(tree, "websocket", "tls") ?? TlsTerminator.CertificateCheck.KeyPosition(tree, "ws", "tls"));
+            });
 }

@@ -42,6 +42,21 @@ public static class WebSocketConfig
         return o;
     }
 
+    /// <summary>
+    /// server/websocket.go validateWebsocketOptions (a start-up check, so without a position): an allowed origin
+    /// must parse as a request URI (Go's url.ParseRequestURI), with an http or https scheme and a host.
+    /// </summary>
+    private static string? OriginError(string origin)
+    {
+        if (!Uri.TryCreate(origin, UriKind.Absolute, out var u) || !origin.Contains(':', StringComparison.Ordinal))
+            return $"unable to parse allowed origin: parse \"{origin}\": invalid URI for request";
+        if (u.Scheme is not ("http" or "https"))
+            return $"unable to parse allowed origin \"{origin}\": allowed origins must be absolute URLs with http or https scheme";
+        if (u.Host.Length == 0)
+            return $"unable to parse allowed origin \"{origin}\": host is required";
+        return null;
+    }
+
     private static void Block(ConfigEntry block, WebSocketOptions o, List<ConfigError> errors)
     {
         foreach (var f in block.Value.AsMap())
@@ -78,8 +93,7 @@ public static class WebSocketConfig
                     else Bad("a string or an array of strings");
                     foreach (var origin in o.AllowedOrigins)
                     {
-                        if (!Uri.TryCreate(origin, UriKind.Absolute, out _))
-                            errors.Add(new ConfigError(f.KeyPosition, $"unable to parse allowed origin: \"{origin}\""));
+                        if (OriginError(origin) is { } bad) errors.Add(new ConfigError(null, bad));
                     }
                     break;
                 case "compression":
@@ -145,7 +159,7 @@ public static class WebSocketConfig
                     }
                     break;
                 default:
-                    if (!v.UsedAsVariable) errors.Add(new ConfigError(f.KeyPosition, $"error parsing websocket config, unknown field \"{f.Key}\""));
+                    if (!v.UsedAsVariable) errors.Add(new ConfigError(f.KeyPosition, $"unknown field \"{f.Key}\"")); // opts.go parseWebsocket: unknownConfigFieldErr
                     break;
             }
         }
