@@ -37,7 +37,7 @@ internal static class AssetVersioning
         if (cfg.PauseUntil is { } p && p != default) level = Math.Max(level, 1); // pause, 2.11
         if (cfg.PriorityPolicy is not (null or "none") || cfg.PriorityTimeout is > 0 or < 0 || cfg.PriorityGroups is { Length: > 0 })
             level = Math.Max(level, 1); // priority groups, 2.11
-        if (cfg.AckPolicy == "flow_control") level = Math.Max(level, 4); // 2.14
+        if (cfg.AckPolicy == AckPolicy.FlowControl) level = Math.Max(level, 4); // 2.14
         cfg.Metadata = WithRequired(cfg.Metadata, level.ToString(CultureInfo.InvariantCulture));
     }
 

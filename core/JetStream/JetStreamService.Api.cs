@@ -251,7 +251,7 @@ public sealed partial class JetStreamService
         {
             // configUpdateCheck: a sealed stream keeps everything: no age limit, no deletes, purges or roll-ups.
             cfg.MaxAge = 0;
-            cfg.Discard = "new";
+            cfg.Discard = StreamDiscardPolicy.New;
             cfg.DenyDelete = cfg.DenyPurge = true;
             cfg.AllowRollupHdrs = false;
         }
@@ -514,7 +514,7 @@ public sealed partial class JetStreamService
         JsConsumer? consumer;
         lock (stream.ConsumersLock)
         {
-            var wq = stream.Config.Retention == "workqueue";
+            var wq = stream.Config.Retention == RetentionPolicy.WorkQueue;
             if (!string.IsNullOrEmpty(name) && stream.TryGetConsumer(name, out var existing))
             {
                 if (r.Action == "create")
@@ -536,8 +536,8 @@ public sealed partial class JetStreamService
             if (req.JetStream.ConsumerLimitReached(stream)) return Fail(req, type, JsErrors.MaximumConsumersLimit);
             if (wq)
             {
-                if (cfg.AckPolicy is not ("explicit" or "flow_control")) return Fail(req, type, JsErrors.ConsumerWqRequiresExplicitAck);
-                if (cfg.DeliverPolicy != "all") return Fail(req, type, JsErrors.ConsumerWqConsumerNotDeliverAll);
+                if (cfg.AckPolicy is not (AckPolicy.Explicit or AckPolicy.FlowControl)) return Fail(req, type, JsErrors.ConsumerWqRequiresExplicitAck);
+                if (cfg.DeliverPolicy != DeliverPolicy.All) return Fail(req, type, JsErrors.ConsumerWqConsumerNotDeliverAll);
                 if (stream.ConsumersUnlocked.Any())
                 {
                     if (Filters(cfg).Length == 0) return Fail(req, type, JsErrors.ConsumerWqMultipleUnfiltered);

@@ -4,6 +4,7 @@ using System.Threading.Channels;
 using Microsoft.Extensions.Logging;
 using NatsBroker.Configuration;
 using NatsBroker.Contracts;
+using NatsBroker.JetStream.Api;
 using NatsBroker.Routing;
 using NatsBroker.Subscriptions;
 
@@ -127,7 +128,7 @@ public sealed partial class JetStreamService : IAsyncDisposable
         foreach (var s in streams)
         {
             var st = s.Store.GetState();
-            if (s.Config.Storage == "memory") mem += st.Bytes;
+            if (s.Config.Storage == StorageType.Memory) mem += st.Bytes;
             else file += st.Bytes;
             msgs += st.Messages;
             consumers += s.ConsumerCount;

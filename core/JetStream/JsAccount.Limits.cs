@@ -52,7 +52,7 @@ internal sealed partial class JsAccount
     {
         long now = stream.IsDeleted ? 0 : (long)stream.Store.GetState().Bytes;
         long before = stream.ExchangeAccountedBytes(now);
-        if (now != before) Interlocked.Add(ref stream.Config.Storage == "memory" ? ref _memUsed : ref _storeUsed, now - before);
+        if (now != before) Interlocked.Add(ref stream.Config.Storage == StorageType.Memory ? ref _memUsed : ref _storeUsed, now - before);
         // A delete that ran between the read and the exchange has already taken the stream out: take it out again.
         if (now != 0 && stream.IsDeleted) ForgetUsage(stream);
     }
@@ -67,7 +67,7 @@ internal sealed partial class JsAccount
         if (!memory && !file) return;
         foreach (var s in _snapshot)
         {
-            if (!s.IsDeleted && (s.Config.Storage == "memory" ? memory : file)) SyncUsage(s);
+            if (!s.IsDeleted && (s.Config.Storage == StorageType.Memory ? memory : file)) SyncUsage(s);
         }
     }
 
@@ -75,7 +75,7 @@ internal sealed partial class JsAccount
     private void ForgetUsage(JsStream stream)
     {
         long before = stream.ExchangeAccountedBytes(0);
-        if (before != 0) Interlocked.Add(ref stream.Config.Storage == "memory" ? ref _memUsed : ref _storeUsed, -before);
+        if (before != 0) Interlocked.Add(ref stream.Config.Storage == StorageType.Memory ? ref _memUsed : ref _storeUsed, -before);
     }
 
     /// <summary>Bytes the account's streams other than <paramref name="except"/> reserve with max_bytes (tieredReservation).</summary>
@@ -86,7 +86,7 @@ internal sealed partial class JsAccount
         {
             var c = s.Config;
             if (s.Name == except || c.MaxBytes <= 0) continue;
-            if (c.Storage == "memory") mem += c.MaxBytes;
+            if (c.Storage == StorageType.Memory) mem += c.MaxBytes;
             else store += c.MaxBytes;
         }
         return (mem, store);
@@ -110,7 +110,7 @@ internal sealed partial class JsAccount
     {
         var l = Limits;
         if (config.MaxConsumers > 0 && l.MaxConsumers > 0 && config.MaxConsumers > l.MaxConsumers) return JsErrors.MaximumConsumersLimit;
-        bool memory = config.Storage == "memory";
+        bool memory = config.Storage == StorageType.Memory;
         long add = config.MaxBytes < 0 ? 1 : config.MaxBytes;
         var (mem, store) = Reserved(except: config.Name);
         long reserved = memory ? mem : store;

@@ -17,7 +17,6 @@ internal static partial class JsConfigCheck
     private const int WaitQueueDefaultMax = 512;                  // JSWaitQueueDefaultMax
     private const long EphemeralInactiveDefault = 5_000_000_000;  // JsDeleteWaitTimeDefault
     private const long SourceHealthHeartbeat = 1_000_000_000;     // stream.go sourceHealthHB
-    private const string FlowControlAck = "flow_control";
 
     /// <summary>isValidAssetName: no whitespace, '.', '*', '>', '\' or '/'.</summary>
     public static bool IsValidAssetName(string? name) => IsValidName(name ?? "") && !HasPathSeparators(name!);
@@ -37,12 +36,12 @@ internal static partial class JsConfigCheck
             return JsErrors.StreamInvalidConfig(@"consumer durable name can not contain '.', '*', '>', '\', '/'");
         if (c.NumReplicas > 0 && c.NumReplicas > stream.NumReplicas) return JsErrors.ConsumerReplicasExceedsStream;
         if (c.NumReplicas < 0) return JsErrors.ReplicasCountCannotBeNegative;
-        if (stream.Retention is "interest" or "workqueue" && c.NumReplicas != 0 && c.NumReplicas != stream.NumReplicas)
+        if (stream.Retention is RetentionPolicy.Interest or RetentionPolicy.WorkQueue && c.NumReplicas != 0 && c.NumReplicas != stream.NumReplicas)
             return JsErrors.ConsumerReplicasShouldMatchStream;
-        if (c.AckPolicy is not ("none" or "all" or "explicit" or FlowControlAck)) return JsErrors.ConsumerAckPolicyInvalid;
+        if (c.AckPolicy == AckPolicy.Invalid) return JsErrors.ConsumerAckPolicyInvalid;
         foreach (var b in c.Backoff ?? []) if (b < 0) return JsErrors.ConsumerBackOffNegative;
         if (c.AckWait < 0) return JsErrors.ConsumerAckWaitNegative;
-        if (c.AckPolicy == FlowControlAck)
+        if (c.AckPolicy == AckPolicy.FlowControl)
         {
             if (!push) return JsErrors.ConsumerAckFcRequiresPush;
             if (c.FlowControl != true) return JsErrors.ConsumerAckFcRequiresFc;
@@ -62,12 +61,12 @@ internal static partial class JsConfigCheck
             // deliveryFormsCycle: the deliver subject would be stored again by the stream.
             foreach (var s in stream.Subjects ?? []) if (JsSubjects.IsSubsetOf(ds, s)) return JsErrors.ConsumerDeliverCycle;
             if (c.MaxWaiting is not (null or 0)) return JsErrors.ConsumerPushMaxWaiting;
-            if (c.MaxAckPending > 0 && c.AckPolicy == "none") return JsErrors.ConsumerMaxPendingAckPolicyRequired;
+            if (c.MaxAckPending > 0 && c.AckPolicy == AckPolicy.None) return JsErrors.ConsumerMaxPendingAckPolicyRequired;
             if (c.IdleHeartbeat is > 0 and < 100_000_000) return JsErrors.ConsumerSmallHeartbeat;
         }
         else
         {
-            if (c.AckPolicy == "none" && stream.Retention == "workqueue") return JsErrors.ConsumerPullRequiresAck;
+            if (c.AckPolicy == AckPolicy.None && stream.Retention == RetentionPolicy.WorkQueue) return JsErrors.ConsumerPullRequiresAck;
             if (c.RateLimitBps is > 0) return JsErrors.ConsumerPullWithRateLimit;
             if (c.MaxWaiting < 0) return JsErrors.ConsumerMaxWaitingNegative;
             if (c.IdleHeartbeat is > 0) return JsErrors.ConsumerHbRequiresPush;
@@ -110,7 +109,6 @@ internal static partial class JsConfigCheck
     /// </summary>
     private static ApiError? SetConsumerDefaults(ConsumerConfig c, StreamConfig stream, int accountMaxAckPending, bool pedantic)
     {
-        if (c.DeliverPolicy == "undefined") c.DeliverPolicy = "all"; // DeliverPolicy.UnmarshalJSON: "undefined" is all
         if (pedantic)
         {
             if (c.MaxDeliver < -1) return JsErrors.Pedantic("max_deliver must be set to -1");
@@ -133,7 +131,7 @@ internal static partial class JsConfigCheck
         if (c.InactiveThreshold < 0) c.InactiveThreshold = null;
         if (c.PriorityTimeout < 0) c.PriorityTimeout = null;
         if (string.IsNullOrEmpty(c.DeliverSubject) && c.MaxWaiting is null or 0) c.MaxWaiting = WaitQueueDefaultMax;
-        if (c.AckWait is null or 0 && c.AckPolicy is "explicit" or "all") c.AckWait = AckWaitDefault;
+        if (c.AckWait is null or 0 && c.AckPolicy is AckPolicy.Explicit or AckPolicy.All) c.AckWait = AckWaitDefault;
         if (pedantic && c.Backoff is { Length: > 0 } pbo && (c.AckWait ?? 0) != pbo[0]) return JsErrors.Pedantic("first backoff value has to equal batch AckWait");
         if (pedantic && c.MaxAckPending is null or 0 && stream.ConsumerLimits?.MaxAckPending > 0)
             return JsErrors.Pedantic("max_ack_pending must be set if it's configured in stream limits");
@@ -141,7 +139,7 @@ internal static partial class JsConfigCheck
             return JsErrors.Pedantic("inactive_threshold must be set if it's configured in stream limits");
         // consumer.go: only outside pedantic mode does the flow-control ack policy fill in its flow control and
         // heartbeat (checkConsumerCfg then refuses a pedantic request without them).
-        if (c.AckPolicy == FlowControlAck && !pedantic)
+        if (c.AckPolicy == AckPolicy.FlowControl && !pedantic)
         {
             c.FlowControl = true;
             c.IdleHeartbeat = SourceHealthHeartbeat;
@@ -149,7 +147,7 @@ internal static partial class JsConfigCheck
         if (c.Backoff is { Length: > 0 } bo) c.AckWait = bo[0];
         if (c.MaxAckPending is null or 0) c.MaxAckPending = stream.ConsumerLimits?.MaxAckPending is > 0 and var l ? l : null;
         if (c.InactiveThreshold is null or 0) c.InactiveThreshold = stream.ConsumerLimits?.InactiveThreshold is > 0 and var it ? it : null;
-        if (c.MaxAckPending is null or 0 && c.AckPolicy != "none")
+        if (c.MaxAckPending is null or 0 && c.AckPolicy != AckPolicy.None)
             c.MaxAckPending = accountMaxAckPending > 0 && accountMaxAckPending < MaxAckPendingDefault ? accountMaxAckPending : MaxAckPendingDefault;
         // Zero values are omitted by Go (omitempty): keep them absent.
         if (c.AckWait == 0) c.AckWait = null;
@@ -181,26 +179,26 @@ internal static partial class JsConfigCheck
     {
         string? policy = c.DeliverPolicy switch
         {
-            "all" => "all",
-            "last" => "last",
-            "last_per_subject" => "last per subject",
-            "new" => "new",
+            DeliverPolicy.All => "all",
+            DeliverPolicy.Last => "last",
+            DeliverPolicy.LastPerSubject => "last per subject",
+            DeliverPolicy.New => "new",
             _ => null,
         };
         if (policy is not null)
         {
             if (c.OptStartSeq is > 0) return JsErrors.ConsumerInvalidPolicy($"consumer delivery policy is deliver {policy}, but optional start sequence is also set");
             if (c.OptStartTime is not null) return JsErrors.ConsumerInvalidPolicy($"consumer delivery policy is deliver {policy}, but optional start time is also set");
-            if (c.DeliverPolicy == "last_per_subject" && !hasFilter)
+            if (c.DeliverPolicy == DeliverPolicy.LastPerSubject && !hasFilter)
                 return JsErrors.ConsumerInvalidPolicy("consumer delivery policy is deliver last per subject, but optional filter subject is not set");
             return null;
         }
-        if (c.DeliverPolicy == "by_start_sequence")
+        if (c.DeliverPolicy == DeliverPolicy.ByStartSequence)
         {
             if (c.OptStartSeq is null or 0) return JsErrors.ConsumerInvalidPolicy("consumer delivery policy is deliver by start sequence, but optional start sequence is not set");
             if (c.OptStartTime is not null) return JsErrors.ConsumerInvalidPolicy("consumer delivery policy is deliver by start sequence, but optional start time is also set");
         }
-        else if (c.DeliverPolicy == "by_start_time")
+        else if (c.DeliverPolicy == DeliverPolicy.ByStartTime)
         {
             if (c.OptStartTime is null) return JsErrors.ConsumerInvalidPolicy("consumer delivery policy is deliver by start time, but optional start time is not set");
             if (c.OptStartSeq is > 0) return JsErrors.ConsumerInvalidPolicy("consumer delivery policy is deliver by start time, but optional start sequence is also set");

@@ -34,13 +34,13 @@ internal static partial class JsConfigCheck
         if (c.Name.Length > MaxNameLength) return JsErrors.StreamInvalidConfig($"stream name is too long, maximum allowed is {MaxNameLength}");
         if ((c.Description?.Length ?? 0) > MaxDescriptionLength) return JsErrors.StreamInvalidConfig($"stream description is too long, maximum allowed is {MaxDescriptionLength}");
         if (MetadataLength(c.Metadata) > MaxMetadataLength) return JsErrors.StreamInvalidConfig($"stream metadata exceeds maximum size of {MaxMetadataLength} bytes");
-        // The enums were checked while parsing (GoSchemas); DiscardPolicy.UnmarshalJSON alone ignores case.
-        c.Discard = c.Discard.ToLowerInvariant();
-        if (c.Retention is not ("limits" or "interest" or "workqueue")) return JsErrors.StreamInvalidConfig("invalid retention");
-        if (c.Discard is not ("old" or "new")) return JsErrors.StreamInvalidConfig("invalid discard policy");
+        // The enums were checked while parsing (GoSchemas; DiscardPolicy.UnmarshalJSON alone ignores case, and so
+        // does JsPolicyText.ParseDiscard); Invalid is only reached by the stores' files, decoded without GoSchemas.
+        if (c.Retention == RetentionPolicy.Invalid) return JsErrors.StreamInvalidConfig("invalid retention");
+        if (c.Discard == StreamDiscardPolicy.Invalid) return JsErrors.StreamInvalidConfig("invalid discard policy");
         c.Compression ??= "none";
         if (c.Compression is not ("none" or "s2")) return JsErrors.StreamInvalidConfig("invalid compression");
-        if (c.Storage is not ("file" or "memory")) return JsErrors.StreamInvalidConfig("invalid storage type");
+        if (c.Storage == StorageType.Invalid) return JsErrors.StreamInvalidConfig("invalid storage type");
         // stream.go PersistModeType: "" and "default" are the default (omitted when written), "async" opts in.
         if (c.PersistMode is "" or "default") c.PersistMode = null;
         if (c.PersistMode is not (null or "async")) return JsErrors.InvalidJson($"can not unmarshal \"\\\"{c.PersistMode}\\\"\"");
@@ -72,7 +72,7 @@ internal static partial class JsConfigCheck
         if (Batching.BatchConfigCheck.Check(c) is { } batching) return batching;
         if (c.DiscardNewPerSubject == true)
         {
-            if (c.Discard != "new") return JsErrors.StreamInvalidConfig("discard new per subject requires discard new policy to be set");
+            if (c.Discard != StreamDiscardPolicy.New) return JsErrors.StreamInvalidConfig("discard new per subject requires discard new policy to be set");
             if (c.MaxMsgsPerSubject <= 0) return JsErrors.StreamInvalidConfig("discard new per subject requires max msgs per subject > 0");
         }
         else
@@ -99,7 +99,7 @@ internal static partial class JsConfigCheck
             c.SubjectDeleteMarkerTtl = null;
         }
         if (Scheduling.ScheduleConfigCheck.Check(c) is { } scheduling) return scheduling;
-        if (c.PersistMode == "async" && c.Storage != "file") return JsErrors.StreamInvalidConfig("async persist mode is only supported on file storage");
+        if (c.PersistMode == "async" && c.Storage != StorageType.File) return JsErrors.StreamInvalidConfig("async persist mode is only supported on file storage");
         if (c.PersistMode == "async" && c.NumReplicas > 1) return JsErrors.StreamInvalidConfig("async persist mode is not supported on replicated streams");
         var sourcing = CheckMirrorAndSources(c, js, pedantic);
         if (sourcing is not null) return sourcing;
@@ -166,7 +166,7 @@ internal static partial class JsConfigCheck
     {
         if (old.Storage != next.Storage) return JsErrors.StreamInvalidConfig("stream configuration update can not change storage type");
         // 2.14: limits <-> interest may change; to or from workqueue may not.
-        if (old.Retention != next.Retention && (old.Retention == "workqueue" || next.Retention == "workqueue"))
+        if (old.Retention != next.Retention && (old.Retention == RetentionPolicy.WorkQueue || next.Retention == RetentionPolicy.WorkQueue))
             return JsErrors.StreamInvalidConfig("stream configuration update can not change retention policy to/from workqueue");
         if (old.Sealed && !next.Sealed) return JsErrors.StreamInvalidConfig("stream configuration update can not unseal a sealed stream");
         if (old.DenyDelete && !next.DenyDelete) return JsErrors.StreamInvalidConfig("stream configuration update can not cancel deny message deletes");

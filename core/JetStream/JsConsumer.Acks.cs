@@ -1,6 +1,7 @@
 using System.Runtime.CompilerServices;
 using System.Text;
 using System.Text.Json;
+using NatsBroker.JetStream.Api;
 
 namespace NatsBroker.JetStream;
 
@@ -98,7 +99,7 @@ internal sealed partial class JsConsumer
                 case AckKind.Next:
                     {
                         bool taken = AckMessage(sseq, dseq, a.Tokens.Deliveries, sample: a.Kind != AckKind.Term, ref retained);
-                        answer = taken && (sseq != 0 || _stream.Config.Retention == "limits");
+                        answer = taken && (sseq != 0 || _stream.Config.Retention == RetentionPolicy.Limits);
                         if (a.Kind == AckKind.Term) AdviseTerminated(dseq, sseq, a.Tokens.Deliveries, a.Reason);
                         if (a.Kind == AckKind.Next)
                         {
@@ -138,7 +139,7 @@ internal sealed partial class JsConsumer
     private bool AckMessage(ulong sseq, ulong dseq, ulong deliveries, bool sample, ref List<ulong>? retained)
     {
         if (sseq >= NextStreamSeqGo) return false;
-        bool dropOnAck = _stream.Config.Retention != "limits";
+        bool dropOnAck = _stream.Config.Retention != RetentionPolicy.Limits;
         if (AckAll || AckFlowControl) // processAckMsg: "case AckAll, AckFlowControl"
         {
             if (dseq <= _ackFloorConsumerSeq || sseq <= _ackFloorStreamSeq) return true; // already below the floor

@@ -1,6 +1,7 @@
 using System.Collections.Concurrent;
 using System.Runtime.CompilerServices;
 using System.Security.Cryptography;
+using NatsBroker.JetStream.Api;
 using NatsBroker.Subscriptions;
 
 namespace NatsBroker.JetStream;
@@ -37,7 +38,7 @@ internal sealed partial class JsConsumer
 
     private void StartPacing()
     {
-        if (Config.ReplayPolicy == "original") _replayUntilSeq = _stream.Store.GetState().LastSequence;
+        if (Config.ReplayPolicy == ReplayPolicy.Original) _replayUntilSeq = _stream.Store.GetState().LastSequence;
         if (IsPull || Config.FlowControl != true) return;
         _fcWindow = FlowControlMaxPending / 16;
         _fcSub = _stream.Js.Router.SubscribeInternal($"$JS.FC.{_stream.Name}.{Name}.*", null, OnFlowControlAnswer);
@@ -104,7 +105,7 @@ internal sealed partial class JsConsumer
                 return false;
             }
         }
-        if (!isRedelivery && _replaying && Config.ReplayPolicy == "original" && _replayLastTick != 0)
+        if (!isRedelivery && _replaying && Config.ReplayPolicy == ReplayPolicy.Original && _replayLastTick != 0)
         {
             long delayMs = (storedTs - _replayLastTs) / 1_000_000 - (now - _replayLastTick);
             if (delayMs > 1)
@@ -120,7 +121,7 @@ internal sealed partial class JsConsumer
     [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     private void OnSent(long now, ulong sseq, long storedTs, long size)
     {
-        if (_replaying && Config.ReplayPolicy == "original")
+        if (_replaying && Config.ReplayPolicy == ReplayPolicy.Original)
         {
             _replayLastTs = storedTs;
             _replayLastTick = now;

@@ -1,4 +1,5 @@
 using NatsBroker.Contracts;
+using NatsBroker.JetStream.Api;
 
 namespace NatsBroker.JetStream;
 
@@ -25,12 +26,12 @@ internal sealed partial class JsConsumer
             {
                 switch (Config.DeliverPolicy)
                 {
-                    case "all":
+                    case DeliverPolicy.All:
                         break;
-                    case "by_start_sequence":
+                    case DeliverPolicy.ByStartSequence:
                         if (seq < (Config.OptStartSeq ?? 0)) { error = "below start seq"; return null; }
                         break;
-                    case "by_start_time":
+                    case DeliverPolicy.ByStartTime:
                         if (seq < FirstSequenceAtOrAfter(Config.OptStartTime is { } t ? GoTime.ToUnixNanos(t) : 0)) { error = "below start time"; return null; }
                         break;
                     default:

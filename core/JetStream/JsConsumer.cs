@@ -92,10 +92,10 @@ internal sealed partial class JsConsumer
     /// <summary>The push consumer's deliver subject (null: pull); an update may move it (read under the lock).</summary>
     public byte[]? DeliverSubject { get; private set; }
     public bool IsPull => DeliverSubject is null;
-    private bool AckNone => Config.AckPolicy == "none";
-    private bool AckAll => Config.AckPolicy == "all";
+    private bool AckNone => Config.AckPolicy == AckPolicy.None;
+    private bool AckAll => Config.AckPolicy == AckPolicy.All;
     /// <summary>The 2.14 flow_control ack policy: acked as "all" up to the sequences a flow-control answer names.</summary>
-    private bool AckFlowControl => Config.AckPolicy == "flow_control";
+    private bool AckFlowControl => Config.AckPolicy == AckPolicy.FlowControl;
     private long AckWaitMs => Math.Max(1, (Config.AckWait ?? 30_000_000_000) / 1_000_000);
 
     /// <summary>
@@ -187,7 +187,7 @@ internal sealed partial class JsConsumer
             {
                 _filters = FilterBytes(next);
                 RecountPending();
-                if (_stream.Config.Retention == "interest") recheck = NoLongerWantedCandidates();
+                if (_stream.Config.Retention == RetentionPolicy.Interest) recheck = NoLongerWantedCandidates();
             }
         }
         if (recheck is { Count: > 0 }) _stream.OnConsumerAcked(recheck);
@@ -220,20 +220,20 @@ internal sealed partial class JsConsumer
         ulong sseq = 0;
         switch (Config.DeliverPolicy)
         {
-            case "last":
+            case DeliverPolicy.Last:
                 if (_filters.Length == 0) sseq = state.LastSequence;
                 else foreach (var f in _filters) if (_stream.Store.LoadLast(f, _msg) == StoreStatus.Ok) sseq = Math.Max(sseq, _msg.Sequence);
                 break;
-            case "new":
+            case DeliverPolicy.New:
                 sseq = state.LastSequence + 1;
                 break;
-            case "by_start_sequence":
+            case DeliverPolicy.ByStartSequence:
                 sseq = Config.OptStartSeq ?? 0;
                 break;
-            case "by_start_time":
+            case DeliverPolicy.ByStartTime:
                 sseq = FirstSequenceAtOrAfter(Config.OptStartTime is { } st ? GoTime.ToUnixNanos(st) : 0);
                 break;
-            case "last_per_subject" when _stream.Config.MaxMsgsPerSubject != 1:
+            case DeliverPolicy.LastPerSubject when _stream.Config.MaxMsgsPerSubject != 1:
                 {
                     var subjects = new Dictionary<string, ulong>(StringComparer.Ordinal);
                     if (_filters.Length == 0) _stream.Store.GetSubjectCounts(default, subjects);

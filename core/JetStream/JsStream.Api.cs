@@ -122,7 +122,7 @@ internal sealed partial class JsStream
             // nats-server's file store tells a sequence outside its blocks apart (filestore.go removeMsg):
             // 0 or below the first sequence "no message found", above the last "stream store EOF"; its memory
             // store, and a deleted sequence inside a block, answer 10043.
-            if (cfg.Storage == "file")
+            if (cfg.Storage == StorageType.File)
             {
                 var st = Store.GetState();
                 if (req.Seq == 0 || (req.Seq < st.FirstSequence && req.Seq <= st.LastSequence)) return JsErrors.StreamMsgDeleteFailed("no message found");
@@ -142,12 +142,12 @@ internal sealed partial class JsStream
     internal void OnConsumerAcked(List<ulong> sequences)
     {
         var cfg = Config;
-        if (cfg.Retention == "workqueue")
+        if (cfg.Retention == RetentionPolicy.WorkQueue)
         {
             foreach (var s in sequences) Store.Remove(s);
             return;
         }
-        if (cfg.Retention != "interest") return;
+        if (cfg.Retention != RetentionPolicy.Interest) return;
         var probe = new StoredMessage(128);
         var consumers = _consumerSnapshot;
         foreach (var s in sequences)

@@ -8,8 +8,9 @@ using NatsBroker.Subscriptions;
 
 namespace NatsBroker.JetStream;
 
-// The store path of a stream (nats-server stream.go processJetStreamMsg): dedupe, Nats-Expected-* checks, limits,
-// append, rollup, PubAck.
+// A stream's ingest (nats-server stream.go processInboundJetStreamMsg and its queue): the inbound queue and its
+// worker, answers held until the store's commit, the duplicate window, PubAck texts. The write path of one message
+// (check -> apply -> ack) is JsStream.WritePath.cs.
 internal sealed partial class JsStream
 {
     /// <summary>Default duplicate window (nats-server StreamDefaultDuplicatesWindow).</summary>
@@ -145,120 +146,6 @@ internal sealed partial class JsStream
         if (m.Reply.EndsWith(FastBatchSuffix)) return ProcessFast(m);
         if (!m.Headers.IsEmpty && NatsHeaders.Get(m.Headers, BatchIdHeader) is { IsEmpty: false } batchId) return ProcessAtomic(m, batchId);
         return StoreOne(m, m.Reply);
-    }
-
-    /// <summary>
-    /// The checks and the append of one message, answered on <paramref name="reply"/> (none when empty). The outcome
-    /// is also left in <see cref="_lastIngestError"/> / <see cref="_lastDuplicateSeq"/> / <see cref="_lastStoredSeq"/>
-    /// for callers that answer themselves (fast-ingest batches).
-    /// </summary>
-    private bool StoreOne(in Inbound m, ReadOnlySpan<byte> reply)
-    {
-        var cfg = _config;
-        if (m.OriginSeq > 0) return StoreMirrored(m);
-        var hdr = m.Headers;
-        _lastIngestError = null;
-        _lastDuplicateSeq = 0;
-        var subject = IngestSubject(m.Subject, cfg);
-        if (cfg.Sealed) return Fail(reply, JsErrors.StreamSealed);
-        if (hdr.Length > MaxHeaderSize) return Fail(reply, JsErrors.StreamHeaderExceedsMaximum);
-        if (cfg.MaxMsgSize > 0 && hdr.Length + m.Payload.Length > cfg.MaxMsgSize) return Fail(reply, JsErrors.StreamMessageExceedsMaximum);
-
-        string msgId = "";
-        bool scheduleHeaders = false;
-        long now = GoTime.NowNanos();
-        if (!hdr.IsEmpty)
-        {
-            if (CheckCounterHeaders(hdr, m.Payload.Length, cfg, m.Kind == Inbound.KindSourced) is { } counterError) return Fail(reply, counterError);
-            msgId = NatsHeaders.GetString(hdr, NatsHeaders.MsgId);
-            if (msgId.Length > 0)
-            {
-                ExpireDedupe(now, cfg);
-                if (_dedupe.TryGetValue(msgId, out var dup))
-                {
-                    _lastDuplicateSeq = dup.Seq;
-                    if (!reply.IsEmpty) Answer(reply, PubAck(dup.Seq, duplicate: true));
-                    return false;
-                }
-            }
-            // One scan decides whether any of the four Nats-Expected-* lookups can find something.
-            bool expects = NatsHeaders.MentionsExpected(hdr);
-            if (expects)
-            {
-                var expStream = NatsHeaders.Get(hdr, NatsHeaders.ExpectedStream);
-                if (!expStream.IsEmpty && !expStream.SequenceEqual(NameBytes)) return Fail(reply, JsErrors.StreamNotMatch);
-                if (NatsHeaders.TryGetUInt64(hdr, NatsHeaders.ExpectedLastSeq, out ulong expLast, out bool hasLast) || hasLast)
-                {
-                    ulong last = Store.GetState().LastSequence;
-                    if (!hasLast || expLast != last) return Fail(reply, JsErrors.StreamWrongLastSequence(last));
-                }
-                if (NatsHeaders.TryGetUInt64(hdr, NatsHeaders.ExpectedLastSubjSeq, out ulong expSubj, out bool hasSubj) || hasSubj)
-                {
-                    ulong lastForSubject = LastSequenceOf(subject);
-                    if (expSubj != lastForSubject) return Fail(reply, JsErrors.StreamWrongLastSequence(lastForSubject));
-                }
-            }
-            // Message schedules (ADR-51): only messages that mention a Nats-Schedule* header pay for the checks.
-            scheduleHeaders = MentionsSchedule(hdr);
-            if (scheduleHeaders && m.Kind != Inbound.KindScheduled && !NatsHeaders.Has(hdr, JsSourcing.SourceHeader)
-                && CheckScheduleHeaders(subject, ref hdr, cfg) is { } scheduleError)
-                return Fail(reply, scheduleError);
-            var expId = expects ? NatsHeaders.GetString(hdr, NatsHeaders.ExpectedLastMsgId) : "";
-            if (expId.Length > 0 && expId != _lastMsgId) return Fail(reply, JsErrors.StreamWrongLastMsgId(_lastMsgId));
-            var rollup = NatsHeaders.Get(hdr, NatsHeaders.Rollup);
-            if (!rollup.IsEmpty)
-            {
-                if (!cfg.AllowRollupHdrs) return Fail(reply, JsErrors.StreamRollupFailed("rollup not permitted"));
-                if (!rollup.SequenceEqual("sub"u8) && !rollup.SequenceEqual("all"u8))
-                    return Fail(reply, JsErrors.StreamRollupFailed($"rollup value invalid: \"{Encoding.UTF8.GetString(rollup)}\""));
-            }
-        }
-
-        var payload = m.Payload;
-        bool counter = cfg.AllowMsgCounter == true;
-        if (counter)
-        {
-            if (CountIncrement(subject, hdr, m.Payload, out payload, out bool counterHeaders) is { } countError) return Fail(reply, countError);
-            if (counterHeaders) hdr = _counterHdr!.WrittenSpan;
-            // nats-server checks the new total (and headers) against max_payload, then max_msg_size.
-            int maxPayload = Js.Options.MaxPayload;
-            if (hdr.Length > maxPayload || payload.Length > maxPayload - hdr.Length) return Fail(reply, JsErrors.StreamMessageExceedsMaximum);
-            if (cfg.MaxMsgSize > 0 && hdr.Length + payload.Length > cfg.MaxMsgSize) return Fail(reply, JsErrors.StreamMessageExceedsMaximum);
-        }
-        if (!TryMessageTtl(hdr, cfg, out long ttl, out var ttlError)) return Fail(reply, ttlError!);
-        ulong republishLast = RepublishLastSequence(subject, cfg);
-        // Account / server storage limits (processJetStreamMsg's limitsExceeded / wouldExceedLimits); only a limited
-        // account pays for them: two counter reads before, one store state read after (JsAccount.Limits.cs). The
-        // message counts what the store will add (wouldExceedLimits: memStoreMsgSize / fileStoreMsgSize).
-        bool memory = cfg.Storage == "memory";
-        bool limited = _account.IsLimited(memory);
-        if (limited && _account.CheckIngest(memory, Store.StoredSize(subject.Length, hdr.Length, payload.Length)) is { } limitError) return Fail(reply, limitError);
-        var result = Store.Append(subject, hdr, payload, now, ttl > 0 ? ttl : 0);
-        if (!result.IsOk) return Fail(reply, AppendFailed(result.Status));
-        _lastStoredSeq = result.Sequence;
-        if (limited) _account.SyncUsage(this);
-
-        if (msgId.Length > 0)
-        {
-            _dedupe[msgId] = (result.Sequence, now);
-            _dedupeOrder.Enqueue((msgId, now));
-            _lastMsgId = msgId;
-        }
-        if (!hdr.IsEmpty)
-        {
-            var rollup = NatsHeaders.Get(hdr, NatsHeaders.Rollup);
-            if (rollup.SequenceEqual("sub"u8)) Store.Purge(subject, result.Sequence, 0);
-            else if (rollup.SequenceEqual("all"u8)) Store.Purge(default, result.Sequence, 0);
-        }
-        if (!reply.IsEmpty) Answer(reply, counter ? CounterPubAck(result.Sequence) : PubAck(result.Sequence, duplicate: false));
-        Republish(subject, hdr, payload, result.Sequence, now, republishLast, cfg);
-        foreach (var c in _consumerSnapshot) c.OnStored(subject);
-        // Schedules: a schedule message, a produced one, or any message on a stream that holds schedules (a plain
-        // message on a schedule's subject ends that schedule). After the consumers counted this message, so that
-        // a purge of the fired schedule recounts them right.
-        if (scheduleHeaders || _scheduling is { Count: > 0 }) OnScheduleStored(subject, hdr, result.Sequence, now, cfg);
-        if (cfg.Retention == "interest" && _consumerSnapshot.Length == 0) Store.Remove(result.Sequence);
-        return true;
     }
 
     /// <summary>

@@ -161,9 +161,9 @@ internal sealed partial class JsStream
             return false;
         }
         // Mirrored copies are not refused by the account's limits (README "Not done yet"), but they count at once.
-        if (_account.IsLimited(_config.Storage == "memory")) _account.SyncUsage(this);
+        if (_account.IsLimited(_config.Storage == StorageType.Memory)) _account.SyncUsage(this);
         foreach (var c in _consumerSnapshot) c.OnStored(m.Subject);
-        if (_config.Retention == "interest" && _consumerSnapshot.Length == 0) Store.Remove(m.OriginSeq);
+        if (_config.Retention == RetentionPolicy.Interest && _consumerSnapshot.Length == 0) Store.Remove(m.OriginSeq);
         return true;
     }
 

@@ -47,7 +47,7 @@ internal sealed partial class JsStream : IAsyncDisposable
         Store = store;
         Dir = dir;
         NameBytes = Encoding.UTF8.GetBytes(Name);
-        _inlineIngest = config.Storage == "memory";
+        _inlineIngest = config.Storage == StorageType.Memory;
         _replyBatch = _ackBatch;
         // Full: TryWrite fails (the publisher gets 429; nothing is dropped silently), and mirror/source copies wait
         // for room (WaitToWriteAsync).
@@ -79,7 +79,7 @@ internal sealed partial class JsStream : IAsyncDisposable
     {
         stream = null;
         var js = account;
-        bool memory = config.Storage == "memory";
+        bool memory = config.Storage == StorageType.Memory;
         string engine = memory ? "memory" : js.Engines.PersistentEngine;
         string? dir = memory ? null : Path.Combine(account.StreamsDir, config.Name);
         var storeConfig = StoreConfigFor(js, config);
@@ -111,7 +111,7 @@ internal sealed partial class JsStream : IAsyncDisposable
     internal static SyncPolicy SyncFor(NatsBroker.Configuration.ServerOptions o, StreamConfig c)
     {
         // An atomic-batch stream never takes the server-wide async default (nats-server refuses the combination).
-        bool async = c.PersistMode == "async" || (c.PersistMode is null && o.JetStreamPersistAsync && c.Storage == "file" && c.AllowAtomic != true);
+        bool async = c.PersistMode == "async" || (c.PersistMode is null && o.JetStreamPersistAsync && c.Storage == StorageType.File && c.AllowAtomic != true);
         if (async) return SyncPolicy.AsyncPersist;
         return o.JetStreamSyncAlways ? SyncPolicy.Always : SyncPolicy.Periodic;
     }
@@ -124,7 +124,7 @@ internal sealed partial class JsStream : IAsyncDisposable
         MaxAge = c.MaxAge > 0 && !AgesInJetStream(c) ? TimeSpan.FromTicks(c.MaxAge / 100) : TimeSpan.Zero,
         MaxMessagesPerSubject = c.MaxMsgsPerSubject,
         MaxMessageSize = c.MaxMsgSize,
-        Discard = c.Discard == "new" ? DiscardPolicy.New : DiscardPolicy.Old,
+        Discard = c.Discard == StreamDiscardPolicy.New ? DiscardPolicy.New : DiscardPolicy.Old,
         DiscardNewPerSubject = c.DiscardNewPerSubject == true,
     };
 

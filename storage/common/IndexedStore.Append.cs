@@ -176,7 +176,7 @@ internal abstract partial class IndexedStore
         SubjectInfo? existing = null;
         if (lim.Discard == DiscardPolicy.New && !inBatch)
         {
-            var refusal = DiscardNewRefusal(subject, size, lim, out existing);
+            var refusal = DiscardNewRefusal(subject, headers, size, lim, out existing);
             if (refusal != StoreStatus.Ok) return refusal;
         }
 

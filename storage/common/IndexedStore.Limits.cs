@@ -12,9 +12,11 @@ internal abstract partial class IndexedStore
     /// Discard new: whether one more message of <paramref name="size"/> stored bytes is refused, as nats-server's
     /// storeRawMsg decides (memstore.go and filestore.go, the same rules with each engine's size). A subject already
     /// at max_msgs_per_subject is refused outright with discard_new_per_subject; without it the message replaces the
-    /// subject's oldest, so max_msgs does not refuse it and max_bytes refuses it only if the oldest is smaller.
+    /// subject's oldest, so max_msgs does not refuse it and max_bytes refuses it only if the oldest is smaller. A
+    /// message with a Nats-Rollup header passes the per-subject refusal (its rollup purges the subject after it is
+    /// stored, restoring the limit), as storeRawMsg's <c>len(sliceHeader(JSMsgRollup, hdr)) == 0</c>.
     /// </summary>
-    private StoreStatus DiscardNewRefusal(ReadOnlySpan<byte> subject, long size, StreamLimits lim, out SubjectInfo? existing)
+    private StoreStatus DiscardNewRefusal(ReadOnlySpan<byte> subject, ReadOnlySpan<byte> headers, long size, StreamLimits lim, out SubjectInfo? existing)
     {
         existing = null;
         bool atSubjectLimit = false;
@@ -22,13 +24,25 @@ internal abstract partial class IndexedStore
         {
             existing = Subjects.Find(subject);
             atSubjectLimit = existing is not null && existing.Count >= (ulong)lim.MaxMessagesPerSubject;
-            if (atSubjectLimit && lim.DiscardNewPerSubject) return StoreStatus.MaxMessagesPerSubjectExceeded;
+            if (atSubjectLimit && lim.DiscardNewPerSubject && !HasRollupHeader(headers)) return StoreStatus.MaxMessagesPerSubjectExceeded;
         }
         if (lim.MaxMessages > 0 && Msgs >= (ulong)lim.MaxMessages && !atSubjectLimit) return StoreStatus.MaxMessagesExceeded;
         if (lim.MaxBytes > 0 && Bytes + (ulong)size > (ulong)lim.MaxBytes
             && (!atSubjectLimit || Index.Get(existing!.First).Size < size))
             return StoreStatus.MaxBytesExceeded;
         return StoreStatus.Ok;
+    }
+
+    /// <summary>
+    /// A non-empty Nats-Rollup header (nats-server client.go sliceHeader: the first "\r\nNats-Rollup:", spaces
+    /// skipped, the value up to CRLF). The JetStream layer has checked its value before the append.
+    /// </summary>
+    private static bool HasRollupHeader(ReadOnlySpan<byte> headers)
+    {
+        int i = headers.IndexOf("\r\nNats-Rollup:"u8);
+        if (i < 0) return false;
+        var value = headers[(i + "\r\nNats-Rollup:"u8.Length)..].TrimStart((byte)' ');
+        return !value.IsEmpty && !value.StartsWith("\r\n"u8);
     }
 
     /// <summary>

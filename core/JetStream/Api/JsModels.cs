@@ -94,15 +94,15 @@ public sealed class StreamConfig
     public string Name { get; set; } = "";
     public string? Description { get; set; }
     public string[]? Subjects { get; set; }
-    public string Retention { get; set; } = "limits";
+    public RetentionPolicy Retention { get; set; }
     public int MaxConsumers { get; set; } = -1;
     public long MaxMsgs { get; set; } = -1;
     public long MaxBytes { get; set; } = -1;
     public long MaxAge { get; set; }
     public long MaxMsgsPerSubject { get; set; } = -1;
     public int MaxMsgSize { get; set; } = -1;
-    public string Discard { get; set; } = "old";
-    public string Storage { get; set; } = "file";
+    public StreamDiscardPolicy Discard { get; set; }
+    public StorageType Storage { get; set; }
     public int NumReplicas { get; set; } = 1;
     public bool? NoAck { get; set; }
     public string? TemplateOwner { get; set; }
@@ -285,16 +285,16 @@ public sealed class ConsumerConfig
     public string? DurableName { get; set; }
     public string? Name { get; set; }
     public string? Description { get; set; }
-    public string DeliverPolicy { get; set; } = "all";
+    public DeliverPolicy DeliverPolicy { get; set; }
     public ulong? OptStartSeq { get; set; }
     public DateTime? OptStartTime { get; set; }
-    public string AckPolicy { get; set; } = "none";
+    public AckPolicy AckPolicy { get; set; }
     public long? AckWait { get; set; }
     public int? MaxDeliver { get; set; }
     public long[]? Backoff { get; set; }
     public string? FilterSubject { get; set; }
     public string[]? FilterSubjects { get; set; }
-    public string ReplayPolicy { get; set; } = "instant";
+    public ReplayPolicy ReplayPolicy { get; set; }
     public ulong? RateLimitBps { get; set; }
     public string? SampleFreq { get; set; }
     public int? MaxWaiting { get; set; }

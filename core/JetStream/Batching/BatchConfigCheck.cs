@@ -13,10 +13,10 @@ internal static class BatchConfigCheck
         if (c.AllowMsgCounter == false) c.AllowMsgCounter = null;
         if (c.AllowMsgCounter == true)
         {
-            if (c.Discard == "new") return JsErrors.StreamInvalidConfig("counter stream cannot use discard new");
+            if (c.Discard == StreamDiscardPolicy.New) return JsErrors.StreamInvalidConfig("counter stream cannot use discard new");
             if (c.AllowMsgTtl) return JsErrors.StreamInvalidConfig("counter stream cannot use message TTLs");
             if (c.AllowMsgSchedules == true) return JsErrors.StreamInvalidConfig("counter stream cannot use message schedules");
-            if (c.Retention != "limits") return JsErrors.StreamInvalidConfig("counter stream can only use limits retention");
+            if (c.Retention != RetentionPolicy.Limits) return JsErrors.StreamInvalidConfig("counter stream can only use limits retention");
         }
         if (c.PersistMode == "async" && c.AllowAtomic == true)
             return JsErrors.StreamInvalidConfig("async persist mode is not supported with atomic batch publish");

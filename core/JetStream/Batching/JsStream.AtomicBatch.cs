@@ -144,7 +144,7 @@ internal sealed partial class JsStream
 
         var cfg = _config;
         // The account's / server's storage limits for the whole batch (JsAccount.Limits.cs): all or nothing.
-        bool memory = cfg.Storage == "memory";
+        bool memory = cfg.Storage == StorageType.Memory;
         bool limited = _account.IsLimited(memory);
         if (limited)
         {
@@ -183,7 +183,7 @@ internal sealed partial class JsStream
             var hdr = batch.Headers(i);
             if (_scheduling is { Count: > 0 } || MentionsSchedule(hdr)) OnScheduleStored(batch.Subject(i), hdr, first + (ulong)i, now, cfg);
         }
-        if (cfg.Retention == "interest" && _consumerSnapshot.Length == 0)
+        if (cfg.Retention == RetentionPolicy.Interest && _consumerSnapshot.Length == 0)
         {
             for (ulong s = first; s <= result.Sequence; s++) Store.Remove(s);
         }
@@ -288,7 +288,7 @@ internal sealed partial class JsStream
             inflightBySubject[subjectChars] = inflight;
             totalOps++;
             totalBytes += size;
-            if (cfg.Discard == "new")
+            if (cfg.Discard == StreamDiscardPolicy.New)
             {
                 if (cfg.MaxMsgs > 0 && state.Messages + totalOps > (ulong)cfg.MaxMsgs) return JsErrors.StreamStoreFailed("maximum messages exceeded");
                 if (cfg.MaxBytes > 0 && state.Bytes + totalBytes > (ulong)cfg.MaxBytes) return JsErrors.StreamStoreFailed("maximum bytes exceeded");

@@ -15,7 +15,7 @@ internal static class ScheduleConfigCheck
         if (c.AllowMsgSchedules == false) c.AllowMsgSchedules = null;
         if (c.AllowMsgSchedules != true) return null;
         if (c.AllowMsgCounter == true) return JsErrors.StreamInvalidConfig("counter stream cannot use message schedules");
-        if (c.Discard == "new") return JsErrors.StreamInvalidConfig("message scheduling cannot use discard new");
+        if (c.Discard == StreamDiscardPolicy.New) return JsErrors.StreamInvalidConfig("message scheduling cannot use discard new");
         if (!c.AllowRollupHdrs)
         {
             c.AllowRollupHdrs = true;

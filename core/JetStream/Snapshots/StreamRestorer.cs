@@ -30,7 +30,7 @@ internal sealed class StreamRestorer
     {
         _js = js;
         _config = config;
-        _memory = config.Storage == "memory";
+        _memory = config.Storage == StorageType.Memory;
     }
 
     /// <summary>Messages restored so far, and their subject + headers + payload bytes (what the end record counts).</summary>

@@ -31,6 +31,39 @@ public sealed class DiscardNewPerSubjectDifferentialTests(ITestOutputHelper outp
     [SkippableFact]
     public Task Discard_new_per_subject_configs_match_nats_server() => MatchAsync(ConfigScript);
 
+    private static readonly (string, string)[] RollupSub = [("Nats-Rollup", "sub")];
+    private static readonly (string, string)[] RollupAll = [("Nats-Rollup", "all")];
+
+    /// <summary>
+    /// A subject at max_msgs_per_subject with discard_new_per_subject: a plain message is refused (10077), one with
+    /// Nats-Rollup is stored and purges the subject's older messages (memstore.go / filestore.go storeRawMsg let
+    /// rollups through), on both engines; max_msgs still refuses a rollup on a subject below its limit.
+    /// </summary>
+    private static readonly JsExchange[] RollupScript =
+    [
+        new("001 STREAM.CREATE.F", "$JS.API.STREAM.CREATE.F", "{\"name\":\"F\",\"subjects\":[\"f.>\"],\"discard\":\"new\",\"discard_new_per_subject\":true,\"max_msgs_per_subject\":1,\"max_msgs\":3,\"allow_rollup_hdrs\":true}"),
+        new("002 f.x", "f.x", "1"),
+        new("003 f.x", "f.x", "2"),
+        new("004 f.x rollup sub", "f.x", "3") { Headers = RollupSub },
+        new("005 f.x rollup all", "f.x", "4") { Headers = RollupAll },
+        new("006 f.y", "f.y", "5"),
+        new("007 f.z", "f.z", "6"),
+        new("008 f.w rollup sub", "f.w", "7") { Headers = RollupSub },
+        new("009 STREAM.INFO.F", "$JS.API.STREAM.INFO.F", ""),
+        new("010 STREAM.MSG.GET.F", "$JS.API.STREAM.MSG.GET.F", "{\"last_by_subj\":\"f.x\"}"),
+        new("011 STREAM.CREATE.M", "$JS.API.STREAM.CREATE.M", "{\"name\":\"M\",\"subjects\":[\"m.>\"],\"storage\":\"memory\",\"discard\":\"new\",\"discard_new_per_subject\":true,\"max_msgs_per_subject\":2,\"allow_rollup_hdrs\":true}"),
+        new("012 m.x", "m.x", "1"),
+        new("013 m.x", "m.x", "2"),
+        new("014 m.x", "m.x", "3"),
+        new("015 m.x rollup sub", "m.x", "4") { Headers = RollupSub },
+        new("016 m.x", "m.x", "5"),
+        new("017 STREAM.INFO.M", "$JS.API.STREAM.INFO.M", ""),
+        new("018 STREAM.MSG.GET.M", "$JS.API.STREAM.MSG.GET.M", "{\"last_by_subj\":\"m.x\"}"),
+    ];
+
+    [SkippableFact]
+    public Task A_rollup_on_a_subject_at_its_limit_is_stored_as_nats_server_stores_it() => MatchAsync(RollupScript);
+
     private async Task MatchAsync(JsExchange[] script)
     {
         JsApiScript.Require("2.14.5", output);

@@ -33,6 +33,9 @@ public sealed record JsExchange(string Name, string Subject, string Body)
 
     /// <summary>Milliseconds to wait before the request (for what servers do in the background: sourcing).</summary>
     public int DelayMs { get; init; }
+
+    /// <summary>Headers sent with the message ("Key: value" pairs), e.g. Nats-Rollup on a publish.</summary>
+    public (string Key, string Value)[]? Headers { get; init; }
 }
 
 /// <summary>
@@ -82,16 +85,22 @@ internal static class JsApiScript
                 answers.Add("");
                 continue;
             }
-            answers.Add(await RequestAsync(nats, e.Subject, e.Body));
+            answers.Add(await RequestAsync(nats, e.Subject, e.Body, e.Headers));
         }
         return answers;
     }
 
-    public static async Task<string> RequestAsync(NatsConnection nats, string subject, string body)
+    public static async Task<string> RequestAsync(NatsConnection nats, string subject, string body, (string Key, string Value)[]? headers = null)
     {
         try
         {
-            var reply = await nats.RequestAsync<byte[], byte[]>(subject, Encoding.UTF8.GetBytes(body),
+            NatsHeaders? h = null;
+            if (headers is not null)
+            {
+                h = new NatsHeaders();
+                foreach (var (k, v) in headers) h.Add(k, v);
+            }
+            var reply = await nats.RequestAsync<byte[], byte[]>(subject, Encoding.UTF8.GetBytes(body), headers: h,
                 replyOpts: new NatsSubOpts { Timeout = TimeSpan.FromSeconds(2) });
             if (reply.Headers?.Code is > 0 and var code && (reply.Data?.Length ?? 0) == 0) return $"<status {code} {reply.Headers.MessageText}>";
             return Encoding.UTF8.GetString(reply.Data ?? []);
