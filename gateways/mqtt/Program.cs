@@ -1,4 +1,5 @@
 using NatsBroker.Gateways.Link;
+using NatsBroker.Gateways.Link.Tls;
 
 namespace NatsBroker.MqttGateway;
 
@@ -14,6 +15,6 @@ public static class Program
             // -t reads the TLS certificate files as the start does (MqttService.OnStarting), so the check refuses them too.
             (tree, o) =>
             {
-                if (o.Tls is { } tls) TlsTerminator.CertificateCheck.Run(tls, TlsTerminator.CertificateCheck.KeyPosition(tree, "mqtt", "tls"));
+                if (o.Tls is { } tls) CertificateCheck.Run(tls, CertificateCheck.KeyPosition(tree, "mqtt", "tls"));
             });
 }

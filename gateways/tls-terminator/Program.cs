@@ -1,4 +1,5 @@
 using NatsBroker.Gateways.Link;
+using NatsBroker.Gateways.Link.Tls;
 
 namespace NatsBroker.TlsTerminator;
 

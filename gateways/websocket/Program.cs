@@ -1,4 +1,5 @@
 using NatsBroker.Gateways.Link;
+using NatsBroker.Gateways.Link.Tls;
 
 namespace NatsBroker.WebSocketGateway;
 
@@ -15,6 +16,6 @@ public static class Program
             (tree, o) =>
             {
                 if (o.Tls is { } tls)
-                    TlsTerminator.CertificateCheck.Run(tls, TlsTerminator.CertificateCheck.KeyPosition(tree, "websocket", "tls") ?? TlsTerminator.CertificateCheck.KeyPosition(tree, "ws", "tls"));
+                    CertificateCheck.Run(tls, CertificateCheck.KeyPosition(tree, "websocket", "tls") ?? CertificateCheck.KeyPosition(tree, "ws", "tls"));
             });
 }

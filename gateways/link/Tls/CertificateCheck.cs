@@ -1,7 +1,7 @@
 using System.Security.Cryptography;
 using NatsBroker.Configuration;
 
-namespace NatsBroker.TlsTerminator;
+namespace NatsBroker.Gateways.Link.Tls;
 
 /// <summary>
 /// A gateway's <c>-t</c> check of a <c>tls {}</c> block's files (gateways/link GatewayProgram; the core runs it before
@@ -11,7 +11,7 @@ namespace NatsBroker.TlsTerminator;
 /// </summary>
 public static class CertificateCheck
 {
-    public static void Run(TerminatorOptions options, SourcePosition? at)
+    public static void Run(TlsOptions options, SourcePosition? at)
     {
         ArgumentNullException.ThrowIfNull(options);
         try
@@ -32,7 +32,7 @@ public static class CertificateCheck
         }
     }
 
-    private static string Missing(TerminatorOptions o) =>
+    private static string Missing(TlsOptions o) =>
         new[] { o.CaFile ?? "", o.CertFile, o.KeyFile }.FirstOrDefault(f => f.Length > 0 && !File.Exists(f)) ?? o.CertFile;
 
     /// <summary>Where a key sits in the file (<c>tls</c>, or <c>websocket</c> then <c>tls</c>), for the error's position.</summary>
