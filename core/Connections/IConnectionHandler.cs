@@ -32,6 +32,25 @@ public interface IConnectionHandler
     /// </summary>
     void OnProducerStalled();
 
+    /// <summary>
+    /// Read on each heartbeat (Connection.Heartbeat.cs). Null: no handshake pending (keep-alive runs).
+    /// Otherwise how long after the connection was made the handshake must be over (nats-server auth_timeout);
+    /// <see cref="Timeout.InfiniteTimeSpan"/> while a step of it bounds its own wait.
+    /// </summary>
+    TimeSpan? HandshakeTimeout { get; }
+
+    /// <summary>The handshake deadline passed: send the protocol's error and close.</summary>
+    void OnHandshakeTimeout();
+
+    /// <summary>Read on each heartbeat once the handshake is over: this kind's ping interval, ping_max, first ping.</summary>
+    KeepAlivePolicy KeepAlivePolicy { get; }
+
+    /// <summary>Queue the protocol's PING (already counted as out by <see cref="Connection.KeepAlive"/>).</summary>
+    void SendPing();
+
+    /// <summary>ping_max PINGs went unanswered: send the protocol's error and close as stale.</summary>
+    void OnStale();
+
     /// <summary>A bug in the read loop (the connection then closes; the server goes on).</summary>
     void OnLoopFault(Exception exception);
 

@@ -20,7 +20,6 @@ public sealed partial class ClientConnection
     private bool _headers;
     private bool _noResponders;
     private ClientPermissions? _permissions;
-    private int _pingsOut;
 
     /// <summary>
     /// The parser's handler: a struct, so <see cref="ProtocolParser.Parse{THandler}"/> is specialised for it and
@@ -119,11 +118,11 @@ public sealed partial class ClientConnection
             SendErrorAndClose(ErrorMessages.NoRespondersRequiresHeaders, CloseReason.NoRespondersRequiresHeaders);
             return;
         }
-        // CONNECT gives a first RTT estimate (time since accept) and restarts the ping timer, as nats-server does.
+        // CONNECT gives a first RTT estimate (time since accept) and restarts the ping timer, as nats-server does
+        // (client.go processConnect: c.rtt = computeRTT(c.start); setFirstPingTimer from there).
         long now = Environment.TickCount64;
-        Volatile.Write(ref _rttMs, Math.Max(1, now - _conn.ConnectedTicks));
-        _rttMeasured = true;
-        ScheduleFirstPing(now);
+        _conn.KeepAlive.SetRtt(now - _conn.ConnectedTicks);
+        _conn.KeepAlive.Restart(now, KeepAlivePolicyNow);
         if (_verbose) EnqueueProto(ProtocolWriter.Ok);
         if (!IsInternal) _server.SystemServices?.ClientConnected(this);
     }
@@ -267,71 +266,46 @@ public sealed partial class ClientConnection
         }
     }
 
-    /// <summary>Called by the server heartbeat: auth timeout, keep-alive PINGs, stale and write-deadline checks.</summary>
-    internal void OnHeartbeat(long nowTicks)
+    /// <summary>Called by the server heartbeat; the connection checks the deadlines and keep-alive (Connection.Heartbeat.cs).</summary>
+    internal void OnHeartbeat(long nowTicks) => _conn.OnHeartbeat(nowTicks);
+
+    TimeSpan? IConnectionHandler.HandshakeTimeout
     {
-        if (_conn.IsClosing) return;
-        var opts = _server.Options;
-        if (AwaitingAuth)
+        get
         {
+            if (!AwaitingAuth) return null;
             // An auth callout in flight ends itself within auth_timeout (PasswordHashingRequest.BoundsItsOwnWait).
-            if (_pendingAuth is { BoundsItsOwnWait: true }) return;
+            if (_pendingAuth is { BoundsItsOwnWait: true }) return Timeout.InfiniteTimeSpan;
+            var opts = _server.Options;
             var authTimeout = opts.AuthTimeout;
             // A longer websocket auth timeout: the websocket gateway enforces it on its links, which arrive here on
             // the Unix socket and are not known to be WebSocket ones before CONNECT, so this timer must not fire first.
             if (Kind == TransportKind.UnixSocket && opts.WebSocketAuthTimeout is { } ws && ws > authTimeout) authTimeout = ws;
-            if (nowTicks - _conn.ConnectedTicks >= (long)authTimeout.TotalMilliseconds)
-            {
-                SendErrorAndClose(ErrorMessages.AuthenticationTimeout, CloseReason.AuthenticationTimeout);
-                AbandonPendingAuth();
-            }
-            return;
+            return authTimeout;
         }
-        if (_conn.CheckWriteDeadline(nowTicks)) return;
-        long interval = (long)opts.PingInterval.TotalMilliseconds;
-        if (interval <= 0) return;
-        if (_nextPingTicks == 0) ScheduleFirstPing(_conn.ConnectedTicks);
-        if (nowTicks < _nextPingTicks) return;
-        _nextPingTicks = nowTicks + interval;
-        // Once RTT is known, a client that sent us something within the interval needs no PING (processPingTimer).
-        if (_rttMeasured && nowTicks - _conn.LastInputTicks < interval) return;
-        if (_pingsOut + 1 > opts.MaxPingsOut)
-        {
-            SendErrorAndClose(ErrorMessages.StaleConnection, CloseReason.StaleConnection);
-            return;
-        }
-        _pingsOut++;
-        Volatile.Write(ref _pingSentTicks, nowTicks);
-        EnqueueProto(ProtocolWriter.Ping);
     }
 
-    private const long FirstClientPingIntervalMs = 2000;
-    private long _nextPingTicks;
-    private long _pingSentTicks;
-    private long _rttMs;
-    private bool _rttMeasured;
-
-    /// <summary>
-    /// The first PING comes ~2 s after accept or CONNECT (or after the ping interval if shorter), plus up to 20%
-    /// jitter (client.go setFirstPingTimer, firstClientPingInterval).
-    /// </summary>
-    private void ScheduleFirstPing(long fromTicks)
+    void IConnectionHandler.OnHandshakeTimeout()
     {
-        long interval = (long)_server.Options.PingInterval.TotalMilliseconds;
-        if (interval <= 0) return;
-        long first = Math.Min(interval, FirstClientPingIntervalMs);
-        _nextPingTicks = fromTicks + first + Random.Shared.NextInt64(Math.Max(1, first / 5));
+        SendErrorAndClose(ErrorMessages.AuthenticationTimeout, CloseReason.AuthenticationTimeout);
+        AbandonPendingAuth();
     }
 
-    private void ProcessPong()
+    KeepAlivePolicy IConnectionHandler.KeepAlivePolicy => KeepAlivePolicyNow;
+
+    private KeepAlivePolicy KeepAlivePolicyNow
     {
-        _pingsOut = 0;
-        long sent = Volatile.Read(ref _pingSentTicks);
-        if (sent != 0)
+        get
         {
-            Volatile.Write(ref _rttMs, Math.Max(0, Environment.TickCount64 - sent));
-            _rttMeasured = true;
+            var opts = _server.Options;
+            return KeepAlivePolicy.Client(opts.PingInterval, opts.MaxPingsOut);
         }
     }
+
+    void IConnectionHandler.SendPing() => EnqueueProto(ProtocolWriter.Ping);
+
+    void IConnectionHandler.OnStale() => SendErrorAndClose(ErrorMessages.StaleConnection, CloseReason.StaleConnection);
+
+    private void ProcessPong() => _conn.KeepAlive.OnPong(Environment.TickCount64);
 
 }

@@ -66,7 +66,7 @@ public sealed partial class ClientConnection
     internal List<Subscription>? FinalSubscriptions { get; private set; }
 
     /// <summary>Round-trip time of the first server PING answered (connz rtt); zero until measured.</summary>
-    public TimeSpan Rtt => TimeSpan.FromMilliseconds(Volatile.Read(ref _rttMs));
+    public TimeSpan Rtt => _conn.KeepAlive.Rtt;
 }
 
 /// <summary>A copy of one subscription's monitoring fields (subject, queue, sid, delivered count, auto-unsub max, owner cid).</summary>

@@ -51,6 +51,11 @@ public sealed class ConnectionTests
         public Task? CompletePendingInput() => null;
         public void OnSlowConsumer(CloseReason reason) { }
         public void OnProducerStalled() { }
+        public TimeSpan? HandshakeTimeout => null;
+        public void OnHandshakeTimeout() { }
+        public KeepAlivePolicy KeepAlivePolicy => default;
+        public void SendPing() { }
+        public void OnStale() { }
 
         public void OnLoopFault(Exception exception) => throw new InvalidOperationException("loop fault", exception);
         public void OnClosing() => Closing++;
