@@ -310,8 +310,9 @@ public sealed partial class ServerProcess : IAsyncDisposable
                 // Both servers write the ports file only once they accept, so no probe connection is made then: a
                 // probe's close can still be in flight when the test connects, and with max_connections it would
                 // take a slot. Except with tls {}: our client port is then the supervised TLS terminator's, which
-                // may still be starting when the core writes the file.
-                var probe = !fromPortsFile || (Kind == ServerKind.Ours && Options.Config?.Contains("tls", StringComparison.Ordinal) == true);
+                // may still be starting when the core writes the file. A `tls` key, not any text containing "tls":
+                // websocket's `no_tls: true` made a probe whose close took the only slot of a max_connections: 1 test.
+                var probe = !fromPortsFile || (Kind == ServerKind.Ours && Options.Config is { } config && TlsKey().IsMatch(config));
                 if (!probe || await CanConnectAsync(clientPort).ConfigureAwait(false))
                 {
                     Port = clientPort;
@@ -409,6 +410,9 @@ public sealed partial class ServerProcess : IAsyncDisposable
         var m = ListenLine().Match(Output);
         return m.Success && int.TryParse(m.Groups[1].Value, out port);
     }
+
+    [GeneratedRegex(@"(?<![A-Za-z0-9_])tls\s*[{:=]")]
+    private static partial Regex TlsKey();
 
     private async Task<bool> CanConnectAsync(int port)
     {
