@@ -65,6 +65,10 @@ public sealed class ServerOptions
     /// <summary><c>proxies { trusted = [ {key: "U..."} ] }</c> (nats-server 2.12, ADR-55): public nkeys of trusted proxies.</summary>
     public List<string> TrustedProxies { get; set; } = [];
 
+    // ---- Cluster (core/Configuration/OptionMapper.Cluster.cs, core/Cluster) ----
+    /// <summary>The route listener and the routes to solicit; null when this server is not in a cluster.</summary>
+    public ClusterOptions? Cluster { get; set; }
+
     // ---- Limits ----
     public int MaxPayload { get; set; } = DefaultMaxPayload;
     public int MaxControlLine { get; set; } = DefaultMaxControlLine;
