@@ -33,6 +33,7 @@ public sealed class Account
     {
         Name = name;
         Router = router;
+        router.NameAccount(name);
         TrackedReplies = new TrackedReplies(router);
     }
 
@@ -182,7 +183,7 @@ public sealed class Account
                     var export = exporter.ServiceExportFor(imp.Subject);
                     var sampler = export is not null && exporter.TrackedLatency(export) is { } lat ? new LatencySampler(latency, lat, exporter, imp.Share) : null;
                     var owner = new ServiceImportForwarder(this, exporter, local, imp.Subject, export?.ResponseType ?? ServiceResponseType.Singleton, sampler);
-                    _importSubs.Add((Router, Router.Subscribe(local, owner)));
+                    _importSubs.Add((Router, Router.Subscribe(local, owner, SubscriptionScope.NodeOnly)));
                 }
                 else
                 {

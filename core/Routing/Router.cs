@@ -15,7 +15,7 @@ namespace NatsBroker.Routing;
 /// One router per subject space: each account (core/Accounts) owns one over its own SubList; imports and exports
 /// route between them through server-side subscribers.
 /// </remarks>
-public sealed class Router
+public sealed partial class Router
 {
     /// <summary>
     /// How deep publishes may nest on one thread (an internal subscriber publishing from its callback, which
@@ -42,6 +42,12 @@ public sealed class Router
     }
 
     public SubList SubList { get; }
+
+    /// <summary>The name of the account this router serves, as it goes in RMSG/HMSG lines on routes.</summary>
+    public byte[] AccountName { get; private set; } = "$G"u8.ToArray();
+
+    /// <summary>Called once by the account that owns this router (core/Accounts/Account.cs).</summary>
+    internal void NameAccount(string name) => AccountName = Encoding.UTF8.GetBytes(name);
 
     /// <summary>Publishes dropped because they nested deeper than <see cref="MaxNesting"/>.</summary>
     public long DroppedNested => Volatile.Read(ref _droppedNested);
@@ -75,15 +81,24 @@ public sealed class Router
         try
         {
             var msg = new RoutedMessage(origin, routeSubject, subject, reply, headerSize, payload);
+            RouteFanout? routes = null;
             var plain = result.Plain;
             for (int i = 0; i < plain.Length; i++)
             {
                 var sub = plain[i];
                 if (sub.Closed) continue;
+                if (sub.IsRemote)
+                {
+                    // Interest a route announced: the message goes to that route once, however many of its
+                    // subscriptions matched (client.go processMsgResults, rrTracking).
+                    (routes ??= RouteFanout.For(t_depth)).Add((IRouteTarget)sub.Owner);
+                    continue;
+                }
                 Hand(sub, ref msg, batch);
             }
             var queues = result.Queues;
-            for (int q = 0; q < queues.Length; q++) DeliverToQueue(queues[q], ref msg, batch);
+            for (int q = 0; q < queues.Length; q++) DeliverToQueue(queues[q], ref msg, batch, ref routes);
+            if (routes is { Count: > 0 }) routes.Send(ref msg, AccountName, batch);
         }
         finally
         {
@@ -174,10 +189,12 @@ public sealed class Router
     /// Subscribes a server-side subscriber that handles deliveries itself (account import forwarders). Its
     /// <see cref="ISubscriber.Deliver"/> runs on the publisher's thread with the publisher's batch.
     /// </summary>
-    public Subscription Subscribe(string subject, ISubscriber owner)
+    /// <param name="scope">Whether routes learn of it: a service import's subscription is served on this node only
+    /// (nats-server never sends <c>sub.si</c> to routes, route.go sendSubsToRoute).</param>
+    public Subscription Subscribe(string subject, ISubscriber owner, SubscriptionScope scope = SubscriptionScope.Local)
     {
         var sid = Encoding.ASCII.GetBytes("i" + Interlocked.Increment(ref _sidCounter).ToString(System.Globalization.CultureInfo.InvariantCulture));
-        var sub = new Subscription(Encoding.UTF8.GetBytes(subject), null, sid, owner);
+        var sub = new Subscription(Encoding.UTF8.GetBytes(subject), null, sid, owner) { Scope = scope };
         if (!SubList.Insert(sub)) throw new ArgumentException($"invalid subject '{subject}'", nameof(subject));
         return sub;
     }
@@ -189,21 +206,52 @@ public sealed class Router
         SubList.Remove(sub);
     }
 
-    /// <summary>Picks one member of a queue group at random; if that member takes nothing, tries the others in order.</summary>
+    /// <summary>
+    /// Picks one member of a queue group at random, a remote member counting as the number of members its node
+    /// announced (sublist.go addNodeToResults expands it <c>qw</c> times; client.go processMsgResults starts at one
+    /// random index): cluster-wide weighted random, no preference for local members when a client published
+    /// (routes.md 5.2). If the member picked takes nothing, the next ones are tried in order. A remote member is
+    /// reached by naming its group in the RMSG to its route.
+    /// </summary>
     [MethodImpl(MethodImplOptions.AggressiveOptimization)]
-    private void DeliverToQueue(Subscription[] members, ref RoutedMessage msg, DeliveryBatch batch)
+    private void DeliverToQueue(Subscription[] members, ref RoutedMessage msg, DeliveryBatch batch, ref RouteFanout? routes)
     {
-        // xorshift: cheap; a lost update between threads only perturbs the randomness.
-        uint x = _random;
-        x ^= x << 13; x ^= x >> 17; x ^= x << 5;
-        _random = x;
-        int start = (int)(x % (uint)members.Length);
+        int start = PickWeighted(members, NextRandom());
         for (int i = 0; i < members.Length; i++)
         {
             var sub = members[(start + i) % members.Length];
             if (sub.Closed) continue;
+            if (sub.IsRemote)
+            {
+                (routes ??= RouteFanout.For(t_depth)).AddQueue((IRouteTarget)sub.Owner, sub.Queue);
+                return;
+            }
             if (Hand(sub, ref msg, batch) != DeliveryOutcome.Skipped) return;
         }
+    }
+
+    /// <summary>xorshift: cheap; a lost update between threads only perturbs the randomness.</summary>
+    private uint NextRandom()
+    {
+        uint x = _random;
+        x ^= x << 13; x ^= x >> 17; x ^= x << 5;
+        _random = x;
+        return x;
+    }
+
+    /// <summary>The index of the member at <paramref name="random"/> over the members' weights.</summary>
+    private static int PickWeighted(Subscription[] members, uint random)
+    {
+        long total = 0;
+        for (int i = 0; i < members.Length; i++) total += Math.Max(1, members[i].QueueWeight);
+        if (total == members.Length) return (int)(random % (uint)members.Length);
+        long r = random % total;
+        for (int i = 0; i < members.Length; i++)
+        {
+            r -= Math.Max(1, members[i].QueueWeight);
+            if (r < 0) return i;
+        }
+        return 0;
     }
 
     [MethodImpl(MethodImplOptions.AggressiveOptimization)]

@@ -67,6 +67,27 @@ public sealed partial class SubList
     /// <summary>Number of subscriptions in the trie.</summary>
     public int Count => Volatile.Read(ref _count);
 
+    private IInterestObserver? _observer;
+
+    /// <summary>
+    /// Sets who is told of local interest changes (the cluster's per-account interest, core/Cluster), or null.
+    /// Called under the write lock, so no change slips between the observer's snapshot (<paramref name="attached"/>,
+    /// also under the lock: the local subscriptions present now) and its first notification.
+    /// </summary>
+    public void SetInterestObserver(IInterestObserver? observer, Action<IEnumerable<Subscription>>? attached = null)
+    {
+        _lock.EnterWriteLock();
+        try
+        {
+            _observer = observer;
+            attached?.Invoke(SnapshotLocked());
+        }
+        finally
+        {
+            _lock.ExitWriteLock();
+        }
+    }
+
     /// <summary>
     /// Adds a subscription. Returns false, changing nothing, when the subject cannot go in the trie (empty, an empty
     /// token, or '>' not last); the caller answers -ERR 'Invalid Subject'. Inserting the same instance twice is a
@@ -98,6 +119,7 @@ public sealed partial class SubList
             _inserts++;
             AddToCache(sub);
             Volatile.Write(ref _generation, _generation + 1);
+            if (_observer is { } observer && sub.Scope == SubscriptionScope.Local) observer.OnInserted(sub);
             return true;
         }
         finally
@@ -125,6 +147,7 @@ public sealed partial class SubList
                 RemoveWildcardCacheEntries();
             }
             Volatile.Write(ref _generation, _generation + 1);
+            if (_observer is { } observer && sub.Scope == SubscriptionScope.Local) observer.OnRemoved(sub);
             return true;
         }
         finally
@@ -149,6 +172,7 @@ public sealed partial class SubList
                 var sub = subs[i];
                 if (!RemoveFromTrie(sub)) continue;
                 removed++;
+                if (_observer is { } observer && sub.Scope == SubscriptionScope.Local) observer.OnRemoved(sub);
                 if (Subject.IsLiteral(sub.Subject)) RemoveCacheEntry(sub.Subject);
                 else _wildcardRemovals.Add(sub.Subject);
             }
@@ -226,6 +250,13 @@ public sealed partial class SubList
         {
             _lock.ExitReadLock();
         }
+        return all;
+    }
+
+    private List<Subscription> SnapshotLocked()
+    {
+        var all = new List<Subscription>(Count);
+        Collect(_root, all);
         return all;
     }
 

@@ -28,4 +28,27 @@ public sealed class Subscription(byte[] subject, byte[]? queue, byte[] sid, ISub
 
     /// <summary>Set once the subscription is removed; deliveries racing the removal check it.</summary>
     public volatile bool Closed;
+
+    /// <summary>Who may learn of this interest (routes.md 4.1): local interest is announced to routes, node-only
+    /// interest (service-import subscriptions, nats-server's <c>sub.si</c>) and remote interest are not.</summary>
+    public SubscriptionScope Scope { get; init; }
+
+    /// <summary>Interest a route announced (its owner is the route connection): one hop, never sent on to routes.</summary>
+    public bool IsRemote => Scope == SubscriptionScope.Remote;
+
+    /// <summary>A remote queue subscription stands for this many members on its node (RS+ weight, sublist.go
+    /// addNodeToResults expands it <c>qw</c> times); 1 for every local subscription. A repeated RS+ replaces the
+    /// subscription rather than writing this, so a cached match result never changes under a reader.</summary>
+    public int QueueWeight { get; init; } = 1;
+}
+
+/// <summary>See <see cref="Subscription.Scope"/>.</summary>
+public enum SubscriptionScope
+{
+    /// <summary>A client's or internal subscriber's interest: routes are told of it.</summary>
+    Local,
+    /// <summary>Served on this node only (service-import subscriptions): not announced to routes.</summary>
+    NodeOnly,
+    /// <summary>Announced by a route peer; delivered to by sending the message on that route.</summary>
+    Remote,
 }

@@ -1,0 +1,77 @@
+using System.Buffers;
+using System.Runtime.CompilerServices;
+using NatsBroker.Protocol;
+using NatsBroker.Subscriptions;
+
+namespace NatsBroker.Routing;
+
+public sealed partial class Router
+{
+    /// <summary>
+    /// Routes a message that arrived from a route (RMSG/HMSG), with the one-hop rule of route.go
+    /// processInboundRoutedMsg and client.go processMsgResults: plain subscriptions owned by routes are skipped, so it
+    /// reaches only this node's subscribers; queue groups are served only when the line names them
+    /// (<paramref name="queues"/>), a local member preferred, and only when none can take it is it sent on to a
+    /// member on another route (the second hop nats-server also makes, routes.md 5.2).
+    /// </summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
+    public void PublishFromRoute(IRouteTarget from, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, int headerSize,
+        in ReadOnlySequence<byte> payload, ReadOnlySpan<byte> queues, SubjectResultCache l1, DeliveryBatch batch)
+    {
+        var result = SubList.Match(subject, l1);
+        if (result.IsEmpty || t_depth >= MaxNesting) return;
+        t_depth++;
+        try
+        {
+            var msg = new RoutedMessage(null, subject, subject, reply, headerSize, payload);
+            var plain = result.Plain;
+            for (int i = 0; i < plain.Length; i++)
+            {
+                var sub = plain[i];
+                if (sub.Closed || sub.IsRemote) continue;
+                Hand(sub, ref msg, batch);
+            }
+            if (queues.IsEmpty || result.Queues.Length == 0) return;
+            RouteFanout? routes = null;
+            foreach (var name in new QueueNameEnumerator(queues))
+            {
+                var members = FindGroup(result.Queues, name);
+                if (members is not null) DeliverToQueueFromRoute(members, from, ref msg, batch, ref routes);
+            }
+            if (routes is { Count: > 0 }) routes.Send(ref msg, AccountName, batch);
+        }
+        finally
+        {
+            t_depth--;
+        }
+    }
+
+    private static Subscription[]? FindGroup(Subscription[][] groups, ReadOnlySpan<byte> name)
+    {
+        for (int i = 0; i < groups.Length; i++)
+        {
+            if (groups[i][0].Queue.AsSpan().SequenceEqual(name)) return groups[i];
+        }
+        return null;
+    }
+
+    /// <summary>Local members first, from a random start; a member on another route (not the one the message came
+    /// from) only as the fallback.</summary>
+    private void DeliverToQueueFromRoute(Subscription[] members, IRouteTarget from, ref RoutedMessage msg, DeliveryBatch batch, ref RouteFanout? routes)
+    {
+        int start = (int)(NextRandom() % (uint)members.Length);
+        Subscription? fallback = null;
+        for (int i = 0; i < members.Length; i++)
+        {
+            var sub = members[(start + i) % members.Length];
+            if (sub.Closed) continue;
+            if (sub.IsRemote)
+            {
+                if (fallback is null && !ReferenceEquals(sub.Owner, from)) fallback = sub;
+                continue;
+            }
+            if (Hand(sub, ref msg, batch) != DeliveryOutcome.Skipped) return;
+        }
+        if (fallback is not null) (routes ??= RouteFanout.For(t_depth)).AddQueue((IRouteTarget)fallback.Owner, fallback.Queue);
+    }
+}
