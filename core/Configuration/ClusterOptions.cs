@@ -29,4 +29,8 @@ public sealed class ClusterOptions
     public string? Password { get; set; }
     /// <summary><c>authorization { timeout }</c>: how long an accepted route may take to send CONNECT (default 2 s).</summary>
     public TimeSpan AuthTimeout { get; set; } = TimeSpan.FromSeconds(2);
+    /// <summary><c>ping_interval</c> for routes (2.10+); null = the server's. Capped at 30 s for routes.</summary>
+    public TimeSpan? PingInterval { get; set; }
+    /// <summary><c>ping_max</c> for routes (2.10+); null = the server's.</summary>
+    public int? MaxPingsOut { get; set; }
 }

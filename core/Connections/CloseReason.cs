@@ -10,4 +10,8 @@ public enum CloseReason
     SlowConsumerPendingBytes, SlowConsumerWriteDeadline, StaleConnection, MaxPayloadExceeded,
     MaxControlLineExceeded, MaxConnectionsExceeded, BadClientProtocolVersion, NoRespondersRequiresHeaders,
     ReadError, WriteError, LameDuck, ProxyNotTrusted, ProxyRequired, AuthenticationExpired, Revocation,
+    // Routes (client.go ClosedState): a second connection to a peer, or to ourselves; a route taken out of the
+    // config at reload; the peer's cluster name or server name clashing with ours; a client or gateway on the
+    // route port.
+    DuplicateRoute, RouteRemoved, ClusterNameConflict, DuplicateServerName, WrongPort, WrongGateway,
 }

@@ -24,6 +24,8 @@ public sealed class ServerInfo
     [JsonPropertyName("client_id")] public ulong ClientId { get; set; }
     [JsonPropertyName("client_ip")] public string? ClientIp { get; set; }
     [JsonPropertyName("nonce"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? Nonce { get; set; }
+    /// <summary>In a cluster: the client URLs of this node and its peers (server.go Info ClientConnectURLs).</summary>
+    [JsonPropertyName("connect_urls"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string[]? ConnectUrls { get; set; }
     [JsonPropertyName("ldm"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public bool LameDuckMode { get; set; }
     /// <summary>The JetStream API level (server.go sets it in every INFO, with or without JetStream).</summary>
     [JsonPropertyName("api_lvl"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public int ApiLevel { get; set; }

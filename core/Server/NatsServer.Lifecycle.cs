@@ -19,6 +19,8 @@ public sealed partial class NatsServer
         if (SystemServices is not null) await SystemServices.DisposeAsync().ConfigureAwait(false);
         if (_heartbeat is not null) await _heartbeat.DisposeAsync().ConfigureAwait(false);
         foreach (var c in _clients.Values) c.CloseAfterFlush(CloseReason.ServerShutdown);
+        // Routes close with clients (server.go Shutdown): peers see the connection go and drop our interest.
+        if (Cluster is not null) await Cluster.DisposeAsync().ConfigureAwait(false);
         // Connections parked on a password check wake up (abandoned) and close.
         PasswordHashing.Dispose();
         if (HasIdentity) Identity.Dispose();
@@ -41,6 +43,9 @@ public sealed partial class NatsServer
         LameDuckMode = true;
         Log.LameDuck(_options.LameDuckDuration, _options.LameDuckGracePeriod);
         StopListening();
+        // Peers first, so they take our URLs out of their clients' INFO (server.go sendLDMToRoutes), then our
+        // clients: an INFO with ldm and only the other nodes' URLs.
+        Cluster?.SendLameDuck();
         foreach (var c in _clients.Values) c.SendAsyncInfo();
         var grace = _options.LameDuckGracePeriod;
         var duration = _options.LameDuckDuration;

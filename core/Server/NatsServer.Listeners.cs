@@ -23,6 +23,24 @@ public sealed partial class NatsServer
     /// <summary>JetStream, when enabled (-js / jetstream {}).</summary>
     public NatsBroker.JetStream.JetStreamService? JetStream { get; private set; }
 
+    /// <summary>Routes to the other nodes of the cluster; null without a <c>cluster {}</c> listener.</summary>
+    public NatsBroker.Cluster.RouteManager? Cluster { get; private set; }
+
+    /// <summary>This node's client URLs as peers and clients learn them (INFO <c>connect_urls</c>).</summary>
+    internal List<string> OwnClientConnectUrls() => NatsBroker.Cluster.RouteManager.ClientConnectUrls(_options.ClientAdvertise, _options.Host, ClientPort);
+
+    /// <summary>
+    /// The cluster's client URLs changed: every client that can take an asynchronous INFO gets one
+    /// (route.go sendAsyncInfoToClients: protocol ≥ 1, CONNECT done).
+    /// </summary>
+    internal void SendAsyncInfoToClients()
+    {
+        foreach (var c in _clients.Values)
+        {
+            if (c.Connect is { Protocol: >= 1 }) c.SendAsyncInfo();
+        }
+    }
+
     /// <summary>The bound client port (resolved when -p -1 asked for a random one).</summary>
     public int ClientPort { get; private set; }
 
@@ -80,6 +98,12 @@ public sealed partial class NatsServer
         {
             Log.ListeningUnix(unix.Path);
             StartAccepting(unix);
+        }
+        if (o.Cluster is { } cluster)
+        {
+            // Routes start once the client port is known: our route INFO carries our client URLs (connect_urls).
+            Cluster = new NatsBroker.Cluster.RouteManager(this, cluster, Log.Logger);
+            Cluster.Start();
         }
         StartHeartbeat();
     }

@@ -113,6 +113,12 @@ public static class CloseReasonText
         CloseReason.ProxyRequired => "Proxy Required",
         CloseReason.AuthenticationExpired => "Authentication Expired",
         CloseReason.Revocation => "Credentials Revoked",
+        CloseReason.DuplicateRoute => "Duplicate Route",
+        CloseReason.RouteRemoved => "Route Removed",
+        CloseReason.ClusterNameConflict => "Cluster Name Conflict",
+        CloseReason.DuplicateServerName => "Duplicate Server Name",
+        CloseReason.WrongPort => "Incorrect Port",
+        CloseReason.WrongGateway => "Wrong Gateway",
         _ => "Unknown State",
     };
 }

@@ -109,7 +109,27 @@ public sealed partial class NatsServer : IAsyncDisposable
             LameDuckMode = LameDuckMode,
             ApiLevel = NatsBroker.JetStream.ApiLevel.Current,
             XKey = Identity.CurvePublicKey,
+            ConnectUrls = ClientConnectUrls(),
         };
+    }
+
+    /// <summary>
+    /// INFO <c>connect_urls</c> in a cluster: our client URLs, then the peers' (server.go clientConnectURLs plus the
+    /// routes' set); in lame duck mode only the peers', so clients move away. Null outside a cluster, and with
+    /// <c>no_advertise</c> only our own.
+    /// </summary>
+    private string[]? ClientConnectUrls()
+    {
+        if (Cluster is not { } cluster) return null;
+        var urls = LameDuckMode ? [] : OwnClientConnectUrls();
+        if (!cluster.Options.NoAdvertise)
+        {
+            foreach (var u in cluster.PeerClientUrls())
+            {
+                if (!urls.Contains(u)) urls.Add(u);
+            }
+        }
+        return [.. urls];
     }
 
     internal void StartHeartbeat()
@@ -132,6 +152,7 @@ public sealed partial class NatsServer : IAsyncDisposable
                 Log.ConnectionLoopFault(ex, c.Id);
             }
         }
+        Cluster?.OnHeartbeat(now);
     }
 
     /// <summary>

@@ -1,0 +1,525 @@
+using System.Net;
+using System.Net.NetworkInformation;
+using System.Net.Sockets;
+using System.Text;
+using Microsoft.Extensions.Logging;
+using NatsBroker.Accounts;
+using NatsBroker.Connections;
+using NatsBroker.Configuration;
+using NatsBroker.Server;
+using NatsBroker.Transport;
+
+namespace NatsBroker.Cluster;
+
+/// <summary>
+/// This node's routes (route.go; stage 1 of docs/design/routes.md, a 2.9-compatible node): the route listener,
+/// one solicit loop per configured route and per route learnt by gossip, the registry of routes by remote server
+/// ID (first registered wins, duplicates close), gossip of new peers to the others, the peers' client URLs for our
+/// clients' INFO, and the per-account interest that is announced to every route.
+/// </summary>
+/// <remarks>Lock order: <c>_lock</c> is a leaf (nothing else is taken under it except a route's outbound lock
+/// through Enqueue).</remarks>
+public sealed class RouteManager : IAsyncDisposable
+{
+    private readonly NatsServer _server;
+    private readonly Lock _lock = new();
+    private readonly Dictionary<string, RouteConnection> _remotes = new(StringComparer.Ordinal);
+    private readonly HashSet<RouteConnection> _open = [];
+    private volatile RouteConnection[] _registered = [];
+    // Peers' client URLs, reference-counted (server.go addConnectURLsAndSendINFOToClients).
+    private readonly Dictionary<string, int> _peerClientUrls = new(StringComparer.Ordinal);
+    private readonly Dictionary<Account, RouteInterest> _interest = [];
+    private readonly CancellationTokenSource _stop = new();
+    private readonly List<Task> _loops = [];
+    // Configured route URLs still wanted (reload removes some); solicit loops stop when theirs leaves.
+    private readonly HashSet<string> _configured = new(StringComparer.OrdinalIgnoreCase);
+    // host:port of routes that turned out to be ourselves (route.go routesToSelf): never dialled again.
+    private readonly HashSet<string> _self = new(StringComparer.OrdinalIgnoreCase);
+    private TcpConnectionListener? _listener;
+    private long _nextRid;
+    private volatile string _clusterName;
+    private volatile bool _dynamic;
+
+    internal RouteManager(NatsServer server, ClusterOptions options, ILogger logger)
+    {
+        _server = server;
+        Options = options;
+        Log = new ClusterLog(logger);
+        _dynamic = string.IsNullOrEmpty(options.Name);
+        _clusterName = _dynamic ? NewDynamicName() : options.Name!;
+        var so = server.Options;
+        Limits = new OutboundLimits(so.MaxPending, so.WriteDeadline);
+        MaxControlLine = so.MaxControlLine;
+        // Routes ping like clients, the first after ~1 s; nats-server 2.10+ caps a route's interval at 30 s
+        // (routeMaxPingInterval) and never skips a PING for activity.
+        var interval = options.PingInterval ?? so.PingInterval;
+        if (interval > TimeSpan.FromSeconds(30)) interval = TimeSpan.FromSeconds(30);
+        KeepAlive = new KeepAlivePolicy((long)interval.TotalMilliseconds, options.MaxPingsOut ?? so.MaxPingsOut, KeepAlivePolicy.FirstPingMs, DelayWhileActive: false);
+        foreach (var url in options.Routes) _configured.Add(url.ToString());
+    }
+
+    internal ClusterLog Log { get; }
+    internal OutboundLimits Limits { get; }
+    internal int MaxControlLine { get; }
+    internal KeepAlivePolicy KeepAlive { get; }
+    public ClusterOptions Options { get; private set; }
+    public string ServerId => _server.ServerId;
+    public string ServerName => _server.ServerName;
+    public string ClusterName => _clusterName;
+    public bool IsClusterNameDynamic => _dynamic;
+    /// <summary>The bound route port (resolved when -1 asked for a random one).</summary>
+    public int Port { get; private set; }
+
+    /// <summary>Routes registered as the one to their peer, one per remote server.</summary>
+    public IReadOnlyList<RouteConnection> Registered => _registered;
+
+    /// <summary>Every open route connection, registered or still in its handshake (for /routez and shutdown).</summary>
+    public List<RouteConnection> Snapshot()
+    {
+        lock (_lock) return [.. _open];
+    }
+
+    /// <summary>Binds the route port, starts announcing interest and dials the configured routes.</summary>
+    public void Start()
+    {
+        var o = Options;
+        Log.ClusterName(_clusterName);
+        if (_dynamic) Log.DynamicClusterName();
+        var address = o.Host is "0.0.0.0" or "" or "*" ? IPAddress.Any
+            : o.Host is "::" ? IPAddress.IPv6Any
+            : IPAddress.TryParse(o.Host, out var ip) ? ip
+            : Dns.GetHostAddresses(o.Host).First();
+        _listener = new TcpConnectionListener(address, o.Port < 0 ? 0 : o.Port);
+        Port = _listener.Port;
+        Log.Listening(RouteConnection.JoinHostPort(o.Host, Port));
+
+        _server.Accounts.Added += AttachInterest;
+        foreach (var account in _server.Accounts.All) AttachInterest(account);
+
+        lock (_lock)
+        {
+            _loops.Add(AcceptLoopAsync(_listener));
+            foreach (var url in o.Routes) _loops.Add(SolicitLoopAsync(url, configured: true, retries: 0));
+        }
+    }
+
+    private void AttachInterest(Account account)
+    {
+        var interest = new RouteInterest(this, account.Name);
+        lock (_lock)
+        {
+            if (!_interest.TryAdd(account, interest)) return;
+        }
+        account.Router.SubList.SetInterestObserver(interest, interest.Seed);
+    }
+
+    internal Account? FindAccount(ReadOnlySpan<byte> name) => _server.Accounts.Find(Encoding.UTF8.GetString(name));
+
+    // ---- The handshake's questions ----
+
+    /// <summary>Route authorization (auth.go isRouterAuthorized): no cluster user = anyone; else user and password
+    /// (plain or bcrypt) must match.</summary>
+    internal bool IsAuthorized(string? user, string? pass)
+    {
+        var o = Options;
+        if (string.IsNullOrEmpty(o.User)) return true;
+        if (user != o.User || pass is null || o.Password is null) return false;
+        return Auth.Bcrypt.IsBcryptHash(o.Password) ? Auth.Bcrypt.Verify(pass, o.Password) : pass == o.Password;
+    }
+
+    /// <summary>
+    /// A peer's cluster name differs from ours (route.go processRouteConnect / processRouteInfo): a dynamic name
+    /// takes the peer's when the peer's is configured or sorts higher, and every other route is dropped; otherwise
+    /// the connection is refused. True when the names now agree.
+    /// </summary>
+    internal bool AcceptClusterName(string? name, bool peerDynamic, RouteConnection from)
+    {
+        if (string.IsNullOrEmpty(name) || name == _clusterName) return true;
+        if (!_dynamic || (peerDynamic && string.CompareOrdinal(_clusterName, name) >= 0)) return false;
+        _clusterName = name;
+        if (!peerDynamic) _dynamic = false;
+        foreach (var r in Snapshot())
+        {
+            if (!ReferenceEquals(r, from)) r.Close(CloseReason.ClusterNameConflict);
+        }
+        return true;
+    }
+
+    internal void MarkRouteToSelf(RouteConnection route)
+    {
+        if (route.SolicitedUrl is { } url)
+        {
+            lock (_lock) _self.Add(HostPort(url));
+        }
+    }
+
+    /// <summary>Our route INFO (route.go startRouteAcceptLoop).</summary>
+    internal RouteInfo CreateInfo()
+    {
+        var o = Options;
+        var so = _server.Options;
+        string host = o.Host;
+        int port = Port;
+        string? ip = null;
+        if (!string.IsNullOrEmpty(o.Advertise))
+        {
+            (host, port) = SplitHostPort(o.Advertise, Port);
+            ip = $"nats-route://{RouteConnection.JoinHostPort(host, port)}/";
+        }
+        return new RouteInfo
+        {
+            ServerId = ServerId,
+            ServerName = ServerName,
+            Version = NatsServer.CompatibleVersion,
+            Proto = 2,
+            Go = $"dotnet{Environment.Version}",
+            Host = host,
+            Port = port,
+            Headers = !so.NoHeaderSupport,
+            AuthRequired = !string.IsNullOrEmpty(o.User),
+            MaxPayload = so.MaxPayload,
+            Ip = ip,
+            ConnectUrls = o.NoAdvertise ? null : [.. _server.OwnClientConnectUrls()],
+            Cluster = _clusterName,
+            ClusterDynamic = _dynamic,
+            Lnoc = true,
+            LameDuckMode = _server.LameDuckMode,
+        };
+    }
+
+    // ---- Registry ----
+
+    /// <summary>
+    /// route.go addRoute: the first connection registered for a remote server ID wins; a later one is a duplicate
+    /// and closes. On success: our interest goes to it (sendSubsToRoute), its INFO goes to the other routes (gossip),
+    /// and its client URLs join our clients' INFO.
+    /// </summary>
+    internal bool TryRegister(RouteConnection route, RouteInfo info)
+    {
+        RouteConnection[] others;
+        RouteInterest[] interest;
+        lock (_lock)
+        {
+            if (_stop.IsCancellationRequested || _remotes.ContainsKey(info.ServerId) || route.IsClosed) return false;
+            others = _registered;
+            _remotes[info.ServerId] = route;
+            _registered = [.. others, route];
+            interest = [.. _interest.Values];
+        }
+        foreach (var i in interest) i.SendAllTo(route);
+        if (others.Length > 0)
+        {
+            // route.go forwardNewRouteInfoToKnownServers: nonce cleared, ip filled in (ProcessInfo).
+            info.Nonce = null;
+            foreach (var r in others) r.SendInfo(info);
+        }
+        if (!Options.NoAdvertise && AddPeerClientUrls(route.ClientConnectUrls)) _server.SendAsyncInfoToClients();
+        return true;
+    }
+
+    private void OnAccepted(RouteConnection route)
+    {
+        lock (_lock) _open.Add(route);
+    }
+
+    /// <summary>The route is closing: it leaves the registry and its client URLs leave our clients' INFO.</summary>
+    internal void OnRouteClosing(RouteConnection route)
+    {
+        bool urlsChanged = false;
+        lock (_lock)
+        {
+            _open.Remove(route);
+            if (route.RemoteId is { } id && _remotes.TryGetValue(id, out var r) && ReferenceEquals(r, route))
+            {
+                _remotes.Remove(id);
+                _registered = [.. _registered.Where(x => !ReferenceEquals(x, route))];
+                urlsChanged = !Options.NoAdvertise && RemovePeerClientUrlsLocked(route.ClientConnectUrls);
+            }
+        }
+        if (urlsChanged) _server.SendAsyncInfoToClients();
+    }
+
+    /// <summary>The peer entered lame duck mode: its client URLs leave our clients' INFO (processRouteInfo).</summary>
+    internal void OnPeerLameDuck(RouteConnection route)
+    {
+        bool changed;
+        lock (_lock) changed = !Options.NoAdvertise && RemovePeerClientUrlsLocked(route.ClientConnectUrls);
+        if (changed) _server.SendAsyncInfoToClients();
+    }
+
+    /// <summary>Our clients' INFO <c>connect_urls</c> after our own: the peers' client URLs.</summary>
+    public List<string> PeerClientUrls()
+    {
+        lock (_lock) return [.. _peerClientUrls.Keys];
+    }
+
+    private bool AddPeerClientUrls(string[] urls)
+    {
+        bool changed = false;
+        lock (_lock)
+        {
+            foreach (var u in urls)
+            {
+                _peerClientUrls.TryGetValue(u, out int n);
+                _peerClientUrls[u] = n + 1;
+                changed |= n == 0;
+            }
+        }
+        return changed;
+    }
+
+    private bool RemovePeerClientUrlsLocked(string[] urls)
+    {
+        bool changed = false;
+        foreach (var u in urls)
+        {
+            if (!_peerClientUrls.TryGetValue(u, out int n)) continue;
+            if (n <= 1)
+            {
+                _peerClientUrls.Remove(u);
+                changed = true;
+            }
+            else
+            {
+                _peerClientUrls[u] = n - 1;
+            }
+        }
+        return changed;
+    }
+
+    /// <summary>Tells every peer we entered lame duck mode (server.go sendLDMToRoutes).</summary>
+    public void SendLameDuck()
+    {
+        var info = CreateInfo();
+        info.LameDuckMode = true;
+        foreach (var r in _registered) r.SendInfo(info);
+    }
+
+    // ---- Gossip ----
+
+    /// <summary>
+    /// route.go processImplicitRoute: a peer told us of another server. Dial it unless it is us, already connected,
+    /// or one of our configured routes (hasThisRouteConfigured compares host:port).
+    /// </summary>
+    internal void ProcessImplicitRoute(RouteInfo info)
+    {
+        if (info.ServerId == ServerId || string.IsNullOrEmpty(info.Ip)) return;
+        if (!Uri.TryCreate(info.Ip, UriKind.Absolute, out var url)) return;
+        lock (_lock)
+        {
+            if (_remotes.ContainsKey(info.ServerId) || _stop.IsCancellationRequested) return;
+            string hp = RouteConnection.JoinHostPort(info.Host, info.Port);
+            foreach (var c in Options.Routes)
+            {
+                if (string.Equals(HostPort(c), hp, StringComparison.OrdinalIgnoreCase)) return;
+            }
+            if (info.AuthRequired && !string.IsNullOrEmpty(Options.User))
+            {
+                url = new UriBuilder(url) { UserName = Uri.EscapeDataString(Options.User), Password = Uri.EscapeDataString(Options.Password ?? "") }.Uri;
+            }
+            _loops.Add(SolicitLoopAsync(url, configured: false, retries: Options.ConnectRetries, expectedId: info.ServerId));
+        }
+    }
+
+    // ---- Accept and solicit ----
+
+    private async Task AcceptLoopAsync(TcpConnectionListener listener)
+    {
+        await Task.Yield();
+        while (!_stop.IsCancellationRequested)
+        {
+            AcceptedConnection? next;
+            try
+            {
+                next = await listener.AcceptAsync(_stop.Token).ConfigureAwait(false);
+            }
+            catch (SocketException)
+            {
+                await Task.Delay(10).ConfigureAwait(false);
+                continue;
+            }
+            if (next is not { } accepted) break;
+            var route = new RouteConnection(this, NextRid(), accepted.Stream, accepted.Kind, accepted.RemoteIp, accepted.RemotePort, solicitedUrl: null, configured: false);
+            OnAccepted(route);
+            _ = route.RunAsync(onAcceptLoop: true);
+        }
+    }
+
+    private ulong NextRid() => (ulong)Interlocked.Increment(ref _nextRid);
+
+    /// <summary>
+    /// route.go connectToRoute / reConnectToRoute: dial, run, and dial again when the route goes. Configured routes
+    /// retry every second for as long as they stay configured; implicit ones <paramref name="retries"/> more times
+    /// (connect_retries). While another connection to the same peer is registered, the loop waits for it to go
+    /// instead of dialling a duplicate ("Not attempting reconnect for solicited route, already connected").
+    /// </summary>
+    private async Task SolicitLoopAsync(Uri url, bool configured, int retries, string? expectedId = null)
+    {
+        await Task.Yield();
+        var token = _stop.Token;
+        int attempt = 0;
+        string? remoteId = expectedId;
+        try
+        {
+            while (!token.IsCancellationRequested && StillWanted(url, configured))
+            {
+                if (remoteId is not null && RegisteredFor(remoteId) is { } existing)
+                {
+                    await existing.Completion.WaitAsync(token).ConfigureAwait(false);
+                    await Task.Delay(Random.Shared.Next(0, 100) + (configured ? 1000 : 0), token).ConfigureAwait(false);
+                    continue;
+                }
+                attempt++;
+                Socket? socket = null;
+                try
+                {
+                    socket = new Socket(SocketType.Stream, ProtocolType.Tcp) { NoDelay = true };
+                    using var dial = CancellationTokenSource.CreateLinkedTokenSource(token);
+                    dial.CancelAfter(TimeSpan.FromSeconds(1));
+                    await socket.ConnectAsync(url.Host, url.Port, dial.Token).ConfigureAwait(false);
+                }
+                catch (Exception ex) when (ex is SocketException or OperationCanceledException)
+                {
+                    socket?.Dispose();
+                    if (token.IsCancellationRequested) return;
+                    string error = ex is OperationCanceledException ? "i/o timeout" : ex.Message;
+                    if (attempt == 1) Log.ConnectError(attempt, $"dial tcp {HostPort(url)}: {error}");
+                    else Log.ConnectErrorDebug(attempt, $"dial tcp {HostPort(url)}: {error}");
+                    if (!configured && attempt > retries) return;
+                    await Task.Delay(TimeSpan.FromSeconds(1), token).ConfigureAwait(false);
+                    continue;
+                }
+                var ep = socket.RemoteEndPoint as IPEndPoint;
+                string ip = ep is null ? url.Host : ep.Address.IsIPv4MappedToIPv6 ? ep.Address.MapToIPv4().ToString() : ep.Address.ToString();
+                var route = new RouteConnection(this, NextRid(), new NetworkStream(socket, ownsSocket: true), TransportKind.Tcp, ip, ep?.Port ?? url.Port, url, configured);
+                OnAccepted(route);
+                await route.RunAsync().ConfigureAwait(false);
+                // A lost route is dialled again: configured ones forever, implicit ones connect_retries + 1 times.
+                attempt = 0;
+                remoteId ??= route.RemoteId;
+                if (route.ClosedReason is CloseReason.RouteRemoved or CloseReason.ServerShutdown || IsSelf(url)) return;
+                await Task.Delay(Random.Shared.Next(0, 100) + (configured ? 1000 : 0), token).ConfigureAwait(false);
+            }
+        }
+        catch (OperationCanceledException)
+        {
+        }
+    }
+
+    private RouteConnection? RegisteredFor(string remoteId)
+    {
+        lock (_lock) return _remotes.GetValueOrDefault(remoteId);
+    }
+
+    private bool StillWanted(Uri url, bool configured)
+    {
+        lock (_lock) return !_self.Contains(HostPort(url)) && (!configured || _configured.Contains(url.ToString()));
+    }
+
+    private bool IsSelf(Uri url)
+    {
+        lock (_lock) return _self.Contains(HostPort(url));
+    }
+
+    /// <summary>
+    /// SIGHUP (reload.go routesOption.Apply): routes no longer configured close with no reconnect (Route Removed);
+    /// new ones are dialled.
+    /// </summary>
+    public void ReloadRoutes(ClusterOptions options)
+    {
+        var added = new List<Uri>();
+        var removed = new List<Uri>();
+        lock (_lock)
+        {
+            var wanted = options.Routes.Select(u => u.ToString()).ToHashSet(StringComparer.OrdinalIgnoreCase);
+            foreach (var u in Options.Routes) if (!wanted.Contains(u.ToString())) removed.Add(u);
+            foreach (var u in options.Routes) if (!_configured.Contains(u.ToString())) added.Add(u);
+            _configured.Clear();
+            foreach (var u in wanted) _configured.Add(u);
+            Options = options;
+            foreach (var u in added) _loops.Add(SolicitLoopAsync(u, configured: true, retries: 0));
+        }
+        foreach (var r in Snapshot())
+        {
+            if (r.SolicitedUrl is { } u && r.IsConfigured && removed.Any(x => x.ToString() == u.ToString()))
+            {
+                Log.RouteRemovedFromConfig(u.ToString());
+                r.Close(CloseReason.RouteRemoved);
+            }
+        }
+    }
+
+    /// <summary>One heartbeat for every route's timeouts (NatsServer's timer).</summary>
+    internal void OnHeartbeat(long now)
+    {
+        foreach (var r in Snapshot()) r.OnHeartbeat(now);
+    }
+
+    public async ValueTask DisposeAsync()
+    {
+        if (_stop.IsCancellationRequested) return;
+        _stop.Cancel();
+        _server.Accounts.Added -= AttachInterest;
+        _listener?.Dispose();
+        var routes = Snapshot();
+        foreach (var r in routes) r.Close(CloseReason.ServerShutdown);
+        Task[] loops;
+        lock (_lock) loops = [.. _loops];
+        try
+        {
+            await Task.WhenAll(routes.Select(r => r.Completion).Concat(loops)).WaitAsync(TimeSpan.FromSeconds(5)).ConfigureAwait(false);
+        }
+        catch (TimeoutException)
+        {
+        }
+        List<(Account, RouteInterest)> attached;
+        lock (_lock) attached = [.. _interest.Select(kv => (kv.Key, kv.Value))];
+        foreach (var (account, _) in attached) account.Router.SubList.SetInterestObserver(null);
+        _stop.Dispose();
+    }
+
+    private static string HostPort(Uri url) => RouteConnection.JoinHostPort(url.Host.Trim('[', ']'), url.Port);
+
+    private static (string Host, int Port) SplitHostPort(string value, int defaultPort)
+    {
+        int colon = value.LastIndexOf(':');
+        if (colon > 0 && !value.EndsWith(']') && int.TryParse(value.AsSpan(colon + 1), out int p)) return (value[..colon].Trim('[', ']'), p);
+        return (value.Trim('[', ']'), defaultPort);
+    }
+
+    private static string NewDynamicName()
+    {
+        const string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        Span<char> name = stackalloc char[22];
+        for (int i = 0; i < name.Length; i++) name[i] = alphabet[Random.Shared.Next(alphabet.Length)];
+        return new string(name);
+    }
+
+    /// <summary>This node's client URLs for connect_urls (server.go getClientConnectURLs): the advertise address,
+    /// else every global unicast address when listening on any, else host:port.</summary>
+    internal static List<string> ClientConnectUrls(string? advertise, string host, int port)
+    {
+        var urls = new List<string>();
+        if (!string.IsNullOrEmpty(advertise))
+        {
+            var (h, p) = SplitHostPort(advertise, port);
+            urls.Add(RouteConnection.JoinHostPort(h, p));
+            return urls;
+        }
+        if (host is "0.0.0.0" or "::" or "" or "*")
+        {
+            foreach (var ni in NetworkInterface.GetAllNetworkInterfaces())
+            {
+                foreach (var a in ni.GetIPProperties().UnicastAddresses)
+                {
+                    var ip = a.Address;
+                    if (IPAddress.IsLoopback(ip) || ip.IsIPv6LinkLocal || ip.IsIPv6Multicast || ip.IsIPv6SiteLocal) continue;
+                    if (ip.AddressFamily == AddressFamily.InterNetwork && ip.GetAddressBytes() is [169, 254, ..]) continue;
+                    urls.Add(RouteConnection.JoinHostPort(ip.ToString(), port));
+                }
+            }
+        }
+        if (urls.Count == 0) urls.Add(RouteConnection.JoinHostPort(host, port));
+        return urls;
+    }
+}
