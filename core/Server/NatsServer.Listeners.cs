@@ -55,6 +55,13 @@ public sealed partial class NatsServer
             : o.Host is "::" ? IPAddress.IPv6Any
             : IPAddress.TryParse(o.Host, out var ip) ? ip
             : Dns.GetHostAddresses(o.Host).First();
+        if (o.JetStream && o.Cluster is not null)
+        {
+            // nats-server clusters JetStream with Raft (meta group, replicated streams): not built yet (issue 42).
+            // Serving JetStream on a node of a route cluster without it would answer every $JS.API request that
+            // routes bring here, beside the other nodes' answers.
+            throw new InvalidOperationException("JetStream cannot be enabled on a clustered server yet: clustered JetStream (Raft) is not built; remove jetstream {} or cluster {}");
+        }
         if (o.JetStream)
         {
             // Engines are resolved now so a bad store_engine / store_engine_path fails start-up, not a later request.

@@ -209,3 +209,62 @@ public sealed class EmbeddedRouteTests(ITestOutputHelper output)
         await responder.UnsubscribeAsync();
     }
 }
+
+/// <summary>The system account across a mixed cluster: a server ping is answered by every node.</summary>
+public sealed class ClusterSystemAccountTests(ITestOutputHelper output)
+{
+    private const string Accounts = """
+        accounts {
+          SYS { users [ { user: sys, password: sys } ] }
+          APP { users [ { user: app, password: app } ] }
+        }
+        system_account: SYS
+        """;
+
+    [Fact]
+    public async Task Server_ping_is_answered_by_ours_and_by_nats_server()
+    {
+        string binary = Prerequisites.RequireOracle214(output);
+        using var dir = new NatsBroker.Tests.Configuration.TempDir();
+        int goRoute = TestPorts.Next(), ourRoute = TestPorts.Next();
+        string goConf = Accounts + $"\nserver_name: GO\ncluster {{ name: sysc, listen: 127.0.0.1:{goRoute}, routes: [nats-route://127.0.0.1:{ourRoute}] }}\n";
+        await using var go = await ServerProcess.StartAsync(ServerKind.Go, new ServerStartOptions { GoBinary = binary, Config = goConf }, output);
+
+        string ourConf = Path.Combine(dir.Path, "ours.conf");
+        File.WriteAllText(ourConf, Accounts);
+        var options = ConfigLoader.Load(ourConf);
+        options.Host = "127.0.0.1";
+        options.Port = -1;
+        options.ServerName = "OURS";
+        options.Cluster = new NatsBroker.Configuration.ClusterOptions { Name = "sysc", Host = "127.0.0.1", Port = ourRoute, Routes = [new Uri($"nats-route://127.0.0.1:{goRoute}")] };
+        await using var ours = new NatsServer(options, NullLogger.Instance);
+        ours.Start();
+
+        await using var nc = new NatsConnection(new NatsOpts { Url = go.Url, AuthOpts = new NatsAuthOpts { Username = "sys", Password = "sys" } });
+        await nc.ConnectAsync();
+        var names = new HashSet<string>();
+        var deadline = DateTime.UtcNow.AddSeconds(15);
+        while (names.Count < 2 && DateTime.UtcNow < deadline)
+        {
+            names.Clear();
+            var inbox = nc.NewInbox();
+            var sub = await nc.SubscribeCoreAsync<string>(inbox);
+            await nc.PublishAsync("$SYS.REQ.SERVER.PING", "", replyTo: inbox);
+            using var cts = new CancellationTokenSource(TimeSpan.FromMilliseconds(700));
+            try
+            {
+                await foreach (var m in sub.Msgs.ReadAllAsync(cts.Token))
+                {
+                    using var doc = System.Text.Json.JsonDocument.Parse(m.Data ?? "{}");
+                    names.Add(doc.RootElement.GetProperty("server").GetProperty("name").GetString() ?? "");
+                }
+            }
+            catch (OperationCanceledException)
+            {
+            }
+            await sub.UnsubscribeAsync();
+        }
+        output.WriteLine(string.Join(", ", names));
+        Assert.Equal(["GO", "OURS"], names.Order().ToArray());
+    }
+}
