@@ -268,3 +268,62 @@ public sealed class ClusterSystemAccountTests(ITestOutputHelper output)
         Assert.Equal(["GO", "OURS"], names.Order().ToArray());
     }
 }
+
+/// <summary>Service imports whose exporter's responder is on the other node (routes.md 5.4).</summary>
+public sealed class ClusterImportTests(ITestOutputHelper output)
+{
+    private const string Accounts = """
+        accounts {
+          E { users [ { user: e, password: e } ], exports [ { service: svc } ] }
+          I { users [ { user: i, password: i } ], imports [ { service: { account: E, subject: svc } } ] }
+        }
+        """;
+
+    [Theory]
+    [InlineData(true)]
+    [InlineData(false)]
+    public async Task A_request_through_a_service_import_is_answered_by_a_responder_on_the_other_node(bool importerOnOurs)
+    {
+        string binary = Prerequisites.RequireOracle214(output);
+        int goRoute = TestPorts.Next(), ourRoute = TestPorts.Next();
+        string goConf = Accounts + $"\nserver_name: GO\ncluster {{ name: imp, listen: 127.0.0.1:{goRoute}, routes: [nats-route://127.0.0.1:{ourRoute}] }}\n";
+        await using var go = await ServerProcess.StartAsync(ServerKind.Go, new ServerStartOptions { GoBinary = binary, Config = goConf }, output);
+        using var dir = new NatsBroker.Tests.Configuration.TempDir();
+        string ourConf = Path.Combine(dir.Path, "ours.conf");
+        File.WriteAllText(ourConf, Accounts);
+        var options = ConfigLoader.Load(ourConf);
+        options.Host = "127.0.0.1";
+        options.Port = -1;
+        options.ServerName = "OURS";
+        options.Cluster = new NatsBroker.Configuration.ClusterOptions { Name = "imp", Host = "127.0.0.1", Port = ourRoute, Routes = [new Uri($"nats-route://127.0.0.1:{goRoute}")] };
+        await using var ours = new NatsServer(options, NullLogger.Instance);
+        ours.Start();
+
+        string ourUrl = $"nats://127.0.0.1:{ours.ClientPort}";
+        string importerUrl = importerOnOurs ? ourUrl : go.Url, exporterUrl = importerOnOurs ? go.Url : ourUrl;
+        await using var responder = new NatsConnection(new NatsOpts { Url = exporterUrl, AuthOpts = new NatsAuthOpts { Username = "e", Password = "e" } });
+        await using var requester = new NatsConnection(new NatsOpts { Url = importerUrl, AuthOpts = new NatsAuthOpts { Username = "i", Password = "i" } });
+        await responder.ConnectAsync();
+        await requester.ConnectAsync();
+        var sub = await responder.SubscribeCoreAsync<string>("svc");
+        var serve = Task.Run(async () => { await foreach (var m in sub.Msgs.ReadAllAsync()) await m.ReplyAsync("answer:" + m.Data); });
+        await responder.PingAsync();
+
+        string? answer = null;
+        var deadline = DateTime.UtcNow.AddSeconds(15);
+        while (answer is null)
+        {
+            try
+            {
+                var reply = await requester.RequestAsync<string, string>("svc", "q", replyOpts: new NatsSubOpts { Timeout = TimeSpan.FromMilliseconds(500) });
+                answer = reply.Data;
+            }
+            catch (Exception ex) when (DateTime.UtcNow < deadline && ex is NatsNoReplyException or NatsNoRespondersException or TimeoutException or NatsException)
+            {
+                await Task.Delay(100);
+            }
+        }
+        Assert.Equal("answer:q", answer);
+        await sub.UnsubscribeAsync();
+    }
+}
