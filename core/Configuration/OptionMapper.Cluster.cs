@@ -280,8 +280,15 @@ internal sealed partial class OptionMapper
                             if (String(m, out var s)) mode = s;
                             break;
                         case "rtt_thresholds" or "thresholds" or "rtts" or "rtt":
-                            // Only s2_auto reads them, and it is refused below; checked for shape only.
-                            StringList(m, "rtt_thresholds");
+                            // Only s2_auto reads them, and it is refused below; parsed as parseCompression does.
+                            foreach (var rtt in StringList(m, "rtt_thresholds") ?? [])
+                            {
+                                if (!GoDuration.TryParse(rtt, out _, out string? rttError))
+                                {
+                                    Error(m.KeyPosition, rttError!);
+                                    break;
+                                }
+                            }
                             break;
                         default:
                             Unknown(m);

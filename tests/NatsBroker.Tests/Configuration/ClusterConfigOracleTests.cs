@@ -67,6 +67,7 @@ public partial class ClusterConfigOracleTests(ITestOutputHelper output)
         { "ping_interval_bad", "cluster { port: CP, ping_interval: \"2x\" }\n" },
         { "ping_interval_long", "cluster { port: CP, ping_interval: \"40s\" }\n" },
         { "int_write_deadline", "cluster { port: CP, write_deadline: 4 }\n" },
+        { "compression_rtt", "cluster { port: CP, compression: { mode: accept, rtt_thresholds: [\"bad\"] } }\n" },
         // Checked by nats-server only at start:
         { "compression_bogus", "cluster { port: CP, compression: bogus }\n" },
         { "compression_uncompressed", "cluster { port: CP, compression: s2_uncompressed }\n" },

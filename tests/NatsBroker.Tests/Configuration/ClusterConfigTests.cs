@@ -158,6 +158,7 @@ public class ClusterConfigTests
     [InlineData("cluster { port: 1, compression: bogus }", "t.conf:1:20: unsupported compression mode \"bogus\"")]
     [InlineData("cluster { port: 1, compression: s2_uncompressed }", "t.conf:1:20: unsupported compression mode \"s2_uncompressed\"")]
     [InlineData("cluster { port: 1, compression: { mode: \"x\" } }", "t.conf:1:20: unsupported compression mode \"x\"")]
+    [InlineData("cluster { port: 1, compression: { mode: accept, rtt_thresholds: [\"bad\"] } }", "t.conf:1:49: time: invalid duration \"bad\"")]
     [InlineData("cluster { port: 1, compression: 5 }", "t.conf:1:20: field \"compression\" should be a boolean or a structure, got integer 5")]
     [InlineData("cluster { port: 1, write_timeout: never }", "t.conf:1:20: write_timeout must be 'default', 'close' or 'retry'")]
     [InlineData("cluster { port: 1, advertise: \"a:b:c\" }", "t.conf:1:20: Error setting route INFO with Cluster.Advertise value of a:b:c, err=address a:b:c: too many colons in address")]
