@@ -77,7 +77,7 @@ public sealed class CommandLineResult
 /// separate value but accept <c>-flag=false</c>; parsing stops at the first non-flag argument or <c>--</c>,
 /// and a remaining argument must be "version" or "help". Flags override the config file.
 /// </summary>
-public static class CommandLine
+public static partial class CommandLine
 {
     /// <summary>The nats-server version whose flags and config format this broker follows.</summary>
     public const string CompatibleVersion = "2.14.5";
@@ -97,6 +97,9 @@ public static class CommandLine
     private static readonly Flag DebugTrace = new(["DV"], Kind.Bool, (o, v) => o.Debug = o.Trace = Bool(v));
     private static readonly Flag DebugVerboseTrace = new(["DVV"], Kind.Bool, (o, v) => o.Debug = o.Trace = o.TraceVerbose = Bool(v));
     private static readonly Flag VerboseTrace = new(["VV"], Kind.Bool, (o, v) => o.Trace = o.TraceVerbose = Bool(v));
+    // Recorded in order with the others, acted on by SettleClusterFlags once all are applied (CommandLine.Cluster.cs).
+    private static readonly Flag RoutesFlag = new(["routes"], Kind.String, static (_, _) => { });
+    private static readonly Flag ClusterListenFlag = new(["cluster", "cluster_listen"], Kind.String, static (_, _) => { });
 
     private static readonly Flag[] Flags =
     [
@@ -122,18 +125,19 @@ public static class CommandLine
         new(["sd", "store_dir"], Kind.String, (o, v) => o.StoreDir = v.Length == 0 ? null : v),
         // Our extension: a Unix domain socket listener for clients.
         new(["unix_socket"], Kind.String, (o, v) => o.UnixSocketPath = v.Length == 0 ? null : v),
+        // Cluster flags (CommandLine.Cluster.cs): -cluster and -routes are settled after the others, as
+        // ConfigureOptions does in its second fs.Visit.
+        RoutesFlag, ClusterListenFlag,
+        new(["cluster_advertise"], Kind.String, (o, v) => ClusterBlock(o).Advertise = v.Length == 0 ? null : v),
+        new(["cluster_name"], Kind.String, (o, v) => ClusterBlock(o).Name = v.Length == 0 ? null : v),
+        new(["no_advertise"], Kind.Bool, (o, v) => ClusterBlock(o).NoAdvertise = Bool(v)),
+        new(["connect_retries"], Kind.Int, (o, v) => ClusterBlock(o).ConnectRetries = (int)Math.Clamp(Int(v), int.MinValue, int.MaxValue)),
 
         // nats-server flags for features this broker does not have yet: accepted by the parser (so the
         // syntax is the same), then rejected with a clear message.
         new(["r", "remote_syslog"], Kind.String, null, "remote syslog"),
         new(["ms", "https_port"], Kind.Int, null, "HTTPS monitoring"),
         new(["profile"], Kind.Int, null, "profiling"),
-        new(["routes"], Kind.String, null, "clustering"),
-        new(["cluster", "cluster_listen"], Kind.String, null, "clustering"),
-        new(["cluster_advertise"], Kind.String, null, "clustering"),
-        new(["cluster_name"], Kind.String, null, "clustering"),
-        new(["no_advertise"], Kind.Bool, null, "clustering"),
-        new(["connect_retries"], Kind.Int, null, "clustering"),
         new(["tls"], Kind.Bool, null, "TLS"),
         new(["tlsverify"], Kind.Bool, null, "TLS"),
         new(["tlscert"], Kind.String, null, "TLS"),
@@ -197,6 +201,15 @@ public static class CommandLine
             -DVV                             Debug and verbose trace (traces system account as well)
                 --log_size_limit <limit>     Logfile size limit (default: auto)
                 --max_traced_msg_len <len>   Maximum printable length for traced messages (default: unlimited)
+
+        Cluster Options:
+                --routes <rurl-1, rurl-2>    Routes to solicit and connect
+                --cluster <cluster-url>      Cluster URL for solicited routes
+                --cluster_name <string>      Cluster Name, if not set one will be dynamically generated
+                --no_advertise <bool>        Do not advertise known cluster information to clients
+                --cluster_advertise <string> Cluster URL to advertise to other servers
+                --connect_retries <number>   For implicit routes, number of connect retries
+                --cluster_listen <url>       Cluster url from which members can solicit routes
 
         JetStream Options:
             -js, --jetstream                 Enable JetStream functionality
@@ -295,6 +308,7 @@ public static class CommandLine
         warnings = configFile is null ? [] : ConfigLoader.LoadInto(configFile, opts);
         foreach (var (flag, value) in overrides)
             flag.Apply!(opts, value);
+        SettleClusterFlags(opts, overrides);
         // setBaselineOptions: port 0 means the default port (-1 stays: the server picks a random port).
         if (opts.Port == 0)
             opts.Port = ServerOptions.DefaultPort;

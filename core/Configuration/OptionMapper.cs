@@ -7,7 +7,7 @@ namespace NatsBroker.Configuration;
 /// <para>
 /// This file holds the entry point and the top-level keys; each block has its own file (OptionMapper.Authorization.cs,
 /// .Permissions.cs, .Accounts.cs, .JetStream.cs, .JetStreamLimits.cs, .Operator.cs, .AuthCallout.cs, .Mappings.cs,
-/// .Gateways.cs), and the typed value readers they share are in OptionMapper.Values.cs.
+/// .Gateways.cs, .Cluster.cs), and the typed value readers they share are in OptionMapper.Values.cs.
 /// </para>
 /// </summary>
 internal sealed partial class OptionMapper(ServerOptions o)
@@ -18,7 +18,7 @@ internal sealed partial class OptionMapper(ServerOptions o)
     /// </summary>
     internal static readonly HashSet<string> UnsupportedTopLevel = new(StringComparer.Ordinal)
     {
-        "cluster", "gateway", "leaf", "leafnodes",
+        "gateway", "leaf", "leafnodes",
         "ocsp", "roots", "root", "root_operators", "root_operator",
         "resolver_tls", "resolver_pinned_accounts", "trusted", "trusted_keys", "default_js_domain", "https", "https_port", "http_base_path", "prof_port",
         "remote_syslog", "connect_error_reports", "reconnect_error_reports",
@@ -35,6 +35,7 @@ internal sealed partial class OptionMapper(ServerOptions o)
         ValidateOperatorMode();
         ValidateWebSocketAuth();
         ValidateAuthCallout();
+        SettleCluster(o);
     }
 
     private void Error(SourcePosition p, string message) => Errors.Add(new ConfigError(p, message));
@@ -226,6 +227,9 @@ internal sealed partial class OptionMapper(ServerOptions o)
                 break;
             case "jetstream":
                 JetStream(e);
+                break;
+            case "cluster":
+                Cluster(e);
                 break;
             case "tls" or "proxies" or "protocol_gateways" or "gateways" or "websocket" or "ws" or "mqtt":
                 GatewayBlock(key, e);

@@ -68,6 +68,12 @@ public sealed class ServerOptions
     // ---- Cluster (core/Configuration/OptionMapper.Cluster.cs, core/Cluster) ----
     /// <summary>The route listener and the routes to solicit; null when this server is not in a cluster.</summary>
     public ClusterOptions? Cluster { get; set; }
+    /// <summary>
+    /// The <c>cluster {}</c> block and cluster flags as read, listener or not: a file may hold the routes and the
+    /// auth while <c>-cluster</c> gives the listener, so the block outlives the file until the flags are applied;
+    /// then <see cref="Cluster"/> is set from it (OptionMapper.SettleCluster).
+    /// </summary>
+    internal ClusterOptions? ClusterBlock { get; set; }
 
     // ---- Limits ----
     public int MaxPayload { get; set; } = DefaultMaxPayload;

@@ -167,8 +167,6 @@ public class CommandLineTests
     [Theory]
     [InlineData("-r", "udp://localhost:514")]
     [InlineData("--tls")]
-    [InlineData("--cluster", "nats://0.0.0.0:6222")]
-    [InlineData("--routes", "nats://a:6222")]
     [InlineData("-ms", "8443")]
     [InlineData("--profile", "6060")]
     public void Unsupported_flags_are_parsed_then_rejected(params string[] args)

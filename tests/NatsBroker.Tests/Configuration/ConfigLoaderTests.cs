@@ -269,7 +269,6 @@ public class ConfigLoaderTests
     }
 
     [Theory]
-    [InlineData("cluster { port: 6222 }")]
     [InlineData("leafnodes { port: 7422 }")]
     [InlineData("gateway { name: x }")]
     [InlineData("ocsp { mode: always }")]
