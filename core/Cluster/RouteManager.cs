@@ -48,12 +48,12 @@ public sealed class RouteManager : IAsyncDisposable
         _dynamic = string.IsNullOrEmpty(options.Name);
         _clusterName = _dynamic ? NewDynamicName() : options.Name!;
         var so = server.Options;
-        Limits = new OutboundLimits(so.MaxPending, so.WriteDeadline);
+        Limits = new OutboundLimits(so.MaxPending, options.WriteDeadline ?? so.WriteDeadline);
         MaxControlLine = so.MaxControlLine;
         // Routes ping like clients, the first after ~1 s; nats-server 2.10+ caps a route's interval at 30 s
         // (routeMaxPingInterval) and never skips a PING for activity.
         var interval = options.PingInterval ?? so.PingInterval;
-        if (interval > TimeSpan.FromSeconds(30)) interval = TimeSpan.FromSeconds(30);
+        if (interval > ClusterOptions.MaxRoutePingInterval) interval = ClusterOptions.MaxRoutePingInterval;
         KeepAlive = new KeepAlivePolicy((long)interval.TotalMilliseconds, options.MaxPingsOut ?? so.MaxPingsOut, KeepAlivePolicy.FirstPingMs, DelayWhileActive: false);
         foreach (var url in options.Routes) _configured.Add(url.ToString());
     }
@@ -422,29 +422,30 @@ public sealed class RouteManager : IAsyncDisposable
     }
 
     /// <summary>
-    /// SIGHUP (reload.go routesOption.Apply): routes no longer configured close with no reconnect (Route Removed);
-    /// new ones are dialled.
+    /// SIGHUP (reload.go routesOption.Apply, ClusterReload.DiffRoutes): routes no longer configured close with no
+    /// reconnect (Route Removed, log <c>Removed route</c>); new ones are dialled. Other keys apply to later INFOs.
     /// </summary>
-    public void ReloadRoutes(ClusterOptions options)
+    public void Reload(ClusterOptions options)
     {
-        var added = new List<Uri>();
-        var removed = new List<Uri>();
+        List<Uri> removed;
         lock (_lock)
         {
-            var wanted = options.Routes.Select(u => u.ToString()).ToHashSet(StringComparer.OrdinalIgnoreCase);
-            foreach (var u in Options.Routes) if (!wanted.Contains(u.ToString())) removed.Add(u);
-            foreach (var u in options.Routes) if (!_configured.Contains(u.ToString())) added.Add(u);
-            _configured.Clear();
-            foreach (var u in wanted) _configured.Add(u);
-            Options = options;
-            foreach (var u in added) _loops.Add(SolicitLoopAsync(u, configured: true, retries: 0));
-        }
-        foreach (var r in Snapshot())
-        {
-            if (r.SolicitedUrl is { } u && r.IsConfigured && removed.Any(x => x.ToString() == u.ToString()))
+            var (gone, added) = ClusterReload.DiffRoutes(Options.Routes, options.Routes);
+            removed = gone;
+            foreach (var u in gone) _configured.Remove(u.ToString());
+            foreach (var u in added)
             {
-                Log.RouteRemovedFromConfig(u.ToString());
-                r.Close(CloseReason.RouteRemoved);
+                _configured.Add(u.ToString());
+                _loops.Add(SolicitLoopAsync(u, configured: true, retries: 0));
+            }
+            Options = options;
+        }
+        foreach (var u in removed)
+        {
+            Log.RouteRemovedFromConfig(u.ToString());
+            foreach (var r in Snapshot())
+            {
+                if (r.IsConfigured && r.SolicitedUrl is { } url && url.ToString() == u.ToString()) r.Close(CloseReason.RouteRemoved);
             }
         }
     }

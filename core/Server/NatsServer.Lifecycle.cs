@@ -43,6 +43,13 @@ public sealed partial class NatsServer
         LameDuckMode = true;
         Log.LameDuck(_options.LameDuckDuration, _options.LameDuckGracePeriod);
         StopListening();
+        // Nobody to move: shut down at once (server.go lameDuckMode: "If there is no client, we need to call
+        // Shutdown() to complete the LDMode"); peers see the routes close.
+        if (OpenClientCount() == 0)
+        {
+            await ShutdownAsync().ConfigureAwait(false);
+            return;
+        }
         // Peers first, so they take our URLs out of their clients' INFO (server.go sendLDMToRoutes), then our
         // clients: an INFO with ldm and only the other nodes' URLs.
         Cluster?.SendLameDuck();
@@ -77,6 +84,8 @@ public sealed partial class NatsServer
         // jetstream { limits {} } fails the whole reload with this error, and the server keeps running as it was.
         string oldLimits = BatchLimits(current), newLimits = BatchLimits(next);
         if (oldLimits != newLimits) throw new InvalidOperationException($"config reload not supported for JetStreamLimits: old={oldLimits}, new={newLimits}");
+        // reload.go validateClusterOpts: the route listener cannot move, nor can clustering be turned on or off.
+        if (ClusterReload.Validate(current.Cluster, next.Cluster) is { } clusterError) throw new InvalidOperationException(clusterError);
         var ignored = new List<string>();
         if (next.Port != current.Port && !(current.Port < 0)) ignored.Add("port");
         if (next.Host != current.Host) ignored.Add("host");
@@ -95,6 +104,11 @@ public sealed partial class NatsServer
         // Existing connections stay, but are re-checked against the new users and limits, as nats-server's
         // reloadAuthorization does: invalid credentials are closed, permissions and limits replaced.
         foreach (var c in _clients.Values) c.OnReload(next, _auth);
+        if (Cluster is not null && next.Cluster is not null)
+        {
+            next.Cluster.Port = current.Cluster!.Port;
+            Cluster.Reload(next.Cluster);
+        }
         ConfigLoadTime = DateTime.UtcNow;
         Log.Reloaded(ignored.Count == 0 ? "" : $" (not reloadable, kept: {string.Join(", ", ignored)})");
         return ignored;

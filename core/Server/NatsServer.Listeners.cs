@@ -147,6 +147,8 @@ public sealed partial class NatsServer
             }
             catch (SocketException ex)
             {
+                // Lame duck mode stops the listeners while their accepts are pending: that is the end, not an error.
+                if (LameDuckMode || _shutdown.IsCancellationRequested) break;
                 Log.AcceptError(ex.Message);
                 await Task.Delay(10).ConfigureAwait(false);
                 continue;
