@@ -86,7 +86,7 @@ internal sealed partial class OptionMapper
                     ClusterCompression(f, c);
                     break;
                 case "tls":
-                    Unsupported(f, "cluster");
+                    ClusterTls(f, c);
                     break;
                 case "ping_interval":
                     if (!Duration(f, allowSeconds: true, out var pi)) break;
@@ -336,4 +336,30 @@ internal sealed partial class OptionMapper
     /// </summary>
     internal static void SettleCluster(ServerOptions o) =>
         o.Cluster = o.ClusterBlock is { Port: not 0 } c ? c : null;
+
+    /// <summary>
+    /// <c>cluster { tls {} }</c> (opts.go parseCluster → parseTLS, GenTLSConfig): the keys of every tls block, a
+    /// certificate and key required (a route both serves and dials with it), verification forced on.
+    /// </summary>
+    private void ClusterTls(ConfigEntry f, ClusterOptions c)
+    {
+        if (f.Value.Kind != ConfigValueKind.Map)
+        {
+            Error(f.KeyPosition, $"invalid value for \"tls\": expected a map, got {f.Value.Describe()}");
+            return;
+        }
+        var tls = new NatsBroker.Tls.TlsOptions();
+        NatsBroker.Tls.TlsConfig.ReadTls(f, tls, Errors);
+        foreach (var e in f.Value.AsMap())
+        {
+            if (e.Key.Equals("insecure", StringComparison.OrdinalIgnoreCase) && e.Value.Kind == ConfigValueKind.Bool) c.TlsInsecure = e.Value.AsBool();
+        }
+        if (tls.CertFile.Length == 0 && tls.KeyFile.Length == 0)
+        {
+            Error(f.KeyPosition, "cluster tls requires 'cert_file' and 'key_file': a route serves and dials with the same certificate");
+            return;
+        }
+        tls.Verify = true;
+        c.Tls = tls;
+    }
 }
