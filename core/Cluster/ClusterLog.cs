@@ -48,6 +48,9 @@ internal sealed partial class ClusterLog(ILogger logger)
     [LoggerMessage(Level = LogLevel.Information, Message = "Removed route {Url}")]
     public partial void RouteRemovedFromConfig(string url);
 
+    [LoggerMessage(Level = LogLevel.Error, Message = "{Ip}:{Port} - TLS route handshake error: {Error}")]
+    public partial void TlsHandshakeError(string ip, int port, string error);
+
     [LoggerMessage(Level = LogLevel.Error, Message = "Error listening on router port: {Port} - {Error}")]
     public partial void ListenError(int port, string error);
 }

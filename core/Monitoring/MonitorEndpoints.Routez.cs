@@ -113,24 +113,7 @@ public sealed partial class MonitorEndpoints
         var routes = cluster.Registered;
         v.Routes = routes.Count;
         v.Remotes = routes.Select(r => r.RemoteId).Distinct(StringComparer.Ordinal).Count();
-        v.ConnectUrls = ClientConnectUrls(cluster);
-    }
-
-    /// <summary>
-    /// The connect_urls our clients' INFO carries (NatsServer.ClientConnectUrls; nats-server's s.info.ClientConnectURLs):
-    /// ours first, then the peers' unless <c>no_advertise</c>; in lame duck mode only the peers' (server.go
-    /// sendLDMToClients). Null when empty, as Go omits it.
-    /// </summary>
-    private string[]? ClientConnectUrls(RouteManager cluster)
-    {
-        var urls = server.LameDuckMode ? [] : server.OwnClientConnectUrls();
-        if (!cluster.Options.NoAdvertise)
-        {
-            foreach (var u in cluster.PeerClientUrls())
-            {
-                if (!urls.Contains(u)) urls.Add(u);
-            }
-        }
-        return urls.Count == 0 ? null : [.. urls];
+        // The connect_urls our clients' INFO carries; Go omits an empty list.
+        v.ConnectUrls = server.ClientConnectUrls() is { Length: > 0 } urls ? urls : null;
     }
 }

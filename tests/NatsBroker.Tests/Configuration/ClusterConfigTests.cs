@@ -170,7 +170,8 @@ public class ClusterConfigTests
     }
 
     [Theory]
-    [InlineData("cluster { port: 1, tls { cert_file: x } }", "\"tls\" in cluster is not supported by this server yet")]
+    [InlineData("cluster { port: 1, tls { cert_file: x } }", "missing 'key_file' in TLS configuration")]
+    [InlineData("cluster { port: 1, tls { ca_file: x } }", "cluster tls requires 'cert_file' and 'key_file'")]
     [InlineData("cluster { port: 1, permissions: { import: \"foo\" } }", "\"permissions\" in cluster is not supported by this server yet")]
     [InlineData("cluster { port: 1, authorization { user: a, password: b, permissions: { export: \"x\" } } }", "\"permissions\" in cluster is not supported by this server yet")]
     [InlineData("cluster { port: 1, accounts: [A] }", "\"accounts\" in cluster (pinned accounts) is not supported by this server yet")]
