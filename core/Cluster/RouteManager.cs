@@ -38,6 +38,7 @@ public sealed class RouteManager : IAsyncDisposable
     private readonly HashSet<string> _self = new(StringComparer.OrdinalIgnoreCase);
     private TcpConnectionListener? _listener;
     private readonly RouteTls? _tls;
+    private volatile Auth.ClientPermissions? _permissions;
     private long _nextRid;
     private volatile string _clusterName;
     private volatile bool _dynamic;
@@ -60,7 +61,14 @@ public sealed class RouteManager : IAsyncDisposable
         foreach (var url in options.Routes) _configured.Add(url.ToString());
         // Certificates load now, so a bad cert_file/key_file/ca_file fails start-up rather than each route.
         _tls = options.Tls is { } tls ? new RouteTls(tls, options.TlsInsecure) : null;
+        _permissions = Auth.ClientPermissions.Create(options.Permissions);
     }
+
+    /// <summary>route.go canImport: we announce interest (and so receive messages) only for importable subjects.</summary>
+    internal bool CanImport(ReadOnlySpan<byte> subject) => _permissions is not { } p || p.CanPublish(subject);
+
+    /// <summary>route.go canExport: a peer's interest is accepted only for exportable subjects.</summary>
+    internal bool CanExport(ReadOnlySpan<byte> subject) => _permissions is not { } p || p.CanSubscribe(subject);
 
     internal ClusterLog Log { get; }
     internal OutboundLimits Limits { get; }
@@ -183,6 +191,8 @@ public sealed class RouteManager : IAsyncDisposable
             AuthRequired = !string.IsNullOrEmpty(o.User),
             TlsRequired = _tls is not null,
             TlsVerify = _tls is not null,
+            Import = RoutePermission.From(o.Permissions?.Publish),
+            Export = RoutePermission.From(o.Permissions?.Subscribe),
             MaxPayload = so.MaxPayload,
             Ip = ip,
             ConnectUrls = o.NoAdvertise ? null : [.. _server.OwnClientConnectUrls()],

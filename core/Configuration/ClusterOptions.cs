@@ -71,4 +71,7 @@ public sealed class ClusterOptions
     /// <summary><c>tls { insecure: true }</c>: the dialling side skips verifying the peer's certificate (nats-server's
     /// InsecureSkipVerify, for tests); the accepting side still verifies.</summary>
     public bool TlsInsecure { get; set; }
+    /// <summary><c>permissions { import, export }</c>: import maps to publish (what we take messages for, so what
+    /// interest we send), export to subscribe (what interest of the peer we accept), route.go setRoutePermissions.</summary>
+    public Permissions? Permissions { get; set; }
 }

@@ -69,7 +69,7 @@ internal sealed partial class OptionMapper
                     if (Bool(f, out b)) c.ConnectBackoff = b;
                     break;
                 case "permissions":
-                    ClusterPermissions(f);
+                    ClusterPermissions(f, c, inAuthorization: false);
                     break;
                 case "pool_size":
                     if (!Integer(f, out n, int.MinValue, int.MaxValue)) break;
@@ -175,23 +175,32 @@ internal sealed partial class OptionMapper
             c.Password = pass;
             // setBaselineOptions: 0 is the default (getDefaultAuthTimeout, 2 s without TLS).
             if (timeout is { } t) c.AuthTimeout = t == TimeSpan.Zero ? TimeSpan.FromSeconds(2) : t;
-            if (permissions is not null) ClusterPermissions(permissions);
+            if (permissions is not null) ClusterPermissions(permissions, c, inAuthorization: true);
         }
     }
 
     /// <summary>
-    /// <c>permissions { import, export }</c>: parsed (parseUserPermissions) so a bad block and nats-server's own
-    /// refusal of <c>allow_responses</c> read as it does, then refused: route permissions are not built yet.
+    /// <c>permissions { import, export }</c> (opts.go parseCluster, setClusterPermissions): import is what we accept
+    /// messages for (we send interest only for importable subjects), export what the peer may subscribe to (its
+    /// interest in other subjects is ignored). <c>allow_responses</c> is refused with nats-server's text. Inside
+    /// <c>authorization</c> (deprecated there) it counts only when the block has no <c>permissions</c> of its own.
     /// </summary>
-    private void ClusterPermissions(ConfigEntry e)
+    private void ClusterPermissions(ConfigEntry e, ClusterOptions c, bool inAuthorization)
     {
         int before = Errors.Count;
         var p = Permissions(e);
-        if (Errors.Count > before) return;
-        if (p?.Response is not null)
+        if (Errors.Count > before || p is null) return;
+        if (p.Response is not null)
+        {
             Error(e.KeyPosition, "Cluster permissions do not support dynamic responses");
-        else
-            Unsupported(e, "cluster");
+            return;
+        }
+        if (inAuthorization)
+        {
+            Warnings.Add(new ConfigError(e.KeyPosition, "setting \"permissions\" within cluster authorization block is deprecated"));
+            if (c.Permissions is not null) return;
+        }
+        c.Permissions = p;
     }
 
     /// <summary>

@@ -92,3 +92,60 @@ public sealed class RouteTlsTests(ITestOutputHelper output) : IDisposable
         Assert.Empty(b.Cluster!.Registered);
     }
 }
+
+/// <summary>Cluster permissions: import limits the interest we announce, export the interest we accept (routes.md 4.5).</summary>
+public sealed class RoutePermissionTests(ITestOutputHelper output)
+{
+    [Fact]
+    public async Task Import_and_export_filter_interest_exchanged_with_nats_server()
+    {
+        string binary = Prerequisites.RequireOracle214(output);
+        int goRoute = TestPorts.Next(), ourRoute = TestPorts.Next(), goHttp = TestPorts.Next();
+        await using var go = await ServerProcess.StartAsync(ServerKind.Go, new ServerStartOptions
+        {
+            GoBinary = binary,
+            Config = $"server_name: GO\nhttp: 127.0.0.1:{goHttp}\ncluster {{ name: perm, listen: 127.0.0.1:{goRoute}, routes: [nats-route://127.0.0.1:{ourRoute}] }}\n",
+        }, output);
+        using var dir = new NatsBroker.Tests.Configuration.TempDir();
+        string conf = Path.Combine(dir.Path, "ours.conf");
+        File.WriteAllText(conf, $"server_name: OURS\ncluster {{ name: perm, listen: 127.0.0.1:{ourRoute}, routes: [nats-route://127.0.0.1:{goRoute}], permissions {{ import: [\"in.>\"], export: {{ allow: [\"out.>\"] }} }} }}\n");
+        var options = ConfigLoader.Load(conf);
+        options.Host = "127.0.0.1";
+        options.Port = -1;
+        await using var ours = new NatsServer(options, NullLogger.Instance);
+        ours.Start();
+        var deadline = DateTime.UtcNow.AddSeconds(10);
+        while (ours.Cluster!.Registered.Count == 0 && DateTime.UtcNow < deadline) await Task.Delay(20);
+        var route = Assert.Single(ours.Cluster.Registered);
+        Assert.Equal(["in.>"], route.RemoteInfo is null ? null : ours.Cluster.Options.Permissions!.Publish!.Allow);
+
+        await using var co = new NatsConnection(new NatsOpts { Url = $"nats://127.0.0.1:{ours.ClientPort}" });
+        await using var cg = new NatsConnection(new NatsOpts { Url = go.Url });
+        await co.ConnectAsync();
+        await cg.ConnectAsync();
+        await using var s1 = await co.SubscribeCoreAsync<string>("in.x");
+        await using var s2 = await co.SubscribeCoreAsync<string>("other.x");
+        await using var s3 = await cg.SubscribeCoreAsync<string>("out.y");
+        await using var s4 = await cg.SubscribeCoreAsync<string>("elsewhere.y");
+        await co.PingAsync();
+        await cg.PingAsync();
+
+        using var http = new HttpClient();
+        List<string> goSubs = [];
+        deadline = DateTime.UtcNow.AddSeconds(10);
+        while (DateTime.UtcNow < deadline)
+        {
+            using var doc = System.Text.Json.JsonDocument.Parse(await http.GetStringAsync($"http://127.0.0.1:{goHttp}/routez?subs=1"));
+            goSubs = [.. doc.RootElement.GetProperty("routes").EnumerateArray()
+                .SelectMany(r => r.TryGetProperty("subscriptions_list", out var l) ? l.EnumerateArray().Select(x => x.GetString()!) : [])];
+            if (goSubs.Contains("in.x") && route.SnapshotRemoteSubscriptions().Any(s => s.Subject == "out.y")) break;
+            await Task.Delay(50);
+        }
+        output.WriteLine("go sees: " + string.Join(", ", goSubs.Where(s => !s.StartsWith("$SYS", StringComparison.Ordinal))));
+        Assert.Contains("in.x", goSubs);
+        Assert.DoesNotContain("other.x", goSubs);
+        var ourRemote = route.SnapshotRemoteSubscriptions().Select(s => s.Subject).ToList();
+        Assert.Contains("out.y", ourRemote);
+        Assert.DoesNotContain("elsewhere.y", ourRemote);
+    }
+}
