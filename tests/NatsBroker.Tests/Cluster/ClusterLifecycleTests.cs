@@ -67,23 +67,35 @@ public sealed class ClusterLifecycleTests(ITestOutputHelper output)
     }
 
     /// <summary>
-    /// n3 publishes a numbered stream to subscribers on n1 and n2; n1 is killed with SIGKILL mid-stream: n2 and n3
-    /// drop its routes (their mesh without it is whole), n2 keeps getting the stream; n1 restarts on the same ports
-    /// (a new server_id) and the full mesh is back. n2 got every number exactly once and in order, and after the
-    /// heal fresh subscriptions on n1 and n2 get exactly the 200 messages published from n1 and n3 (no duplicate
-    /// route left delivering twice, route.go:handleDuplicateRoute).
+    /// A node is killed with SIGKILL while a numbered stream flows between the other two and to it, then restarted
+    /// on the same ports (a new server_id); first n1 (ours in the mixed topologies), then n3 (a Go node there).
     /// </summary>
     [SkippableTheory, MemberData(nameof(Topologies.All), MemberType = typeof(Topologies))]
     public async Task A_node_killed_under_traffic_restarts_and_the_mesh_heals(string topology)
     {
         var kinds = Topologies.Require(topology, output);
         await using var cluster = await TestCluster.StartMeshedAsync(kinds, RouteLayout.Full, output);
-        var p = Prefix("kill");
-        await using var survivor = await ConnectAsync(cluster[1], "sub@n2");
-        await using var pub = await ConnectAsync(cluster[2], "pub@n3");
-        await using var stream = await Recorder.SubscribeAsync(survivor, p + ".t", "stream on n2");
-        await using (var doomed = await ConnectAsync(cluster[0], "sub@n1"))
-        await using (var doomedRec = await Recorder.SubscribeAsync(doomed, p + ".t", "stream on n1"))
+        await KillUnderTrafficAndRestartAsync(cluster, victim: 0);
+        await KillUnderTrafficAndRestartAsync(cluster, victim: cluster.Count - 1);
+    }
+
+    /// <summary>
+    /// The publisher and a subscriber are on the two other nodes, a second subscriber on the victim. After the kill
+    /// the survivors drop the victim's routes (their mesh without it is whole) and the stream goes on; after the
+    /// restart the full mesh is back. The survivor's subscriber got every number exactly once and in order (its
+    /// route to the publisher's node never broke), and fresh subscriptions on the restarted node and a survivor get
+    /// exactly the 200 messages published from both (no duplicate route left delivering twice,
+    /// route.go:handleDuplicateRoute; no interest lost in the re-exchange, route.go:sendSubsToRoute).
+    /// </summary>
+    private async Task KillUnderTrafficAndRestartAsync(TestCluster cluster, int victim)
+    {
+        var (dead, subNode, pubNode) = (cluster[victim], cluster[(victim + 1) % cluster.Count], cluster[(victim + 2) % cluster.Count]);
+        var p = Prefix("kill" + dead.Name);
+        await using var survivor = await ConnectAsync(subNode, "sub@" + subNode.Name);
+        await using var pub = await ConnectAsync(pubNode, "pub@" + pubNode.Name);
+        await using var stream = await Recorder.SubscribeAsync(survivor, p + ".t", "stream on " + subNode.Name);
+        await using (var doomed = await ConnectAsync(dead, "sub@" + dead.Name))
+        await using (var doomedRec = await Recorder.SubscribeAsync(doomed, p + ".t", "stream on " + dead.Name))
         {
             await Interest.WaitAsync(pub, p + ".t", stream, doomedRec);
             using var stop = new CancellationTokenSource();
@@ -105,14 +117,15 @@ public sealed class ClusterLifecycleTests(ITestOutputHelper output)
             var seen = new List<NatsMsg<byte[]>>();
             seen.AddRange(await stream.UntilCountAsync(100));
             await doomedRec.UntilCountAsync(100);
-            var killedPid = cluster[0].Pid;
-            cluster[0].Kill();
-            output.WriteLine($"killed n1 (pid {killedPid}) after {stream.OrdinaryCount} messages at n2");
+            var killedPid = dead.Pid;
+            dead.Kill();
+            output.WriteLine($"killed {dead.Name} (pid {killedPid}) after {stream.OrdinaryCount} messages at {subNode.Name}");
             await cluster.WaitForMeshAsync(allRunning: false);
             seen.AddRange(await stream.UntilCountAsync(stream.OrdinaryCount + 100));
 
-            await cluster[0].StartAsync();
+            await dead.StartAsync();
             await cluster.WaitForMeshAsync();
+            output.WriteLine($"{dead.Name} restarted as {dead.ServerId}; mesh healed");
             seen.AddRange(await stream.UntilCountAsync(stream.OrdinaryCount + 100));
             await stop.CancelAsync();
             var published = await traffic.WaitAsync(Wait);
@@ -122,26 +135,26 @@ public sealed class ClusterLifecycleTests(ITestOutputHelper output)
             var numbers = seen.Select(m => long.Parse(Encoding.ASCII.GetString(m.Data!), CultureInfo.InvariantCulture)).ToList();
             var firstWrong = numbers.Select((n, i) => (n, i)).FirstOrDefault(x => x.n != x.i, (-1, -1));
             Assert.True(numbers.Count == published && firstWrong.i < 0,
-                $"n2 got {numbers.Count} of {published} messages; first out of sequence at index {firstWrong.i} (value {firstWrong.n})");
+                $"{subNode.Name} got {numbers.Count} of {published} messages from {pubNode.Name}; first out of sequence at index {firstWrong.i} (value {firstWrong.n})");
         }
 
         // After the heal: both directions through the restarted node, each message exactly once.
-        await using var c1 = await ConnectAsync(cluster[0], "again@n1");
-        await using var r1 = await Recorder.SubscribeAsync(c1, p + ".h", "after heal on n1");
-        await using var r2 = await Recorder.SubscribeAsync(survivor, p + ".h", "after heal on n2");
-        await Interest.WaitAsync(pub, p + ".h", r1, r2);
-        await Interest.WaitAsync(c1, p + ".h", r1, r2);
+        await using var again = await ConnectAsync(dead, "again@" + dead.Name);
+        await using var onDead = await Recorder.SubscribeAsync(again, p + ".h", "after heal on " + dead.Name);
+        await using var onSurvivor = await Recorder.SubscribeAsync(survivor, p + ".h", "after heal on " + subNode.Name);
+        await Interest.WaitAsync(pub, p + ".h", onDead, onSurvivor);
+        await Interest.WaitAsync(again, p + ".h", onDead, onSurvivor);
         for (var i = 0; i < 100; i++)
         {
-            await pub.PublishAsync(p + ".h", "n3-" + i);
-            await c1.PublishAsync(p + ".h", "n1-" + i);
+            await pub.PublishAsync(p + ".h", pubNode.Name + "-" + i);
+            await again.PublishAsync(p + ".h", dead.Name + "-" + i);
         }
 
-        var f3 = await Fence.SendAsync(pub, p + ".h");
-        var f1 = await Fence.SendAsync(c1, p + ".h");
-        foreach (var r in new[] { r1, r2 })
+        var fromPub = await Fence.SendAsync(pub, p + ".h");
+        var fromDead = await Fence.SendAsync(again, p + ".h");
+        foreach (var r in new[] { onDead, onSurvivor })
         {
-            var got = (await r.UntilFencesAsync(f3, f1)).Select(m => Encoding.UTF8.GetString(m.Data!)).ToList();
+            var got = (await r.UntilFencesAsync(fromPub, fromDead)).Select(m => Encoding.UTF8.GetString(m.Data!)).ToList();
             Assert.True(got.Count == 200 && got.Distinct().Count() == 200,
                 $"{r.Name}: {got.Count} messages, {got.Distinct().Count()} distinct (expected 200 once each)");
         }
