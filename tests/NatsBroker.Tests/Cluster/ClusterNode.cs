@@ -116,9 +116,13 @@ public sealed class ClusterNode : IAsyncDisposable
                 return doc.RootElement.GetProperty("server_id").GetString()
                     ?? throw new InvalidOperationException($"{this}: /varz server_id is null");
             }
-            catch (Exception e) when (e is HttpRequestException or TaskCanceledException or JsonException or KeyNotFoundException
-                                      && DateTime.UtcNow < deadline && IsRunning)
+            catch (Exception e) when (e is HttpRequestException or TaskCanceledException or JsonException or KeyNotFoundException)
             {
+                if (DateTime.UtcNow >= deadline || !IsRunning)
+                {
+                    throw new InvalidOperationException($"{this}: no server_id from http://127.0.0.1:{MonitorPort}/varz ({e.Message})\n{OutputTail()}", e);
+                }
+
                 await Task.Delay(50).ConfigureAwait(false);
             }
         }
