@@ -46,7 +46,7 @@ public sealed class RoutePermission
     [JsonPropertyName("allow"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public List<string>? Allow { get; set; }
     [JsonPropertyName("deny"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public List<string>? Deny { get; set; }
 
-    internal static RoutePermission? From(NatsBroker.Configuration.SubjectPermission? p) => p is null ? null : new RoutePermission { Allow = p.Allow, Deny = p.Deny };
+    public static RoutePermission? From(NatsBroker.Configuration.SubjectPermission? p) => p is null ? null : new RoutePermission { Allow = p.Allow, Deny = p.Deny };
 }
 
 /// <summary>

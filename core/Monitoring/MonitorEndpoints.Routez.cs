@@ -40,6 +40,8 @@ public sealed partial class MonitorEndpoints
         var now = DateTime.UtcNow;
         var rz = new Routez { ServerId = server.ServerId, ServerName = server.ServerName, Now = now };
         if (server.Cluster is not { } cluster) return rz;
+        rz.Import = RoutePermission.From(cluster.Options.Permissions?.Publish);
+        rz.Export = RoutePermission.From(cluster.Options.Permissions?.Subscribe);
         foreach (var r in cluster.Registered.OrderBy(r => r.Id)) rz.Routes.Add(Route(r, now, subs, detail));
         rz.NumRoutes = rz.Routes.Count;
         return rz;
@@ -62,6 +64,8 @@ public sealed partial class MonitorEndpoints
             Rtt = GoFormat.Duration(r.Rtt),
             Uptime = GoFormat.Uptime(now - r.ConnectedAt),
             Idle = GoFormat.Uptime(now - last),
+            Import = r.RemoteInfo?.Import,
+            Export = r.RemoteInfo?.Export,
             PendingSize = r.PendingBytes,
             InMsgs = r.InMsgs,
             OutMsgs = r.OutMsgs,

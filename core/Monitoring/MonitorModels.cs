@@ -277,7 +277,7 @@ public sealed class Subsz
 
 /// <summary>
 /// nats-server Routez (server/monitor.go). Its <c>import</c>/<c>export</c> (the cluster block's permissions) come
-/// after <c>now</c> when configured; stage 1 of routes has no cluster permissions, so they are always absent here.
+/// after <c>now</c> when configured.
 /// </summary>
 public sealed class Routez
 {
@@ -285,14 +285,16 @@ public sealed class Routez
     /// <summary>2.10+.</summary>
     [JsonPropertyName("server_name")] public string ServerName { get; set; } = "";
     [JsonPropertyName("now")] public DateTime Now { get; set; }
+    [JsonPropertyName("import"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public NatsBroker.Cluster.RoutePermission? Import { get; set; }
+    [JsonPropertyName("export"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public NatsBroker.Cluster.RoutePermission? Export { get; set; }
     [JsonPropertyName("num_routes")] public int NumRoutes { get; set; }
     [JsonPropertyName("routes")] public List<RouteDetail> Routes { get; set; } = [];
 }
 
 /// <summary>
 /// One route connection in /routez (nats-server RouteInfo, server/monitor.go). Omitted as nats-server omits them:
-/// the peer's <c>import</c>/<c>export</c> (no route permissions in stage 1) and <c>account</c> (pinned-account
-/// routes only, 2.10+ pooling).
+/// the peer's <c>import</c>/<c>export</c> (when its INFO had none) and <c>account</c> (pinned-account routes only,
+/// 2.10+ pooling).
 /// </summary>
 public sealed class RouteDetail
 {
@@ -310,6 +312,8 @@ public sealed class RouteDetail
     [JsonPropertyName("rtt"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? Rtt { get; set; }
     [JsonPropertyName("uptime")] public string Uptime { get; set; } = "";
     [JsonPropertyName("idle")] public string Idle { get; set; } = "";
+    [JsonPropertyName("import"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public NatsBroker.Cluster.RoutePermission? Import { get; set; }
+    [JsonPropertyName("export"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public NatsBroker.Cluster.RoutePermission? Export { get; set; }
     [JsonPropertyName("pending_size")] public long PendingSize { get; set; }
     [JsonPropertyName("in_msgs")] public long InMsgs { get; set; }
     [JsonPropertyName("out_msgs")] public long OutMsgs { get; set; }

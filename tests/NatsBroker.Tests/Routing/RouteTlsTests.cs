@@ -144,6 +144,13 @@ public sealed class RoutePermissionTests(ITestOutputHelper output)
         output.WriteLine("go sees: " + string.Join(", ", goSubs.Where(s => !s.StartsWith("$SYS", StringComparison.Ordinal))));
         Assert.Contains("in.x", goSubs);
         Assert.DoesNotContain("other.x", goSubs);
+        // nats-server read our INFO's permissions: its /routez shows them on its route to us.
+        using (var doc = System.Text.Json.JsonDocument.Parse(await http.GetStringAsync($"http://127.0.0.1:{goHttp}/routez")))
+        {
+            var r = doc.RootElement.GetProperty("routes")[0];
+            Assert.Equal(["in.>"], r.GetProperty("import").GetProperty("allow").EnumerateArray().Select(x => x.GetString()!).ToArray());
+            Assert.Equal(["out.>"], r.GetProperty("export").GetProperty("allow").EnumerateArray().Select(x => x.GetString()!).ToArray());
+        }
         var ourRemote = route.SnapshotRemoteSubscriptions().Select(s => s.Subject).ToList();
         Assert.Contains("out.y", ourRemote);
         Assert.DoesNotContain("elsewhere.y", ourRemote);
