@@ -225,20 +225,10 @@ public sealed class ClusterSystemAccountTests(ITestOutputHelper output)
     public async Task Server_ping_is_answered_by_ours_and_by_nats_server()
     {
         string binary = Prerequisites.RequireOracle214(output);
-        using var dir = new NatsBroker.Tests.Configuration.TempDir();
         int goRoute = TestPorts.Next(), ourRoute = TestPorts.Next();
-        string goConf = Accounts + $"\nserver_name: GO\ncluster {{ name: sysc, listen: 127.0.0.1:{goRoute}, routes: [nats-route://127.0.0.1:{ourRoute}] }}\n";
+        string goConf = Accounts + "\nserver_name: GO\n" + RouteTestNodes.ClusterBlock("sysc", goRoute, ourRoute);
         await using var go = await ServerProcess.StartAsync(ServerKind.Go, new ServerStartOptions { GoBinary = binary, Config = goConf }, output);
-
-        string ourConf = Path.Combine(dir.Path, "ours.conf");
-        File.WriteAllText(ourConf, Accounts);
-        var options = ConfigLoader.Load(ourConf);
-        options.Host = "127.0.0.1";
-        options.Port = -1;
-        options.ServerName = "OURS";
-        options.Cluster = new NatsBroker.Configuration.ClusterOptions { Name = "sysc", Host = "127.0.0.1", Port = ourRoute, Routes = [new Uri($"nats-route://127.0.0.1:{goRoute}")] };
-        await using var ours = new NatsServer(options, NullLogger.Instance);
-        ours.Start();
+        await using var ours = RouteTestNodes.StartOurs(Accounts + "\nserver_name: OURS\n" + RouteTestNodes.ClusterBlock("sysc", ourRoute, goRoute));
 
         await using var nc = new NatsConnection(new NatsOpts { Url = go.Url, AuthOpts = new NatsAuthOpts { Username = "sys", Password = "sys" } });
         await nc.ConnectAsync();
@@ -286,18 +276,9 @@ public sealed class ClusterImportTests(ITestOutputHelper output)
     {
         string binary = Prerequisites.RequireOracle214(output);
         int goRoute = TestPorts.Next(), ourRoute = TestPorts.Next();
-        string goConf = Accounts + $"\nserver_name: GO\ncluster {{ name: imp, listen: 127.0.0.1:{goRoute}, routes: [nats-route://127.0.0.1:{ourRoute}] }}\n";
+        string goConf = Accounts + "\nserver_name: GO\n" + RouteTestNodes.ClusterBlock("imp", goRoute, ourRoute);
         await using var go = await ServerProcess.StartAsync(ServerKind.Go, new ServerStartOptions { GoBinary = binary, Config = goConf }, output);
-        using var dir = new NatsBroker.Tests.Configuration.TempDir();
-        string ourConf = Path.Combine(dir.Path, "ours.conf");
-        File.WriteAllText(ourConf, Accounts);
-        var options = ConfigLoader.Load(ourConf);
-        options.Host = "127.0.0.1";
-        options.Port = -1;
-        options.ServerName = "OURS";
-        options.Cluster = new NatsBroker.Configuration.ClusterOptions { Name = "imp", Host = "127.0.0.1", Port = ourRoute, Routes = [new Uri($"nats-route://127.0.0.1:{goRoute}")] };
-        await using var ours = new NatsServer(options, NullLogger.Instance);
-        ours.Start();
+        await using var ours = RouteTestNodes.StartOurs(Accounts + "\nserver_name: OURS\n" + RouteTestNodes.ClusterBlock("imp", ourRoute, goRoute));
 
         string ourUrl = $"nats://127.0.0.1:{ours.ClientPort}";
         string importerUrl = importerOnOurs ? ourUrl : go.Url, exporterUrl = importerOnOurs ? go.Url : ourUrl;

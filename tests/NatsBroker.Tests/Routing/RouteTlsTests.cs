@@ -29,17 +29,7 @@ public sealed class RouteTlsTests(ITestOutputHelper output) : IDisposable
         }
         """;
 
-    private NatsServer StartOurs(string conf)
-    {
-        var dir = Path.Combine(_pki.Dir, "ours-" + Guid.NewGuid().ToString("N")[..6] + ".conf");
-        File.WriteAllText(dir, conf);
-        var options = ConfigLoader.Load(dir);
-        options.Host = "127.0.0.1";
-        options.Port = -1;
-        var server = new NatsServer(options, NullLogger.Instance);
-        server.Start();
-        return server;
-    }
+    private static NatsServer StartOurs(string conf) => RouteTestNodes.StartOurs(conf);
 
     private (string, string) RouteCert(string name) =>
         _pki.Issue(name, "CN=" + name, server: true, dns: ["localhost"], ip: System.Net.IPAddress.Loopback, serverAndClient: true);
@@ -106,14 +96,7 @@ public sealed class RoutePermissionTests(ITestOutputHelper output)
             GoBinary = binary,
             Config = $"server_name: GO\nhttp: 127.0.0.1:{goHttp}\ncluster {{ name: perm, listen: 127.0.0.1:{goRoute}, routes: [nats-route://127.0.0.1:{ourRoute}] }}\n",
         }, output);
-        using var dir = new NatsBroker.Tests.Configuration.TempDir();
-        string conf = Path.Combine(dir.Path, "ours.conf");
-        File.WriteAllText(conf, $"server_name: OURS\ncluster {{ name: perm, listen: 127.0.0.1:{ourRoute}, routes: [nats-route://127.0.0.1:{goRoute}], permissions {{ import: [\"in.>\"], export: {{ allow: [\"out.>\"] }} }} }}\n");
-        var options = ConfigLoader.Load(conf);
-        options.Host = "127.0.0.1";
-        options.Port = -1;
-        await using var ours = new NatsServer(options, NullLogger.Instance);
-        ours.Start();
+        await using var ours = RouteTestNodes.StartOurs($"server_name: OURS\ncluster {{ name: perm, listen: 127.0.0.1:{ourRoute}, routes: [nats-route://127.0.0.1:{goRoute}], permissions {{ import: [\"in.>\"], export: {{ allow: [\"out.>\"] }} }} }}\n");
         var deadline = DateTime.UtcNow.AddSeconds(10);
         while (ours.Cluster!.Registered.Count == 0 && DateTime.UtcNow < deadline) await Task.Delay(20);
         var route = Assert.Single(ours.Cluster.Registered);
