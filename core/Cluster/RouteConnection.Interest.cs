@@ -111,6 +111,8 @@ public sealed partial class RouteConnection : ISubscriber
     internal void SendInterest(RouteInterestOp op, ReadOnlySpan<byte> account, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> queue, int weight)
     {
         var wop = op == RouteInterestOp.Sub ? RouteProtocolWriter.InterestOp.RouteSub : RouteProtocolWriter.InterestOp.RouteUnsub;
+        // A pinned route's ops carry no account (route.go addRouteSubOrUnsubProtoToBuf).
+        if (PinnedAccountName is not null) account = default;
         int len = RouteProtocolWriter.InterestLength(wop, default, account, subject, queue, weight);
         byte[]? rented = null;
         Span<byte> line = len <= 512 ? stackalloc byte[len] : (rented = ArrayPool<byte>.Shared.Rent(len)).AsSpan(0, len);

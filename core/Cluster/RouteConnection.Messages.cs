@@ -58,6 +58,7 @@ public sealed partial class RouteConnection : IRouteTarget, IFlushTarget
     [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     bool IRouteTarget.SendRouted(ref RoutedMessage msg, ReadOnlySpan<byte> account, ReadOnlySpan<byte> queues, DeliveryBatch batch)
     {
+        if (_pinnedBytes.Length > 0) account = default;
         bool headers = msg.HeaderSize >= 0 && _peerHeaders;
         var body = headers || msg.HeaderSize < 0 ? msg.Payload : msg.Body;
         int headerSize = headers ? msg.HeaderSize : -1;

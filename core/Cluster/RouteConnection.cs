@@ -23,10 +23,14 @@ public sealed partial class RouteConnection : IConnectionHandler, IRouteProtocol
     private bool _infoReceived;
     private volatile bool _registered;
     private Task? _run;
+    private byte[] _pinnedBytes = [];
+    // Completes once registered and the first PONG came back (auth proven: the pool may grow), or at close.
+    private readonly TaskCompletionSource _handshake = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
-    internal RouteConnection(RouteManager manager, ulong id, Stream stream, TransportKind kind, string remoteIp, int remotePort, Uri? solicitedUrl, bool configured)
+    internal RouteConnection(RouteManager manager, ulong id, Stream stream, TransportKind kind, string remoteIp, int remotePort, Uri? solicitedUrl, bool configured, string? pinnedAccount = null)
     {
         _manager = manager;
+        if (pinnedAccount is not null) SetPinnedAccount(pinnedAccount);
         Id = id;
         RemoteIp = remoteIp;
         RemotePort = remotePort;
@@ -64,6 +68,17 @@ public sealed partial class RouteConnection : IConnectionHandler, IRouteProtocol
     public long OutMsgs => _conn.OutMsgs;
     public long OutBytes => _conn.OutBytes;
     public long PendingBytes => _conn.PendingBytes;
+    /// <summary>The account this connection is dedicated to (a pinned account, 2.10+); null for a pooled or no-pool one.</summary>
+    public string? PinnedAccountName { get; private set; }
+    /// <summary>The pool slot it holds (0 for a no-pool or pinned connection).</summary>
+    public int PoolIndex { get; private set; }
+    /// <summary>The peer does not pool: this one connection carries every account.</summary>
+    public bool NoPool { get; private set; }
+    /// <summary>Not to be dialled again when it closes (a pinned route the peer cannot have, a full pool).</summary>
+    public bool NoReconnect { get; private set; }
+    /// <summary>Completes once registered and answered (first PONG), or when it closes.</summary>
+    internal Task Handshake => _handshake.Task;
+
     /// <summary>Completes when the connection has closed and cleaned up.</summary>
     public Task Completion => _run ?? Task.CompletedTask;
 
@@ -83,8 +98,10 @@ public sealed partial class RouteConnection : IConnectionHandler, IRouteProtocol
         Log.RouteCreated(RemoteIp, RemotePort, Id);
         // The soliciting side sends CONNECT, then its INFO; the accepting side its INFO and waits for CONNECT
         // (route.go createRoute; 2.9: both INFOs at once).
+        // 2.10+: a pooled solicitor delays its INFO until it read the acceptor's, to name the slot it took
+        // (route.go routeShouldDelayInfo); a pinned one sends it at once with its account.
         if (DidSolicit) SendConnect();
-        SendInfo(_manager.CreateInfo());
+        if (!DidSolicit || PinnedAccountName is not null || !_manager.Pooling) SendInfo(_manager.CreateInfo(PinnedAccountName));
         return true;
     }
 
@@ -120,6 +137,7 @@ public sealed partial class RouteConnection : IConnectionHandler, IRouteProtocol
 
     void IConnectionHandler.OnClosed()
     {
+        _handshake.TrySetResult();
         var reason = _conn.ClosedReason ?? CloseReason.ClientClosed;
         Log.RouteClosed(RemoteIp, RemotePort, Id, reason.ToNatsString());
     }
@@ -128,7 +146,7 @@ public sealed partial class RouteConnection : IConnectionHandler, IRouteProtocol
 
     bool IRouteProtocolHandler.RejectBeforeConnect(bool isInfo) => !DidSolicit && !_connectReceived;
     bool IRouteProtocolHandler.IsClosing => _conn.IsClosing;
-    ReadOnlySpan<byte> IRouteProtocolHandler.PinnedAccount => default;
+    ReadOnlySpan<byte> IRouteProtocolHandler.PinnedAccount => _pinnedBytes;
     bool IRouteProtocolHandler.LeafUnsubHasOrigin => false;
     bool IRouteProtocolHandler.HeadersEnabled => true;
     int IRouteProtocolHandler.MaxPayload => int.MaxValue;
@@ -237,24 +255,60 @@ public sealed partial class RouteConnection : IConnectionHandler, IRouteProtocol
         RemoteInfo = info;
         _peerHeaders = info.Headers;
         ClientConnectUrls = info.ConnectUrls ?? [];
+        // An accepted connection learns from the solicitor's INFO which account it is dedicated to.
+        if (!DidSolicit && !string.IsNullOrEmpty(info.RouteAccount)) SetPinnedAccount(info.RouteAccount);
         // The URL peers learn us by when this INFO is forwarded: the advertised one, else our view of its address.
         info.Ip ??= $"nats-route://{JoinHostPort(RemoteIp, info.Port)}/";
-        if (_manager.TryRegister(this, info))
+        var (outcome, error) = _manager.TryRegister(this, info);
+        switch (outcome)
         {
-            _registered = true;
+            case RegisterOutcome.Registered:
+                _registered = true;
+                // The first PONG proves the peer accepted our CONNECT; only then may the pool grow (addRoute).
+                _conn.Enqueue("PING\r\n"u8);
+                break;
+            case RegisterOutcome.Duplicate:
+                Log.DuplicateRoute(RemoteIp, RemotePort, Id, info.ServerId);
+                _conn.CloseAfterFlush(CloseReason.DuplicateRoute);
+                break;
+            case RegisterOutcome.PoolFull:
+                NoReconnect = true;
+                _conn.CloseAfterFlush(CloseReason.DuplicateRoute);
+                break;
+            default:
+                NoReconnect = true;
+                Log.RouteError(RemoteIp, RemotePort, Id, error ?? "");
+                SendErrorAndClose(error ?? "", CloseReason.ProtocolViolation);
+                break;
         }
-        else
-        {
-            Log.DuplicateRoute(RemoteIp, RemotePort, Id, info.ServerId);
-            _conn.CloseAfterFlush(CloseReason.DuplicateRoute);
-        }
+    }
+
+    private void SetPinnedAccount(string account)
+    {
+        PinnedAccountName = account;
+        _pinnedBytes = System.Text.Encoding.UTF8.GetBytes(account);
+    }
+
+    /// <summary>
+    /// The manager placed this connection (under its lock): its slot, whether the peer pools, and, for a pooled
+    /// solicitor, the delayed INFO naming the slot, queued before any interest (route.go addRoute sendDelayedInfo).
+    /// </summary>
+    internal void OnPlaced(int poolIndex, bool noPool, RouteInfo? delayedInfo)
+    {
+        PoolIndex = poolIndex;
+        NoPool = noPool;
+        if (delayedInfo is not null) SendInfo(delayedInfo);
     }
 
     internal static string JoinHostPort(string host, int port) => host.Contains(':', StringComparison.Ordinal) ? $"[{host}]:{port}" : $"{host}:{port}";
 
     void IRouteProtocolHandler.OnPing() => _conn.Enqueue("PONG\r\n"u8);
 
-    void IRouteProtocolHandler.OnPong() => _conn.KeepAlive.OnPong(Environment.TickCount64);
+    void IRouteProtocolHandler.OnPong()
+    {
+        _conn.KeepAlive.OnPong(Environment.TickCount64);
+        if (_registered) _handshake.TrySetResult();
+    }
 
     void IRouteProtocolHandler.OnError(ReadOnlySpan<byte> text)
     {
@@ -311,4 +365,16 @@ public sealed partial class RouteConnection : IConnectionHandler, IRouteProtocol
         _conn.Enqueue(System.Text.Encoding.UTF8.GetBytes($"-ERR '{text}'\r\n"), wake: false);
         _conn.CloseAfterFlush(reason);
     }
+}
+
+/// <summary>What <see cref="RouteManager.TryRegister"/> made of a connection.</summary>
+internal enum RegisterOutcome
+{
+    Registered,
+    /// <summary>The peer (or its slot, or its pinned account) already has a connection: close this one.</summary>
+    Duplicate,
+    /// <summary>Every slot of the pool is taken: close this one, do not dial it again.</summary>
+    PoolFull,
+    /// <summary>A protocol error to send the peer (bad pool index, an account pinned on one side only).</summary>
+    Refused,
 }

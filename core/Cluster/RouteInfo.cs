@@ -35,6 +35,12 @@ public sealed class RouteInfo
     /// <summary>Set on an INFO about a super-cluster gateway (not built: such INFOs are ignored).</summary>
     [JsonPropertyName("gateway"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? Gateway { get; set; }
     [JsonPropertyName("lnoc"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public bool Lnoc { get; set; }
+    /// <summary>2.10+: the sender's configured pool size; 0 (absent) from a peer that does not pool (2.9, pool_size -1).</summary>
+    [JsonPropertyName("route_pool_size"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public int RoutePoolSize { get; set; }
+    /// <summary>2.10+: the slot a soliciting peer took for this connection (its delayed INFO); absent from an acceptor.</summary>
+    [JsonPropertyName("route_pool_idx"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public int RoutePoolIndex { get; set; }
+    /// <summary>2.10+: the account this connection is dedicated to (a pinned account).</summary>
+    [JsonPropertyName("route_account"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? RouteAccount { get; set; }
     /// <summary>Our cluster <c>permissions { import }</c> (server.go Info Import).</summary>
     [JsonPropertyName("import"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public RoutePermission? Import { get; set; }
     [JsonPropertyName("export"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public RoutePermission? Export { get; set; }

@@ -15,6 +15,7 @@ internal sealed class RouteInterest : IInterestObserver
 {
     private readonly RouteManager _manager;
     private readonly byte[] _account;
+    private readonly string _accountName;
     private readonly Lock _lock = new();
     // Key: subject, or subject + ' ' + queue. Value: local subscriptions with that key.
     private readonly Dictionary<string, Entry> _entries = new(StringComparer.Ordinal);
@@ -30,6 +31,7 @@ internal sealed class RouteInterest : IInterestObserver
     {
         _manager = manager;
         _account = Encoding.UTF8.GetBytes(account);
+        _accountName = account;
     }
 
     /// <summary>The local subscriptions present when the observer was attached (under the SubList's write lock).</summary>
@@ -77,6 +79,8 @@ internal sealed class RouteInterest : IInterestObserver
     /// <summary>Sends all of this account's interest to a route that just registered (route.go sendSubsToRoute).</summary>
     public void SendAllTo(RouteConnection route)
     {
+        // With pooling a connection carries only its accounts (route.go sendSubsToRoute(route, idx, account)).
+        if (!_manager.Carries(route, _accountName)) return;
         lock (_lock)
         {
             foreach (var e in _entries.Values)
@@ -95,7 +99,7 @@ internal sealed class RouteInterest : IInterestObserver
     private void Broadcast(RouteInterestOp op, Entry e)
     {
         if (!_manager.CanImport(e.Subject)) return;
-        foreach (var route in _manager.Registered) route.SendInterest(op, _account, e.Subject, e.Queue, e.Count);
+        foreach (var route in _manager.TargetsFor(_accountName)) route.SendInterest(op, _account, e.Subject, e.Queue, e.Count);
     }
 
     private Entry EntryFor(Subscription sub)

@@ -24,7 +24,10 @@ public sealed class RouteManager : IAsyncDisposable
 {
     private readonly NatsServer _server;
     private readonly Lock _lock = new();
-    private readonly Dictionary<string, RouteConnection> _remotes = new(StringComparer.Ordinal);
+    private readonly Dictionary<string, RemoteServer> _remotes = new(StringComparer.Ordinal);
+    // Remotes learnt by gossip being dialled now, so a repeated forward does not start a second loop.
+    private readonly HashSet<string> _implicitDialing = new(StringComparer.Ordinal);
+    private readonly HashSet<string> _pinned = new(StringComparer.Ordinal);
     private readonly HashSet<RouteConnection> _open = [];
     private volatile RouteConnection[] _registered = [];
     // Peers' client URLs, reference-counted (server.go addConnectURLsAndSendINFOToClients).
@@ -62,6 +65,64 @@ public sealed class RouteManager : IAsyncDisposable
         // Certificates load now, so a bad cert_file/key_file/ca_file fails start-up rather than each route.
         _tls = options.Tls is { } tls ? new RouteTls(tls, options.TlsInsecure) : null;
         _permissions = Auth.ClientPermissions.Create(options.Permissions);
+        // opts.go setBaselineOptions: with pooling the system account is pinned too.
+        PoolSize = options.PoolSize;
+        if (PoolSize > 0)
+        {
+            foreach (var a in options.PinnedAccounts) _pinned.Add(a);
+            _pinned.Add(server.Accounts.System?.Name ?? "$SYS");
+        }
+    }
+
+    /// <summary>Our pool size; below 1 this node does not pool (a peer then gets one connection for everything).</summary>
+    public int PoolSize { get; }
+
+    /// <summary>Pooled connections per peer (2.10+); a pooled solicitor delays its INFO.</summary>
+    internal bool Pooling => PoolSize > 0;
+
+    /// <summary>The accounts with a dedicated connection per peer.</summary>
+    public IReadOnlyCollection<string> PinnedAccounts => _pinned;
+
+    /// <summary>route.go computeRoutePoolIdx: FNV-1a 32 of the account name, modulo our pool size.</summary>
+    internal int PoolIndexOf(string account)
+    {
+        if (PoolSize <= 1) return 0;
+        uint h = 2166136261;
+        foreach (byte b in Encoding.UTF8.GetBytes(account))
+        {
+            h ^= b;
+            h *= 16777619;
+        }
+        return (int)(h % (uint)PoolSize);
+    }
+
+    /// <summary>Whether <paramref name="route"/> carries <paramref name="account"/>'s interest (route.go sendSubsToRoute).</summary>
+    internal bool Carries(RouteConnection route, string account) =>
+        route.NoPool || (route.PinnedAccountName is { } p ? p == account : !_pinned.Contains(account) && PoolIndexOf(account) == route.PoolIndex);
+
+    /// <summary>Per peer, the connection that carries <paramref name="account"/>'s interest now (may be none yet).</summary>
+    internal List<RouteConnection> TargetsFor(string account)
+    {
+        var targets = new List<RouteConnection>();
+        bool pinned = _pinned.Contains(account);
+        int idx = PoolIndexOf(account);
+        lock (_lock)
+        {
+            foreach (var remote in _remotes.Values)
+            {
+                RouteConnection? t = remote.NoPool ? remote.Slots[0]
+                    : pinned ? remote.Pinned.GetValueOrDefault(account)
+                    : idx < remote.Slots.Length ? remote.Slots[idx] : null;
+                if (t is not null) targets.Add(t);
+            }
+        }
+        return targets;
+    }
+
+    /// <summary>Distinct peers with at least one registered connection.</summary>
+    public int RemoteCount
+    {
+        get { lock (_lock) return _remotes.Count; }
     }
 
     /// <summary>route.go canImport: we announce interest (and so receive messages) only for importable subjects.</summary>
@@ -166,7 +227,7 @@ public sealed class RouteManager : IAsyncDisposable
     }
 
     /// <summary>Our route INFO (route.go startRouteAcceptLoop).</summary>
-    internal RouteInfo CreateInfo()
+    internal RouteInfo CreateInfo(string? account = null, int poolIndex = 0)
     {
         var o = Options;
         var so = _server.Options;
@@ -200,37 +261,99 @@ public sealed class RouteManager : IAsyncDisposable
             ClusterDynamic = _dynamic,
             Lnoc = true,
             LameDuckMode = _server.LameDuckMode,
+            RoutePoolSize = Pooling ? PoolSize : 0,
+            RoutePoolIndex = poolIndex,
+            RouteAccount = account,
         };
     }
 
     // ---- Registry ----
 
     /// <summary>
-    /// route.go addRoute: the first connection registered for a remote server ID wins; a later one is a duplicate
-    /// and closes. On success: our interest goes to it (sendSubsToRoute), its INFO goes to the other routes (gossip),
-    /// and its client URLs join our clients' INFO.
+    /// route.go addRoute. A peer that does not pool (its INFO has no <c>route_pool_size</c>, or we run pool_size -1)
+    /// gets one connection: the first registered wins, a later one is a duplicate. A pooled peer gets
+    /// max(ours, theirs) slots: a solicited connection takes the first free one (and names it in its delayed INFO),
+    /// an accepted one the slot its solicitor named; a taken slot makes the newcomer a duplicate. A pinned account's
+    /// connection must be pinned on both sides. On the first connection to a peer: its INFO goes to the other peers
+    /// (gossip) and its client URLs join our clients' INFO. Every connection then gets the interest it carries.
     /// </summary>
-    internal bool TryRegister(RouteConnection route, RouteInfo info)
+    internal (RegisterOutcome Outcome, string? Error) TryRegister(RouteConnection route, RouteInfo info)
     {
+        bool first;
         RouteConnection[] others;
         RouteInterest[] interest;
+        string? account = route.PinnedAccountName;
         lock (_lock)
         {
-            if (_stop.IsCancellationRequested || _remotes.ContainsKey(info.ServerId) || route.IsClosed) return false;
-            others = _registered;
-            _remotes[info.ServerId] = route;
-            _registered = [.. others, route];
+            if (_stop.IsCancellationRequested || route.IsClosed) return (RegisterOutcome.Duplicate, null);
+            bool pooled = info.RoutePoolSize > 0 && Pooling;
+            _remotes.TryGetValue(info.ServerId, out var remote);
+            first = remote is null;
+            int idx = 0;
+            if (!pooled)
+            {
+                if (account is not null) return (RegisterOutcome.Refused, $"Not possible to have a dedicated route for account \"{account}\" between those servers");
+                if (remote is not null) return (RegisterOutcome.Duplicate, null);
+                remote = new RemoteServer(info.ServerId, 1, noPool: true);
+                remote.Slots[0] = route;
+            }
+            else if (account is not null)
+            {
+                if (!_pinned.Contains(account)) return (RegisterOutcome.Refused, $"No route for account \"{account}\"");
+                remote ??= new RemoteServer(info.ServerId, Math.Max(PoolSize, info.RoutePoolSize), noPool: false);
+                if (remote.NoPool || remote.Pinned.ContainsKey(account)) return (RegisterOutcome.Duplicate, null);
+                remote.Pinned[account] = route;
+            }
+            else
+            {
+                int effective = Math.Max(PoolSize, info.RoutePoolSize);
+                remote ??= new RemoteServer(info.ServerId, effective, noPool: false);
+                if (remote.NoPool) return (RegisterOutcome.Duplicate, null);
+                remote.Grow(effective);
+                if (route.DidSolicit)
+                {
+                    if (info.RoutePoolIndex != 0) return (RegisterOutcome.Refused, $"Route pool index should not be set but is set to {info.RoutePoolIndex}");
+                    idx = Array.IndexOf(remote.Slots, null);
+                    if (idx < 0) return (RegisterOutcome.PoolFull, null);
+                }
+                else
+                {
+                    idx = info.RoutePoolIndex;
+                    if (idx < 0 || idx >= effective) return (RegisterOutcome.Refused, $"Invalid route pool index: {idx} - pool size is {info.RoutePoolSize}");
+                    if (remote.Slots[idx] is not null) return (RegisterOutcome.Duplicate, null);
+                }
+                remote.Slots[idx] = route;
+            }
+            _remotes[info.ServerId] = remote;
+            bool delayed = route.DidSolicit && account is null && Pooling;
+            route.OnPlaced(idx, remote.NoPool, delayed ? CreateInfo(poolIndex: pooled ? idx : 0) : null);
+            if (first) remote.ClientUrls = route.ClientConnectUrls;
+            remote.Signal();
+            _registered = [.. _registered, route];
+            others = first ? [.. _remotes.Values.Where(r => r != remote).Select(r => r.Any).OfType<RouteConnection>()] : [];
             interest = [.. _interest.Values];
         }
         foreach (var i in interest) i.SendAllTo(route);
+        if (!first) return (RegisterOutcome.Registered, null);
         if (others.Length > 0)
         {
-            // route.go forwardNewRouteInfoToKnownServers: nonce cleared, ip filled in (ProcessInfo).
+            // route.go forwardNewRouteInfoToKnownServers: once per new peer, to one connection of every other peer;
+            // nonce cleared, ip filled in (ProcessInfo), nothing of this connection's pool slot or account.
             info.Nonce = null;
+            info.RoutePoolIndex = 0;
+            info.RouteAccount = null;
             foreach (var r in others) r.SendInfo(info);
         }
         if (!Options.NoAdvertise && AddPeerClientUrls(route.ClientConnectUrls)) _server.SendAsyncInfoToClients();
-        return true;
+        // The pinned accounts' connections to a pooled peer we dialled (route.go solicitRoutes: one per account).
+        if (route.DidSolicit && !route.NoPool && route.SolicitedUrl is { } url)
+        {
+            lock (_lock)
+            {
+                foreach (var acc in _pinned) _loops.Add(SolicitLoopAsync(url, route.IsConfigured, Options.ConnectRetries, info.ServerId, acc));
+            }
+        }
+        return (RegisterOutcome.Registered, null);
     }
 
     private void OnAccepted(RouteConnection route)
@@ -238,18 +361,23 @@ public sealed class RouteManager : IAsyncDisposable
         lock (_lock) _open.Add(route);
     }
 
-    /// <summary>The route is closing: it leaves the registry and its client URLs leave our clients' INFO.</summary>
+    /// <summary>The route is closing: it leaves the registry; with the peer's last connection, its client URLs leave
+    /// our clients' INFO (route.go removeRoute).</summary>
     internal void OnRouteClosing(RouteConnection route)
     {
         bool urlsChanged = false;
         lock (_lock)
         {
             _open.Remove(route);
-            if (route.RemoteId is { } id && _remotes.TryGetValue(id, out var r) && ReferenceEquals(r, route))
+            if (route.RemoteId is { } id && _remotes.TryGetValue(id, out var remote) && remote.Remove(route))
             {
-                _remotes.Remove(id);
                 _registered = [.. _registered.Where(x => !ReferenceEquals(x, route))];
-                urlsChanged = !Options.NoAdvertise && RemovePeerClientUrlsLocked(route.ClientConnectUrls);
+                if (remote.Count == 0)
+                {
+                    _remotes.Remove(id);
+                    urlsChanged = !Options.NoAdvertise && RemovePeerClientUrlsLocked(remote.ClientUrls);
+                }
+                remote.Signal();
             }
         }
         if (urlsChanged) _server.SendAsyncInfoToClients();
@@ -258,8 +386,15 @@ public sealed class RouteManager : IAsyncDisposable
     /// <summary>The peer entered lame duck mode: its client URLs leave our clients' INFO (processRouteInfo).</summary>
     internal void OnPeerLameDuck(RouteConnection route)
     {
-        bool changed;
-        lock (_lock) changed = !Options.NoAdvertise && RemovePeerClientUrlsLocked(route.ClientConnectUrls);
+        bool changed = false;
+        lock (_lock)
+        {
+            if (route.RemoteId is { } id && _remotes.TryGetValue(id, out var remote) && remote.ClientUrls.Length > 0)
+            {
+                changed = !Options.NoAdvertise && RemovePeerClientUrlsLocked(remote.ClientUrls);
+                remote.ClientUrls = [];
+            }
+        }
         if (changed) _server.SendAsyncInfoToClients();
     }
 
@@ -308,7 +443,9 @@ public sealed class RouteManager : IAsyncDisposable
     {
         var info = CreateInfo();
         info.LameDuckMode = true;
-        foreach (var r in _registered) r.SendInfo(info);
+        List<RouteConnection> one;
+        lock (_lock) one = [.. _remotes.Values.Select(r => r.Any).OfType<RouteConnection>()];
+        foreach (var r in one) r.SendInfo(info);
     }
 
     // ---- Gossip ----
@@ -323,7 +460,7 @@ public sealed class RouteManager : IAsyncDisposable
         if (!Uri.TryCreate(info.Ip, UriKind.Absolute, out var url)) return;
         lock (_lock)
         {
-            if (_remotes.ContainsKey(info.ServerId) || _stop.IsCancellationRequested) return;
+            if (_remotes.ContainsKey(info.ServerId) || _implicitDialing.Contains(info.ServerId) || _stop.IsCancellationRequested) return;
             string hp = RouteConnection.JoinHostPort(info.Host, info.Port);
             foreach (var c in Options.Routes)
             {
@@ -333,6 +470,7 @@ public sealed class RouteManager : IAsyncDisposable
             {
                 url = new UriBuilder(url) { UserName = Uri.EscapeDataString(Options.User), Password = Uri.EscapeDataString(Options.Password ?? "") }.Uri;
             }
+            _implicitDialing.Add(info.ServerId);
             _loops.Add(SolicitLoopAsync(url, configured: false, retries: Options.ConnectRetries, expectedId: info.ServerId));
         }
     }
@@ -393,7 +531,7 @@ public sealed class RouteManager : IAsyncDisposable
     /// (connect_retries). While another connection to the same peer is registered, the loop waits for it to go
     /// instead of dialling a duplicate ("Not attempting reconnect for solicited route, already connected").
     /// </summary>
-    private async Task SolicitLoopAsync(Uri url, bool configured, int retries, string? expectedId = null)
+    private async Task SolicitLoopAsync(Uri url, bool configured, int retries, string? expectedId = null, string? account = null)
     {
         await Task.Yield();
         var token = _stop.Token;
@@ -403,11 +541,18 @@ public sealed class RouteManager : IAsyncDisposable
         {
             while (!token.IsCancellationRequested && StillWanted(url, configured))
             {
-                if (remoteId is not null && RegisteredFor(remoteId) is { } existing)
+                if (remoteId is not null)
                 {
-                    await existing.Completion.WaitAsync(token).ConfigureAwait(false);
-                    await Task.Delay(Random.Shared.Next(0, 100) + (configured ? 1000 : 0), token).ConfigureAwait(false);
-                    continue;
+                    var wait = WaitWhileConnected(remoteId, account, out bool giveUp);
+                    if (giveUp) return;
+                    if (wait is not null)
+                    {
+                        await wait.WaitAsync(token).ConfigureAwait(false);
+                        // A connection came or went. The side whose connection went dials again after a short random
+                        // delay (route.go reConnectToRoute); waiting longer here lets that one land first.
+                        await Task.Delay(Random.Shared.Next(0, 100) + 1000, token).ConfigureAwait(false);
+                        continue;
+                    }
                 }
                 attempt++;
                 Socket? socket = null;
@@ -447,24 +592,53 @@ public sealed class RouteManager : IAsyncDisposable
                         continue;
                     }
                 }
-                var route = new RouteConnection(this, NextRid(), stream, TransportKind.Tcp, ip, ep?.Port ?? url.Port, url, configured);
+                var route = new RouteConnection(this, NextRid(), stream, TransportKind.Tcp, ip, ep?.Port ?? url.Port, url, configured, account);
                 OnAccepted(route);
-                await route.RunAsync().ConfigureAwait(false);
-                // A lost route is dialled again: configured ones forever, implicit ones connect_retries + 1 times.
-                attempt = 0;
+                _ = route.RunAsync();
+                await route.Handshake.WaitAsync(token).ConfigureAwait(false);
                 remoteId ??= route.RemoteId;
-                if (route.ClosedReason is CloseReason.RouteRemoved or CloseReason.ServerShutdown || IsSelf(url)) return;
+                // Registered and answered: with a pooled peer, dial the next slot at once (route.go addRoute
+                // startNewRoute after the first PONG); the loop's check above waits once the pool is full.
+                if (route.IsRegistered && !route.IsClosed)
+                {
+                    attempt = 0;
+                    continue;
+                }
+                if (route.NoReconnect || route.ClosedReason is CloseReason.RouteRemoved or CloseReason.ServerShutdown || IsSelf(url)) return;
+                if (!configured && attempt > retries) return;
                 await Task.Delay(Random.Shared.Next(0, 100) + (configured ? 1000 : 0), token).ConfigureAwait(false);
             }
         }
         catch (OperationCanceledException)
         {
         }
+        finally
+        {
+            if (!configured && account is null && expectedId is not null)
+            {
+                lock (_lock) _implicitDialing.Remove(expectedId);
+            }
+        }
     }
 
-    private RouteConnection? RegisteredFor(string remoteId)
+    /// <summary>
+    /// What a solicit loop for <paramref name="remoteId"/> waits on before dialling again: null when a connection it
+    /// makes is wanted now (the peer is not connected, or its pool has a free slot, or the pinned account has no
+    /// connection). <paramref name="giveUp"/>: a pinned account's loop towards a peer that does not pool.
+    /// </summary>
+    private Task? WaitWhileConnected(string remoteId, string? account, out bool giveUp)
     {
-        lock (_lock) return _remotes.GetValueOrDefault(remoteId);
+        giveUp = false;
+        lock (_lock)
+        {
+            if (!_remotes.TryGetValue(remoteId, out var remote)) return null;
+            if (account is not null)
+            {
+                giveUp = remote.NoPool;
+                return remote.Pinned.ContainsKey(account) ? remote.Changed : null;
+            }
+            return remote.PoolFull ? remote.Changed : null;
+        }
     }
 
     private bool StillWanted(Uri url, bool configured)

@@ -4,9 +4,8 @@ namespace NatsBroker.Configuration;
 /// The <c>cluster {}</c> block and the cluster flags (server/opts.go parseCluster, ClusterOpts; flags -cluster,
 /// -cluster_name, -routes, -cluster_advertise, -no_advertise, -connect_retries). Present on
 /// <see cref="ServerOptions.Cluster"/> only when a cluster listener is configured (a port or <c>listen</c>).
-/// Stage 1 of routes (docs/design/routes.md) behaves as a nats-server 2.9 node: one connection per peer, no
-/// pooling, no compression; the keys of later stages are refused by the mapper until they are built
-/// (OptionMapper.Cluster.cs), except <c>pool_size</c>, which is kept and warned about.
+/// Routes pool connections per peer and pin accounts as nats-server 2.10+ does; S2 compression is refused by the
+/// mapper until it is built (OptionMapper.Cluster.cs).
 /// </summary>
 public sealed class ClusterOptions
 {
@@ -37,7 +36,7 @@ public sealed class ClusterOptions
 
     /// <summary>
     /// <c>pool_size</c> (2.10+): pooled connections per peer; default 3 (const.go DEFAULT_ROUTE_POOL_SIZE), -1 = none.
-    /// Kept as configured, but stage 1 has no pools: the node behaves as <c>pool_size: -1</c> whatever this says.
+    /// A peer that does not pool (2.9, or <c>-1</c>) gets one connection carrying every account.
     /// </summary>
     public int PoolSize { get; set; } = DefaultPoolSize;
     /// <summary>const.go DEFAULT_ROUTE_POOL_SIZE.</summary>
@@ -74,4 +73,7 @@ public sealed class ClusterOptions
     /// <summary><c>permissions { import, export }</c>: import maps to publish (what we take messages for, so what
     /// interest we send), export to subscribe (what interest of the peer we accept), route.go setRoutePermissions.</summary>
     public Permissions? Permissions { get; set; }
+    /// <summary><c>accounts</c> (2.10+): pinned accounts, each with a dedicated connection per peer. The system
+    /// account is pinned too whenever <see cref="PoolSize"/> is above 0 (opts.go setBaselineOptions).</summary>
+    public List<string> PinnedAccounts { get; set; } = [];
 }

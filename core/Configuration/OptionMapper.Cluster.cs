@@ -6,9 +6,7 @@ namespace NatsBroker.Configuration;
 /// The <c>cluster {}</c> block (opts.go parseCluster, 2.14.5; 2.9 has the same loop without the 2.10+ keys), onto
 /// <see cref="ServerOptions.ClusterBlock"/>; <see cref="SettleCluster"/> then presents it as
 /// <see cref="ServerOptions.Cluster"/> only when it has a listener. Where nats-server refuses a value the text is
-/// its own. Stage 1 of routes (docs/design/routes.md section 1) refuses what it does not build: <c>tls</c>,
-/// <c>permissions</c>, pinned <c>accounts</c> and the compression modes that need S2; <c>pool_size</c> is kept
-/// with a warning, since the node behaves as <c>pool_size: -1</c>.
+/// its own. What is not built is refused: the compression modes that need S2.
 /// </summary>
 internal sealed partial class OptionMapper
 {
@@ -17,6 +15,7 @@ internal sealed partial class OptionMapper
         if (!Expect(e, ConfigValueKind.Map, "a map")) return;
         var c = new ClusterOptions();
         o.ClusterBlock = c;
+        SourcePosition? pinnedAt = null;
         foreach (var f in e.Value.AsMap())
         {
             string s;
@@ -74,13 +73,12 @@ internal sealed partial class OptionMapper
                 case "pool_size":
                     if (!Integer(f, out n, int.MinValue, int.MaxValue)) break;
                     c.PoolSize = (int)n;
-                    if (n != -1)
-                        Warnings.Add(new ConfigError(f.KeyPosition,
-                            "\"pool_size\" is kept but route pools are not built yet: this server makes one connection per peer, as with pool_size: -1"));
                     break;
                 case "accounts":
-                    // Pinned accounts (2.10+) each need a dedicated connection: a later stage.
-                    Error(f.KeyPosition, "\"accounts\" in cluster (pinned accounts) is not supported by this server yet");
+                    // Pinned accounts (2.10+): each gets a dedicated connection per peer (server.go validateCluster
+                    // checks the list once the block is read).
+                    pinnedAt = f.KeyPosition;
+                    c.PinnedAccounts = StringList(f, "accounts") ?? [];
                     break;
                 case "compression":
                     ClusterCompression(f, c);
@@ -109,6 +107,24 @@ internal sealed partial class OptionMapper
                 default:
                     Unknown(f);
                     break;
+            }
+        }
+        // server.go validateCluster.
+        if (pinnedAt is { } at && c.PinnedAccounts.Count > 0)
+        {
+            if (c.PoolSize < 0)
+            {
+                Error(at, "pool_size cannot be negative if pinned accounts are specified");
+            }
+            else
+            {
+                var seen = new HashSet<string>(StringComparer.Ordinal);
+                foreach (var a in c.PinnedAccounts)
+                {
+                    if (seen.Add(a)) continue;
+                    Error(at, $"found duplicate account name \"{a}\" in pinned accounts list [{string.Join(" ", c.PinnedAccounts)}]");
+                    break;
+                }
             }
         }
     }

@@ -14,12 +14,6 @@ public sealed partial class MonitorEndpoints
     /// </summary>
     internal const string RouteCompression = "not supported";
 
-    /// <summary>
-    /// ClusterOptsVarz's <c>pool_size</c>: stage 1 keeps one connection per peer and no pinned accounts, which is
-    /// nats-server's <c>pool_size: -1</c> (routes.md section 1).
-    /// </summary>
-    internal const int RoutePoolSize = -1;
-
     /// <summary>Seconds; nats-server's TLS_TIMEOUT, set for every cluster (opts.go setBaselineOptions).</summary>
     private const double ClusterTlsTimeout = 2;
 
@@ -72,6 +66,8 @@ public sealed partial class MonitorEndpoints
             InBytes = r.InBytes,
             OutBytes = r.OutBytes,
             Compression = RouteCompression,
+            // A pinned account's connection (2.10+), monitor.go Routez: <c>r.route.accName</c>.
+            Account = r.PinnedAccountName,
         };
         // One snapshot for the count and the list, so the two agree.
         if (detail)
@@ -111,8 +107,8 @@ public sealed partial class MonitorEndpoints
             Port = cluster.Port,
             AuthTimeout = o.AuthTimeout.TotalSeconds,
             Urls = o.Routes.Count == 0 ? null : [.. o.Routes.Select(u => u.Authority)],
-            TlsTimeout = ClusterTlsTimeout,
-            PoolSize = RoutePoolSize,
+            TlsTimeout = o.Tls?.Timeout.TotalSeconds ?? ClusterTlsTimeout,
+            PoolSize = cluster.PoolSize,
         };
         var routes = cluster.Registered;
         v.Routes = routes.Count;

@@ -55,22 +55,41 @@ public sealed partial class Router
         return null;
     }
 
-    /// <summary>Local members first, from a random start; a member on another route (not the one the message came
-    /// from) only as the fallback.</summary>
+    /// <summary>
+    /// One local member, picked at random among the local members only (client.go processMsgResults sets route
+    /// and leaf members aside first), then the next local ones if it takes nothing; a member on another route (not
+    /// the one the message came from) only as the fallback.
+    /// </summary>
     private void DeliverToQueueFromRoute(Subscription[] members, IRouteTarget from, ref RoutedMessage msg, DeliveryBatch batch, ref RouteFanout? routes)
     {
-        int start = (int)(NextRandom() % (uint)members.Length);
+        int locals = 0;
         Subscription? fallback = null;
         for (int i = 0; i < members.Length; i++)
         {
-            var sub = members[(start + i) % members.Length];
-            if (sub.Closed) continue;
-            if (sub.IsRemote)
+            var sub = members[i];
+            if (!sub.IsRemote) locals++;
+            else if (fallback is null && !sub.Closed && !ReferenceEquals(sub.Owner, from)) fallback = sub;
+        }
+        if (locals > 0)
+        {
+            // The k-th local member, k random; then the following local members in order.
+            int k = (int)(NextRandom() % (uint)locals);
+            int start = 0;
+            for (int i = 0, seen = 0; i < members.Length; i++)
             {
-                if (fallback is null && !ReferenceEquals(sub.Owner, from)) fallback = sub;
-                continue;
+                if (members[i].IsRemote) continue;
+                if (seen++ == k)
+                {
+                    start = i;
+                    break;
+                }
             }
-            if (Hand(sub, ref msg, batch) != DeliveryOutcome.Skipped) return;
+            for (int n = 0; n < members.Length; n++)
+            {
+                var sub = members[(start + n) % members.Length];
+                if (sub.IsRemote || sub.Closed) continue;
+                if (Hand(sub, ref msg, batch) != DeliveryOutcome.Skipped) return;
+            }
         }
         if (fallback is not null) (routes ??= RouteFanout.For(t_depth)).AddQueue((IRouteTarget)fallback.Owner, fallback.Queue);
     }

@@ -60,6 +60,10 @@ public sealed class ClusterNode : IAsyncDisposable
 
     public int Pid => _process?.Pid ?? -1;
 
+    /// <summary>Pools its routes (2.10+: 3 pooled connections and the pinned $SYS one to a peer that pools too):
+    /// 2.14.5, and ours when it runs as ours (not as 2.9.10 under NATSBROKER_TEST_SERVER=go).</summary>
+    public bool Pools => Kind == ClusterNodeKind.Go214 || (Kind == ClusterNodeKind.Ours && _process?.Kind == ServerKind.Ours);
+
     /// <summary>The process's captured output (tail), for failure messages.</summary>
     public string OutputTail(int chars = 2000) => _process?.OutputTail(chars) ?? "(never started)";
 

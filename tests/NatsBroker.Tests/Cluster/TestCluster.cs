@@ -114,12 +114,11 @@ public sealed class TestCluster : IAsyncDisposable
     /// <summary>
     /// Route connections a node holds to one peer once the mesh has settled. A 2.14.5 pair pools: <c>pool_size</c> 3
     /// (DEFAULT_ROUTE_POOL_SIZE) plus the system account pinned by default (opts.go:setBaselineOptions), 4 connections
-    /// and 4 <c>/routez</c> entries on each side (observed, docs/design/routes.md section 1). A pair with a 2.9.10 node,
-    /// or with our core (stage 1 behaves as 2.9: no <c>route_pool_size</c> in its INFO), has one: 2.14.5 treats the
-    /// no-pool peer as 2.9 (route.go:processRouteInfo; routes.md 2.4). When our core pools (stage 2) this changes.
+    /// and 4 <c>/routez</c> entries on each side (observed, docs/design/routes.md section 1); our core pools the same
+    /// way by default. A pair with a 2.9.10 node has one: the pooling side treats the no-pool peer as 2.9
+    /// (route.go:processRouteInfo; routes.md 2.4).
     /// </summary>
-    public static int ExpectedConnections(ClusterNodeKind a, ClusterNodeKind b) =>
-        a == ClusterNodeKind.Go214 && b == ClusterNodeKind.Go214 ? 4 : 1;
+    public static int ExpectedConnections(ClusterNode a, ClusterNode b) => a.Pools && b.Pools ? 4 : 1;
 
     /// <summary>
     /// Polls every node's <c>/routez</c> until, on each node, the routes' <c>remote_id</c>s are exactly the other
@@ -187,7 +186,7 @@ public sealed class TestCluster : IAsyncDisposable
             var byRemote = routez.Routes.GroupBy(r => r.RemoteId).ToDictionary(g => g.Key, g => g.Count());
             foreach (var peer in running.Where(p => p != node))
             {
-                var expected = ExpectedConnections(node.Kind, peer.Kind);
+                var expected = ExpectedConnections(node, peer);
                 var actual = byRemote.GetValueOrDefault(peer.ServerId ?? "", 0);
                 if (actual != expected)
                 {

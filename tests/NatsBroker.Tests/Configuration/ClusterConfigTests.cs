@@ -172,7 +172,6 @@ public class ClusterConfigTests
     [Theory]
     [InlineData("cluster { port: 1, tls { cert_file: x } }", "missing 'key_file' in TLS configuration")]
     [InlineData("cluster { port: 1, tls { ca_file: x } }", "cluster tls requires 'cert_file' and 'key_file'")]
-    [InlineData("cluster { port: 1, accounts: [A] }", "\"accounts\" in cluster (pinned accounts) is not supported by this server yet")]
     [InlineData("cluster { port: 1, compression: s2_fast }", "compression mode \"s2_fast\" is not supported by this server yet")]
     [InlineData("cluster { port: 1, compression: on }", "compression mode \"s2_fast\" is not supported by this server yet")]
     [InlineData("cluster { port: 1, compression: true }", "compression mode \"s2_fast\" is not supported by this server yet")]
@@ -227,13 +226,15 @@ public class ClusterConfigTests
     }
 
     [Fact]
-    public void Pool_size_other_than_minus_one_is_kept_with_a_warning()
+    public void Pool_size_and_pinned_accounts_are_read_and_checked_as_nats_server_does()
     {
-        var o = Load("cluster { port: 1, pool_size: 5 }", out var warnings);
+        var o = Load("cluster { port: 1, pool_size: 5, accounts: [A, B] }", out var warnings);
         Assert.Equal(5, o.Cluster!.PoolSize);
-        Assert.Contains("route pools are not built yet", Assert.Single(warnings).Message, StringComparison.Ordinal);
-        Load("cluster { port: 1, pool_size: -1 }", out warnings);
+        Assert.Equal(["A", "B"], o.Cluster.PinnedAccounts);
         Assert.Empty(warnings);
+        Assert.Equal(ClusterOptions.DefaultPoolSize, Cluster("cluster { port: 1 }").PoolSize);
+        Assert.Contains("pool_size cannot be negative if pinned accounts are specified", Fail("cluster { port: 1, pool_size: -1, accounts: [A] }"), StringComparison.Ordinal);
+        Assert.Contains("found duplicate account name \"A\" in pinned accounts list [A A]", Fail("cluster { port: 1, accounts: [A, A] }"), StringComparison.Ordinal);
     }
 
     [Fact]

@@ -23,7 +23,10 @@ public sealed class RoutezTests(ITestOutputHelper output)
 
     private static List<string> Keys(JsonElement e) => [.. e.EnumerateObject().Select(p => p.Name)];
 
-    private static Task<MonitoredBroker> StartNode(string name, int routePort, params int[] routes) => MonitoredBroker.StartAsync(o =>
+    // pool_size -1: one connection per peer, so each route's figures can be followed (pooled routes: PooledRoutez).
+    private static Task<MonitoredBroker> StartNode(string name, int routePort, params int[] routes) => StartNodeWithPool(name, routePort, -1, routes);
+
+    private static Task<MonitoredBroker> StartNodeWithPool(string name, int routePort, int poolSize, params int[] routes) => MonitoredBroker.StartAsync(o =>
     {
         o.ServerName = name;
         o.Cluster = new ClusterOptions
@@ -31,6 +34,7 @@ public sealed class RoutezTests(ITestOutputHelper output)
             Name = "rz",
             Host = "127.0.0.1",
             Port = routePort,
+            PoolSize = poolSize,
             Routes = [.. routes.Select(p => new Uri($"nats-route://127.0.0.1:{p}"))],
         };
     });

@@ -35,10 +35,10 @@ public sealed class EmbeddedRouteTests(ITestOutputHelper output)
         var deadline = DateTime.UtcNow + timeout;
         while (DateTime.UtcNow < deadline)
         {
-            if (nodes.All(n => n.Server.Cluster!.Registered.Count == n.Expected)) return;
+            if (nodes.All(n => n.Server.Cluster!.RemoteCount == n.Expected)) return;
             await Task.Delay(20);
         }
-        Assert.Fail("routes did not form: " + string.Join(", ", nodes.Select(n => $"{n.Server.ServerName}={n.Server.Cluster!.Registered.Count}/{n.Expected}")));
+        Assert.Fail("routes did not form: " + string.Join(", ", nodes.Select(n => $"{n.Server.ServerName}={n.Server.Cluster!.RemoteCount}/{n.Expected}")));
     }
 
     /// <summary>Publishes probes until one arrives: interest has crossed the route.</summary>

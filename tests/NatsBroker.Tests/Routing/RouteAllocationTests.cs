@@ -47,7 +47,7 @@ public class RouteAllocationTests
         await using var a = Node(pa, null);
         await using var b = Node(pb, pa);
         var deadline = DateTime.UtcNow.AddSeconds(10);
-        while ((a.Cluster!.Registered.Count == 0 || b.Cluster!.Registered.Count == 0) && DateTime.UtcNow < deadline) await Task.Delay(10);
+        while ((a.Cluster!.RemoteCount == 0 || b.Cluster!.RemoteCount == 0) && DateTime.UtcNow < deadline) await Task.Delay(10);
 
         using var sub = Connect(b.ClientPort);
         sub.Send("SUB bench.> 1\r\nPING\r\n"u8);

@@ -109,6 +109,7 @@ public sealed class RouteHandshakeTests(ITestOutputHelper output)
         const string send = "CONNECT {\"echo\":true,\"verbose\":false,\"pedantic\":false,\"user\":\"ruser\",\"pass\":\"rpass\",\"headers\":true,\"name\":\"NPEERPEERPEER\",\"cluster\":\"hs\",\"lnoc\":true}\r\nPING\r\n";
         var (goInfo, goLines, _) = await Exchange(go.RoutePort, send);
         var (ourInfo, ourLines, ourClosed) = await Exchange(ours.RoutePort, send);
+        output.WriteLine("ours: " + string.Join(" | ", ourLines));
         Assert.Contains("PONG", goLines);
         Assert.Contains("PONG", ourLines);
         Assert.Empty(Errors(ourLines));
@@ -121,8 +122,8 @@ public sealed class RouteHandshakeTests(ITestOutputHelper output)
         Assert.Equal(goInfo.GetProperty("cluster").GetString(), ourInfo.GetProperty("cluster").GetString());
         Assert.True(ourInfo.GetProperty("auth_required").GetBoolean());
         Assert.Equal(goInfo.GetProperty("auth_required").GetBoolean(), ourInfo.GetProperty("auth_required").GetBoolean());
-        // Stage 1 has no S2: saying nothing keeps every peer plain (routes.md 2.3).
+        // No S2: saying nothing keeps every peer plain (routes.md 2.3). Pooling as 2.14.5 by default.
         Assert.False(ourInfo.TryGetProperty("compression", out _));
-        Assert.False(ourInfo.TryGetProperty("route_pool_size", out _));
+        Assert.Equal(goInfo.GetProperty("route_pool_size").GetInt32(), ourInfo.GetProperty("route_pool_size").GetInt32());
     }
 }
