@@ -23,6 +23,10 @@ internal static class ScenarioCatalog
         // Routes (issue 46): a fresh 3-node full-mesh cluster per run, 3 x ours or 3 x nats-server; steady, then cold.
         .. ClusterRows(cold: false),
         .. ClusterRows(cold: true),
+        new ClusterScenario(
+            new RouteSubsScenario("route-subs1m", "", defaultCount: 1_000_000), "route-subs1m",
+            "3-node cluster: 1M subscriptions, 4 connections per node, until every node knows all; rate = subs/s, RSS = sum of the 3 nodes",
+            RouteSubsScenario.NodeOf, RouteSubsScenario.ProbeFrom),
 
         // Accounts (issue 14): traffic across an export/import, and logins with nkey and JWT users.
         new AccountsScenario(new RequestReplyScenario("acct-svc-reqrep-128", "service import request/reply 1 client, 1 service", clients: 1, services: 1, queue: false, payload: 128, defaultCount: 4_000), "acct-svc-reqrep-128", BenchAccounts.ImportsConfig, BenchAccounts.ServiceUser),

@@ -114,12 +114,17 @@ internal sealed class ScenarioContext : IDisposable
     public double ServerCpuSeconds() => MeasuredPids().Sum(ProcStats.TreeCpuSeconds);
 
     /// <summary>Peak RSS summed over every measured process tree, or -1 when one of them is unreadable.</summary>
-    public long ServerPeakRssBytes()
+    public long ServerPeakRssBytes() => SumRss(ProcStats.TreePeakRssBytes);
+
+    /// <summary>Current RSS (VmRSS) summed over every measured process tree, or -1 when one of them is unreadable.</summary>
+    public long ServerRssBytes() => SumRss(ProcStats.TreeRssBytes);
+
+    private long SumRss(Func<int, long> read)
     {
         long total = 0;
         foreach (int pid in MeasuredPids())
         {
-            long one = ProcStats.TreePeakRssBytes(pid);
+            long one = read(pid);
             if (one < 0)
             {
                 return -1;
