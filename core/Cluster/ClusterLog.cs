@@ -39,6 +39,9 @@ internal sealed partial class ClusterLog(ILogger logger)
     [LoggerMessage(Level = LogLevel.Debug, Message = "rid:{Rid} - Unknown account \"{Account}\" for routed message")]
     public partial void UnknownAccountForMessage(ulong rid, string account);
 
+    [LoggerMessage(Level = LogLevel.Debug, Message = "rid:{Rid} - Can not export \"{Subject}\", ignoring remote subscription request")]
+    public partial void CannotExport(ulong rid, string subject);
+
     [LoggerMessage(Level = LogLevel.Error, Message = "Error trying to connect to route (attempt {Attempt}): {Error}")]
     public partial void ConnectError(int attempt, string error);
 
@@ -47,6 +50,9 @@ internal sealed partial class ClusterLog(ILogger logger)
 
     [LoggerMessage(Level = LogLevel.Information, Message = "Removed route {Url}")]
     public partial void RouteRemovedFromConfig(string url);
+
+    [LoggerMessage(Level = LogLevel.Error, Message = "{Ip}:{Port} - TLS route handshake error: {Error}")]
+    public partial void TlsHandshakeError(string ip, int port, string error);
 
     [LoggerMessage(Level = LogLevel.Error, Message = "Error listening on router port: {Port} - {Error}")]
     public partial void ListenError(int port, string error);

@@ -39,6 +39,11 @@ public sealed partial class RouteConnection : ISubscriber
             Log.UnknownAccount(Id, Encoding.UTF8.GetString(interest.Account), Encoding.UTF8.GetString(interest.Subject));
             return;
         }
+        if (!_manager.CanExport(interest.Subject))
+        {
+            Log.CannotExport(Id, Encoding.UTF8.GetString(interest.Subject));
+            return;
+        }
         string key = Key(interest.Account, interest.Subject, interest.Queue);
         var sub = new Subscription(interest.Subject.ToArray(), interest.Queue.IsEmpty ? null : interest.Queue.ToArray(),
             Encoding.ASCII.GetBytes("r" + Interlocked.Increment(ref _sid).ToString(System.Globalization.CultureInfo.InvariantCulture)), this)

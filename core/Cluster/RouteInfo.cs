@@ -35,6 +35,18 @@ public sealed class RouteInfo
     /// <summary>Set on an INFO about a super-cluster gateway (not built: such INFOs are ignored).</summary>
     [JsonPropertyName("gateway"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? Gateway { get; set; }
     [JsonPropertyName("lnoc"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public bool Lnoc { get; set; }
+    /// <summary>Our cluster <c>permissions { import }</c> (server.go Info Import).</summary>
+    [JsonPropertyName("import"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public RoutePermission? Import { get; set; }
+    [JsonPropertyName("export"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public RoutePermission? Export { get; set; }
+}
+
+/// <summary>One side of route permissions as INFO carries it (server/auth.go SubjectPermission).</summary>
+public sealed class RoutePermission
+{
+    [JsonPropertyName("allow"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public List<string>? Allow { get; set; }
+    [JsonPropertyName("deny"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public List<string>? Deny { get; set; }
+
+    public static RoutePermission? From(NatsBroker.Configuration.SubjectPermission? p) => p is null ? null : new RoutePermission { Allow = p.Allow, Deny = p.Deny };
 }
 
 /// <summary>

@@ -79,7 +79,10 @@ internal sealed class RouteInterest : IInterestObserver
     {
         lock (_lock)
         {
-            foreach (var e in _entries.Values) route.SendInterest(RouteInterestOp.Sub, _account, e.Subject, e.Queue, e.Count);
+            foreach (var e in _entries.Values)
+            {
+                if (_manager.CanImport(e.Subject)) route.SendInterest(RouteInterestOp.Sub, _account, e.Subject, e.Queue, e.Count);
+            }
         }
     }
 
@@ -91,6 +94,7 @@ internal sealed class RouteInterest : IInterestObserver
 
     private void Broadcast(RouteInterestOp op, Entry e)
     {
+        if (!_manager.CanImport(e.Subject)) return;
         foreach (var route in _manager.Registered) route.SendInterest(op, _account, e.Subject, e.Queue, e.Count);
     }
 

@@ -1,6 +1,7 @@
 using System.Net;
 using System.Net.NetworkInformation;
 using System.Net.Sockets;
+using System.Security.Authentication;
 using System.Text;
 using Microsoft.Extensions.Logging;
 using NatsBroker.Accounts;
@@ -36,6 +37,8 @@ public sealed class RouteManager : IAsyncDisposable
     // host:port of routes that turned out to be ourselves (route.go routesToSelf): never dialled again.
     private readonly HashSet<string> _self = new(StringComparer.OrdinalIgnoreCase);
     private TcpConnectionListener? _listener;
+    private readonly RouteTls? _tls;
+    private volatile Auth.ClientPermissions? _permissions;
     private long _nextRid;
     private volatile string _clusterName;
     private volatile bool _dynamic;
@@ -56,7 +59,16 @@ public sealed class RouteManager : IAsyncDisposable
         if (interval > ClusterOptions.MaxRoutePingInterval) interval = ClusterOptions.MaxRoutePingInterval;
         KeepAlive = new KeepAlivePolicy((long)interval.TotalMilliseconds, options.MaxPingsOut ?? so.MaxPingsOut, KeepAlivePolicy.FirstPingMs, DelayWhileActive: false);
         foreach (var url in options.Routes) _configured.Add(url.ToString());
+        // Certificates load now, so a bad cert_file/key_file/ca_file fails start-up rather than each route.
+        _tls = options.Tls is { } tls ? new RouteTls(tls, options.TlsInsecure) : null;
+        _permissions = Auth.ClientPermissions.Create(options.Permissions);
     }
+
+    /// <summary>route.go canImport: we announce interest (and so receive messages) only for importable subjects.</summary>
+    internal bool CanImport(ReadOnlySpan<byte> subject) => _permissions is not { } p || p.CanPublish(subject);
+
+    /// <summary>route.go canExport: a peer's interest is accepted only for exportable subjects.</summary>
+    internal bool CanExport(ReadOnlySpan<byte> subject) => _permissions is not { } p || p.CanSubscribe(subject);
 
     internal ClusterLog Log { get; }
     internal OutboundLimits Limits { get; }
@@ -177,6 +189,10 @@ public sealed class RouteManager : IAsyncDisposable
             Port = port,
             Headers = !so.NoHeaderSupport,
             AuthRequired = !string.IsNullOrEmpty(o.User),
+            TlsRequired = _tls is not null,
+            TlsVerify = _tls is not null,
+            Import = RoutePermission.From(o.Permissions?.Publish),
+            Export = RoutePermission.From(o.Permissions?.Subscribe),
             MaxPayload = so.MaxPayload,
             Ip = ip,
             ConnectUrls = o.NoAdvertise ? null : [.. _server.OwnClientConnectUrls()],
@@ -339,10 +355,34 @@ public sealed class RouteManager : IAsyncDisposable
                 continue;
             }
             if (next is not { } accepted) break;
-            var route = new RouteConnection(this, NextRid(), accepted.Stream, accepted.Kind, accepted.RemoteIp, accepted.RemotePort, solicitedUrl: null, configured: false);
-            OnAccepted(route);
-            _ = route.RunAsync(onAcceptLoop: true);
+            if (_tls is null)
+            {
+                StartAccepted(accepted, accepted.Stream, onAcceptLoop: true);
+                continue;
+            }
+            // The handshake runs off the accept loop: a slow or silent peer must not hold up the next accept.
+            _ = Task.Run(async () =>
+            {
+                Stream secured;
+                try
+                {
+                    secured = await _tls.AcceptAsync(accepted.Stream, _stop.Token).ConfigureAwait(false);
+                }
+                catch (Exception ex) when (ex is AuthenticationException or IOException or OperationCanceledException or ObjectDisposedException)
+                {
+                    Log.TlsHandshakeError(accepted.RemoteIp, accepted.RemotePort, ex is OperationCanceledException ? "timeout" : ex.Message);
+                    return;
+                }
+                StartAccepted(accepted, secured, onAcceptLoop: false);
+            });
         }
+    }
+
+    private void StartAccepted(AcceptedConnection accepted, Stream stream, bool onAcceptLoop)
+    {
+        var route = new RouteConnection(this, NextRid(), stream, accepted.Kind, accepted.RemoteIp, accepted.RemotePort, solicitedUrl: null, configured: false);
+        OnAccepted(route);
+        _ = route.RunAsync(onAcceptLoop);
     }
 
     private ulong NextRid() => (ulong)Interlocked.Increment(ref _nextRid);
@@ -391,7 +431,23 @@ public sealed class RouteManager : IAsyncDisposable
                 }
                 var ep = socket.RemoteEndPoint as IPEndPoint;
                 string ip = ep is null ? url.Host : ep.Address.IsIPv4MappedToIPv6 ? ep.Address.MapToIPv4().ToString() : ep.Address.ToString();
-                var route = new RouteConnection(this, NextRid(), new NetworkStream(socket, ownsSocket: true), TransportKind.Tcp, ip, ep?.Port ?? url.Port, url, configured);
+                Stream stream = new NetworkStream(socket, ownsSocket: true);
+                if (_tls is not null)
+                {
+                    try
+                    {
+                        stream = await _tls.ConnectAsync(stream, TlsServerName(url), token).ConfigureAwait(false);
+                    }
+                    catch (Exception ex) when (ex is AuthenticationException or IOException or OperationCanceledException)
+                    {
+                        if (token.IsCancellationRequested) return;
+                        Log.TlsHandshakeError(ip, ep?.Port ?? url.Port, ex is OperationCanceledException ? "timeout" : ex.Message);
+                        if (!configured && attempt > retries) return;
+                        await Task.Delay(TimeSpan.FromSeconds(1), token).ConfigureAwait(false);
+                        continue;
+                    }
+                }
+                var route = new RouteConnection(this, NextRid(), stream, TransportKind.Tcp, ip, ep?.Port ?? url.Port, url, configured);
                 OnAccepted(route);
                 await route.RunAsync().ConfigureAwait(false);
                 // A lost route is dialled again: configured ones forever, implicit ones connect_retries + 1 times.
@@ -477,6 +533,19 @@ public sealed class RouteManager : IAsyncDisposable
         lock (_lock) attached = [.. _interest.Select(kv => (kv.Key, kv.Value))];
         foreach (var (account, _) in attached) account.Router.SubList.SetInterestObserver(null);
         _stop.Dispose();
+    }
+
+    /// <summary>
+    /// The name a dialled peer's certificate must carry (route.go saveRouteTLSName): the first host name among the
+    /// configured routes when there is one, else the host dialled.
+    /// </summary>
+    private string TlsServerName(Uri url)
+    {
+        foreach (var r in Options.Routes)
+        {
+            if (r.HostNameType == UriHostNameType.Dns) return r.Host;
+        }
+        return url.Host.Trim('[', ']');
     }
 
     private static string HostPort(Uri url) => RouteConnection.JoinHostPort(url.Host.Trim('[', ']'), url.Port);

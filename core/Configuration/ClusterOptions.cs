@@ -62,4 +62,16 @@ public sealed class ClusterOptions
     public TimeSpan? WriteDeadline { get; set; }
     /// <summary><c>write_timeout</c> (2.12+): "default", "close" or "retry" (opts.go parseWriteDeadlinePolicy); null = not set.</summary>
     public string? WriteTimeout { get; set; }
+    /// <summary>
+    /// <c>tls {}</c>: route TLS, both directions (route.go createRoute: the handshake comes before any INFO). Verification
+    /// is always on for routes (opts.go parseCluster sets it): a peer must present a certificate signed by
+    /// <c>ca_file</c>, and the one we dial must too, for its host name. Null = plaintext routes.
+    /// </summary>
+    public NatsBroker.Tls.TlsOptions? Tls { get; set; }
+    /// <summary><c>tls { insecure: true }</c>: the dialling side skips verifying the peer's certificate (nats-server's
+    /// InsecureSkipVerify, for tests); the accepting side still verifies.</summary>
+    public bool TlsInsecure { get; set; }
+    /// <summary><c>permissions { import, export }</c>: import maps to publish (what we take messages for, so what
+    /// interest we send), export to subscribe (what interest of the peer we accept), route.go setRoutePermissions.</summary>
+    public Permissions? Permissions { get; set; }
 }

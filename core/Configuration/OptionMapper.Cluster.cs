@@ -69,7 +69,7 @@ internal sealed partial class OptionMapper
                     if (Bool(f, out b)) c.ConnectBackoff = b;
                     break;
                 case "permissions":
-                    ClusterPermissions(f);
+                    ClusterPermissions(f, c, inAuthorization: false);
                     break;
                 case "pool_size":
                     if (!Integer(f, out n, int.MinValue, int.MaxValue)) break;
@@ -86,7 +86,7 @@ internal sealed partial class OptionMapper
                     ClusterCompression(f, c);
                     break;
                 case "tls":
-                    Unsupported(f, "cluster");
+                    ClusterTls(f, c);
                     break;
                 case "ping_interval":
                     if (!Duration(f, allowSeconds: true, out var pi)) break;
@@ -175,23 +175,32 @@ internal sealed partial class OptionMapper
             c.Password = pass;
             // setBaselineOptions: 0 is the default (getDefaultAuthTimeout, 2 s without TLS).
             if (timeout is { } t) c.AuthTimeout = t == TimeSpan.Zero ? TimeSpan.FromSeconds(2) : t;
-            if (permissions is not null) ClusterPermissions(permissions);
+            if (permissions is not null) ClusterPermissions(permissions, c, inAuthorization: true);
         }
     }
 
     /// <summary>
-    /// <c>permissions { import, export }</c>: parsed (parseUserPermissions) so a bad block and nats-server's own
-    /// refusal of <c>allow_responses</c> read as it does, then refused: route permissions are not built yet.
+    /// <c>permissions { import, export }</c> (opts.go parseCluster, setClusterPermissions): import is what we accept
+    /// messages for (we send interest only for importable subjects), export what the peer may subscribe to (its
+    /// interest in other subjects is ignored). <c>allow_responses</c> is refused with nats-server's text. Inside
+    /// <c>authorization</c> (deprecated there) it counts only when the block has no <c>permissions</c> of its own.
     /// </summary>
-    private void ClusterPermissions(ConfigEntry e)
+    private void ClusterPermissions(ConfigEntry e, ClusterOptions c, bool inAuthorization)
     {
         int before = Errors.Count;
         var p = Permissions(e);
-        if (Errors.Count > before) return;
-        if (p?.Response is not null)
+        if (Errors.Count > before || p is null) return;
+        if (p.Response is not null)
+        {
             Error(e.KeyPosition, "Cluster permissions do not support dynamic responses");
-        else
-            Unsupported(e, "cluster");
+            return;
+        }
+        if (inAuthorization)
+        {
+            Warnings.Add(new ConfigError(e.KeyPosition, "setting \"permissions\" within cluster authorization block is deprecated"));
+            if (c.Permissions is not null) return;
+        }
+        c.Permissions = p;
     }
 
     /// <summary>
@@ -336,4 +345,30 @@ internal sealed partial class OptionMapper
     /// </summary>
     internal static void SettleCluster(ServerOptions o) =>
         o.Cluster = o.ClusterBlock is { Port: not 0 } c ? c : null;
+
+    /// <summary>
+    /// <c>cluster { tls {} }</c> (opts.go parseCluster → parseTLS, GenTLSConfig): the keys of every tls block, a
+    /// certificate and key required (a route both serves and dials with it), verification forced on.
+    /// </summary>
+    private void ClusterTls(ConfigEntry f, ClusterOptions c)
+    {
+        if (f.Value.Kind != ConfigValueKind.Map)
+        {
+            Error(f.KeyPosition, $"invalid value for \"tls\": expected a map, got {f.Value.Describe()}");
+            return;
+        }
+        var tls = new NatsBroker.Tls.TlsOptions();
+        NatsBroker.Tls.TlsConfig.ReadTls(f, tls, Errors);
+        foreach (var e in f.Value.AsMap())
+        {
+            if (e.Key.Equals("insecure", StringComparison.OrdinalIgnoreCase) && e.Value.Kind == ConfigValueKind.Bool) c.TlsInsecure = e.Value.AsBool();
+        }
+        if (tls.CertFile.Length == 0 && tls.KeyFile.Length == 0)
+        {
+            Error(f.KeyPosition, "cluster tls requires 'cert_file' and 'key_file': a route serves and dials with the same certificate");
+            return;
+        }
+        tls.Verify = true;
+        c.Tls = tls;
+    }
 }

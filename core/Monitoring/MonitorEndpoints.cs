@@ -29,7 +29,7 @@ public sealed class MonitorQueryException(string message) : Exception(message);
 /// HTTP: a path and a query-parameter lookup in, a <see cref="MonitorResponse"/> out. <see cref="MonitoringServer"/>
 /// puts it behind Kestrel; tests can call it directly.
 /// </summary>
-public sealed class MonitorEndpoints(NatsServer server)
+public sealed partial class MonitorEndpoints(NatsServer server)
 {
     public const int DefaultListSize = 1024;
     public const string GlobalAccount = "$G";
@@ -269,6 +269,7 @@ public sealed class MonitorEndpoints(NatsServer server)
         foreach (var (path, n) in _requestStats) v.HttpReqStats[path] = n;
         v.Proxies = o.TrustedProxies.Count == 0 ? null : new ProxiesVarz { Trusted = [.. o.TrustedProxies.Distinct().Select(k => new ProxyInfo { Key = k })] };
         v.ConnectedGateways = ConnectedGateways();
+        AddCluster(v);
         return v;
     }
 
@@ -575,16 +576,7 @@ public sealed class MonitorEndpoints(NatsServer server)
         return sz;
     }
 
-    // ---- /routez, /leafz, /gatewayz: no clustering, so nats-server's empty shapes ----
-
-    private MonitorResponse RoutezResponse(Func<string, string?> query)
-    {
-        _ = DecodeSubs(query);
-        Count("/routez");
-        return Respond(query, BuildRoutez(), MonitorJsonContext.Indented.Routez);
-    }
-
-    internal Routez BuildRoutez() => new() { ServerId = server.ServerId, ServerName = server.ServerName, Now = DateTime.UtcNow };
+    // ---- /leafz, /gatewayz: no gateways or leaf nodes, so nats-server's empty shapes (/routez: MonitorEndpoints.Routez.cs) ----
 
     private MonitorResponse GatewayzResponse(Func<string, string?> query)
     {

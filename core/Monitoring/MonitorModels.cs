@@ -7,7 +7,7 @@ namespace NatsBroker.Monitoring;
 // The JSON documents of nats-server 2.9.10's monitoring endpoints (server/monitor.go), field for field where we
 // have the data. Go's `omitempty` is JsonIgnore(WhenWritingDefault/WhenWritingNull); see docs/monitoring.md.
 
-/// <summary>An always-empty object (<c>{}</c>): the option blocks of features we do not have (cluster, gateway, leaf, mqtt, websocket).</summary>
+/// <summary>An always-empty object (<c>{}</c>): the option blocks of features we do not have (gateway, leaf, mqtt, websocket).</summary>
 public sealed class EmptyObject;
 
 public sealed class Varz
@@ -20,6 +20,9 @@ public sealed class Varz
     [JsonPropertyName("host")] public string Host { get; set; } = "";
     [JsonPropertyName("port")] public int Port { get; set; }
     [JsonPropertyName("auth_required"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public bool AuthRequired { get; set; }
+    /// <summary>In a cluster: the URLs our clients' INFO carries (ours, then the peers'; monitor.go updateVarzRuntimeFields
+    /// copies s.info.ClientConnectURLs); absent outside one.</summary>
+    [JsonPropertyName("connect_urls"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string[]? ConnectUrls { get; set; }
     [JsonPropertyName("max_connections")] public int MaxConnections { get; set; }
     [JsonPropertyName("max_subscriptions"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public int MaxSubscriptions { get; set; }
     /// <summary>Nanoseconds (a Go time.Duration).</summary>
@@ -34,7 +37,8 @@ public sealed class Varz
     [JsonPropertyName("max_control_line")] public int MaxControlLine { get; set; }
     [JsonPropertyName("max_payload")] public int MaxPayload { get; set; }
     [JsonPropertyName("max_pending")] public long MaxPending { get; set; }
-    [JsonPropertyName("cluster")] public EmptyObject Cluster { get; set; } = new();
+    /// <summary>The cluster's options; <c>{}</c> outside a cluster (every field of ClusterOptsVarz is omitempty).</summary>
+    [JsonPropertyName("cluster")] public ClusterVarz Cluster { get; set; } = new();
     [JsonPropertyName("gateway")] public EmptyObject Gateway { get; set; } = new();
     [JsonPropertyName("leaf")] public EmptyObject Leaf { get; set; } = new();
     [JsonPropertyName("mqtt")] public EmptyObject Mqtt { get; set; } = new();
@@ -53,7 +57,9 @@ public sealed class Varz
     [JsonPropertyName("cpu")] public double Cpu { get; set; }
     [JsonPropertyName("connections")] public int Connections { get; set; }
     [JsonPropertyName("total_connections")] public long TotalConnections { get; set; }
+    /// <summary>Route connections (server.go numRoutes: every pooled and pinned one; stage 1 has one per peer).</summary>
     [JsonPropertyName("routes")] public int Routes { get; set; }
+    /// <summary>Peers with a registered route (server.go numRemotes: <c>len(s.routes)</c>, keyed by remote server ID).</summary>
     [JsonPropertyName("remotes")] public int Remotes { get; set; }
     [JsonPropertyName("leafnodes")] public int LeafNodes { get; set; }
     // 2.14.5's order: in, in from clients, out, out to clients. Every connection is a client's until routes exist.
@@ -85,6 +91,30 @@ public sealed class Varz
     [JsonPropertyName("proxies"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public ProxiesVarz? Proxies { get; set; }
     /// <summary>Ours: the gateway processes (trusted proxies) with end users connected now; absent when none are.</summary>
     [JsonPropertyName("connected_gateways"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public List<ConnectedGatewayVarz>? ConnectedGateways { get; set; }
+}
+
+/// <summary>
+/// nats-server ClusterOptsVarz (server/monitor.go, filled by createVarz): every field omitempty, so a server outside a
+/// cluster writes <c>{}</c>. Durations in seconds, except <see cref="WriteDeadline"/> (nanoseconds).
+/// </summary>
+public sealed class ClusterVarz
+{
+    /// <summary>The cluster name in use (info.Cluster: a dynamic one too, or the one taken from a peer).</summary>
+    [JsonPropertyName("name"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? Name { get; set; }
+    [JsonPropertyName("addr"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? Host { get; set; }
+    [JsonPropertyName("cluster_port"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public int Port { get; set; }
+    [JsonPropertyName("auth_timeout"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public double AuthTimeout { get; set; }
+    /// <summary>The configured routes as host:port (monitor.go urlsToStrings: url.Host, no scheme or credentials).</summary>
+    [JsonPropertyName("urls"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public List<string>? Urls { get; set; }
+    [JsonPropertyName("tls_timeout"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public double TlsTimeout { get; set; }
+    [JsonPropertyName("tls_required"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public bool TlsRequired { get; set; }
+    [JsonPropertyName("tls_verify"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public bool TlsVerify { get; set; }
+    /// <summary>2.10+: route connections per peer; -1 = no pooling (the 2.9 behaviour, which stage 1 has).</summary>
+    [JsonPropertyName("pool_size"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public int PoolSize { get; set; }
+    /// <summary>2.11+: the cluster block's own <c>write_deadline</c> (nanoseconds); 0 (omitted) unless configured.</summary>
+    [JsonPropertyName("write_deadline"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingDefault)] public long WriteDeadline { get; set; }
+    /// <summary>2.11+: the cluster block's <c>write_timeout</c> policy ("close", "retry"); omitted unless configured.</summary>
+    [JsonPropertyName("write_timeout"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? WriteTimeout { get; set; }
 }
 
 /// <summary>nats-server SlowConsumersStats / StaleConnectionStats (server/monitor.go): a count per connection kind.</summary>
@@ -245,14 +275,57 @@ public sealed class Subsz
     [JsonPropertyName("subscriptions_list"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public List<SubDetail>? SubscriptionsList { get; set; }
 }
 
+/// <summary>
+/// nats-server Routez (server/monitor.go). Its <c>import</c>/<c>export</c> (the cluster block's permissions) come
+/// after <c>now</c> when configured.
+/// </summary>
 public sealed class Routez
 {
     [JsonPropertyName("server_id")] public string ServerId { get; set; } = "";
     /// <summary>2.10+.</summary>
     [JsonPropertyName("server_name")] public string ServerName { get; set; } = "";
     [JsonPropertyName("now")] public DateTime Now { get; set; }
+    [JsonPropertyName("import"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public NatsBroker.Cluster.RoutePermission? Import { get; set; }
+    [JsonPropertyName("export"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public NatsBroker.Cluster.RoutePermission? Export { get; set; }
     [JsonPropertyName("num_routes")] public int NumRoutes { get; set; }
-    [JsonPropertyName("routes")] public List<EmptyObject> Routes { get; set; } = [];
+    [JsonPropertyName("routes")] public List<RouteDetail> Routes { get; set; } = [];
+}
+
+/// <summary>
+/// One route connection in /routez (nats-server RouteInfo, server/monitor.go). Omitted as nats-server omits them:
+/// the peer's <c>import</c>/<c>export</c> (when its INFO had none) and <c>account</c> (pinned-account routes only,
+/// 2.10+ pooling).
+/// </summary>
+public sealed class RouteDetail
+{
+    [JsonPropertyName("rid")] public ulong Rid { get; set; }
+    [JsonPropertyName("remote_id")] public string RemoteId { get; set; } = "";
+    /// <summary>2.10+; not omitempty, so "" for a peer that sent no name.</summary>
+    [JsonPropertyName("remote_name")] public string RemoteName { get; set; } = "";
+    [JsonPropertyName("did_solicit")] public bool DidSolicit { get; set; }
+    /// <summary>An explicit route (from the config's <c>routes</c>), not one learnt by gossip.</summary>
+    [JsonPropertyName("is_configured")] public bool IsConfigured { get; set; }
+    [JsonPropertyName("ip")] public string Ip { get; set; } = "";
+    [JsonPropertyName("port")] public int Port { get; set; }
+    [JsonPropertyName("start")] public DateTime Start { get; set; }
+    [JsonPropertyName("last_activity")] public DateTime LastActivity { get; set; }
+    [JsonPropertyName("rtt"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? Rtt { get; set; }
+    [JsonPropertyName("uptime")] public string Uptime { get; set; } = "";
+    [JsonPropertyName("idle")] public string Idle { get; set; } = "";
+    [JsonPropertyName("import"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public NatsBroker.Cluster.RoutePermission? Import { get; set; }
+    [JsonPropertyName("export"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public NatsBroker.Cluster.RoutePermission? Export { get; set; }
+    [JsonPropertyName("pending_size")] public long PendingSize { get; set; }
+    [JsonPropertyName("in_msgs")] public long InMsgs { get; set; }
+    [JsonPropertyName("out_msgs")] public long OutMsgs { get; set; }
+    [JsonPropertyName("in_bytes")] public long InBytes { get; set; }
+    [JsonPropertyName("out_bytes")] public long OutBytes { get; set; }
+    /// <summary>The peer's subscriptions held on this connection (<c>len(r.subs)</c>).</summary>
+    [JsonPropertyName("subscriptions")] public int Subscriptions { get; set; }
+    [JsonPropertyName("subscriptions_list"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public List<string>? SubscriptionsList { get; set; }
+    [JsonPropertyName("subscriptions_list_detail"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public List<SubDetail>? SubscriptionsListDetail { get; set; }
+    [JsonPropertyName("account"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? Account { get; set; }
+    /// <summary>2.10+: the route's compression mode ("off", "not supported", "s2_fast"...).</summary>
+    [JsonPropertyName("compression"), JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)] public string? Compression { get; set; }
 }
 
 public sealed class Gatewayz

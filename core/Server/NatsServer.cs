@@ -118,7 +118,7 @@ public sealed partial class NatsServer : IAsyncDisposable
     /// routes' set); in lame duck mode only the peers', so clients move away. Null outside a cluster, and with
     /// <c>no_advertise</c> only our own.
     /// </summary>
-    private string[]? ClientConnectUrls()
+    internal string[]? ClientConnectUrls()
     {
         if (Cluster is not { } cluster) return null;
         var urls = LameDuckMode ? [] : OwnClientConnectUrls();

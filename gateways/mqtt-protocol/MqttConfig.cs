@@ -1,7 +1,7 @@
 using System.Globalization;
 using NatsBroker.Configuration;
 using NatsBroker.Gateways.Link;
-using NatsBroker.Gateways.Link.Tls;
+using NatsBroker.Tls;
 
 namespace NatsBroker.MqttGateway;
 

@@ -1,4 +1,4 @@
-using NatsBroker.Gateways.Link.Tls;
+using NatsBroker.Tls;
 
 namespace NatsBroker.MqttGateway;
 

@@ -14,7 +14,7 @@ using MQTTnet.Packets;
 using MQTTnet.Protocol;
 using NatsBroker.Contracts.Gateways;
 using NatsBroker.Gateways.Link;
-using NatsBroker.Gateways.Link.Tls;
+using NatsBroker.Tls;
 
 namespace NatsBroker.MqttGateway;
 

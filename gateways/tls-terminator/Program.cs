@@ -1,5 +1,5 @@
 using NatsBroker.Gateways.Link;
-using NatsBroker.Gateways.Link.Tls;
+using NatsBroker.Tls;
 
 namespace NatsBroker.TlsTerminator;
 

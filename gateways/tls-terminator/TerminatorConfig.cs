@@ -1,6 +1,6 @@
 using System.Globalization;
 using NatsBroker.Configuration;
-using NatsBroker.Gateways.Link.Tls;
+using NatsBroker.Tls;
 
 namespace NatsBroker.TlsTerminator;
 

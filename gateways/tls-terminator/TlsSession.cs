@@ -7,7 +7,7 @@ using System.Text;
 using Microsoft.Extensions.Logging;
 using NatsBroker.Contracts.Gateways;
 using NatsBroker.Gateways.Link;
-using NatsBroker.Gateways.Link.Tls;
+using NatsBroker.Tls;
 
 namespace NatsBroker.TlsTerminator;
 

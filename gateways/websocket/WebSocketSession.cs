@@ -8,7 +8,7 @@ using System.Text.Json.Nodes;
 using Microsoft.Extensions.Logging;
 using NatsBroker.Contracts.Gateways;
 using NatsBroker.Gateways.Link;
-using NatsBroker.Gateways.Link.Tls;
+using NatsBroker.Tls;
 
 namespace NatsBroker.WebSocketGateway;
 

@@ -170,9 +170,8 @@ public class ClusterConfigTests
     }
 
     [Theory]
-    [InlineData("cluster { port: 1, tls { cert_file: x } }", "\"tls\" in cluster is not supported by this server yet")]
-    [InlineData("cluster { port: 1, permissions: { import: \"foo\" } }", "\"permissions\" in cluster is not supported by this server yet")]
-    [InlineData("cluster { port: 1, authorization { user: a, password: b, permissions: { export: \"x\" } } }", "\"permissions\" in cluster is not supported by this server yet")]
+    [InlineData("cluster { port: 1, tls { cert_file: x } }", "missing 'key_file' in TLS configuration")]
+    [InlineData("cluster { port: 1, tls { ca_file: x } }", "cluster tls requires 'cert_file' and 'key_file'")]
     [InlineData("cluster { port: 1, accounts: [A] }", "\"accounts\" in cluster (pinned accounts) is not supported by this server yet")]
     [InlineData("cluster { port: 1, compression: s2_fast }", "compression mode \"s2_fast\" is not supported by this server yet")]
     [InlineData("cluster { port: 1, compression: on }", "compression mode \"s2_fast\" is not supported by this server yet")]
@@ -186,6 +185,25 @@ public class ClusterConfigTests
     public void What_stage_one_does_not_build_is_refused_clearly(string text, string expected)
     {
         Assert.Contains(expected, Fail(text), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void Permissions_map_import_to_publish_and_export_to_subscribe()
+    {
+        var c = Cluster("cluster { port: 1, permissions: { import: [\"in.>\"], export: { allow: [\"out.>\"], deny: [\"out.secret\"] } } }");
+        Assert.Equal(["in.>"], c.Permissions!.Publish!.Allow);
+        Assert.Equal(["out.>"], c.Permissions.Subscribe!.Allow);
+        Assert.Equal(["out.secret"], c.Permissions.Subscribe.Deny);
+    }
+
+    [Fact]
+    public void Permissions_in_cluster_authorization_are_deprecated_and_yield_to_the_blocks_own()
+    {
+        var o = Load("cluster { port: 1, permissions: { import: \"a\" }, authorization { user: u, password: p, permissions: { import: \"b\" } } }", out var warnings);
+        Assert.Equal(["a"], o.Cluster!.Permissions!.Publish!.Allow);
+        Assert.Contains(warnings, w => w.Message.Contains("setting \"permissions\" within cluster authorization block is deprecated", StringComparison.Ordinal));
+        var only = Cluster("cluster { port: 1, authorization { user: u, password: p, permissions: { export: \"x\" } } }");
+        Assert.Equal(["x"], only.Permissions!.Subscribe!.Allow);
     }
 
     [Theory]

@@ -1,7 +1,7 @@
 using System.Net.Security;
 using System.Security.Cryptography.X509Certificates;
 using NatsBroker.Configuration;
-using NatsBroker.Gateways.Link.Tls;
+using NatsBroker.Tls;
 using NatsBroker.TlsTerminator;
 
 namespace NatsBroker.Tests.Gateways;

@@ -34,13 +34,15 @@ public sealed class TestPki : IDisposable
 
     /// <summary>Issues a certificate signed by the CA; returns the PEM certificate and key paths.</summary>
     public (string Cert, string Key) Issue(string name, string subject, bool server = false, string[]? dns = null,
-        IPAddress? ip = null, string? email = null, string? uri = null)
+        IPAddress? ip = null, string? email = null, string? uri = null, bool serverAndClient = false)
     {
         using var key = RSA.Create(2048);
         var req = new CertificateRequest(subject, key, HashAlgorithmName.SHA256, RSASignaturePadding.Pkcs1);
         req.CertificateExtensions.Add(new X509BasicConstraintsExtension(false, false, 0, false));
-        req.CertificateExtensions.Add(new X509EnhancedKeyUsageExtension(
-            [server ? new Oid("1.3.6.1.5.5.7.3.1") : new Oid("1.3.6.1.5.5.7.3.2")], false));
+        // A route certificate serves and dials (serverAuth and clientAuth), as nats-server uses one for both.
+        req.CertificateExtensions.Add(new X509EnhancedKeyUsageExtension(serverAndClient
+            ? new OidCollection { new Oid("1.3.6.1.5.5.7.3.1"), new Oid("1.3.6.1.5.5.7.3.2") }
+            : [server ? new Oid("1.3.6.1.5.5.7.3.1") : new Oid("1.3.6.1.5.5.7.3.2")], false));
         var san = new SubjectAlternativeNameBuilder();
         bool any = false;
         foreach (var d in dns ?? []) { san.AddDnsName(d); any = true; }

@@ -1,7 +1,7 @@
 using System.Globalization;
 using System.Net.Security;
 
-namespace NatsBroker.Gateways.Link.Tls;
+namespace NatsBroker.Tls;
 
 /// <summary>
 /// <c>tls { cipher_suites }</c> with nats-server's meaning (server/ciphersuites.go, opts.go parseTLS and GenTLSConfig,

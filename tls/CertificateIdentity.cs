@@ -1,7 +1,7 @@
 using System.Security.Cryptography.X509Certificates;
 using System.Text;
 
-namespace NatsBroker.Gateways.Link.Tls;
+namespace NatsBroker.Tls;
 
 /// <summary>
 /// A verified client certificate's identities for <c>verify_and_map</c>, in nats-server's order

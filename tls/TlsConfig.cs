@@ -2,7 +2,7 @@ using System.Net.Security;
 using System.Security.Authentication;
 using NatsBroker.Configuration;
 
-namespace NatsBroker.Gateways.Link.Tls;
+namespace NatsBroker.Tls;
 
 /// <summary>
 /// The <c>tls {}</c> reader every protocol gateway uses (server/opts.go parseTLS): unknown keys inside it are errors,

@@ -1,7 +1,7 @@
 using System.Security.Cryptography;
 using NatsBroker.Configuration;
 
-namespace NatsBroker.Gateways.Link.Tls;
+namespace NatsBroker.Tls;
 
 /// <summary>
 /// A gateway's <c>-t</c> check of a <c>tls {}</c> block's files (gateways/link GatewayProgram; the core runs it before

@@ -4,7 +4,7 @@ using System.Security.Cryptography;
 using System.Security.Cryptography.X509Certificates;
 using System.Text;
 
-namespace NatsBroker.Gateways.Link.Tls;
+namespace NatsBroker.Tls;
 
 /// <summary>
 /// <c>verify</c> / <c>verify_and_map</c>: a client certificate is checked as nats-server has Go check it.

@@ -1,7 +1,7 @@
 using System.Net.Security;
 using System.Security.Cryptography.X509Certificates;
 
-namespace NatsBroker.Gateways.Link.Tls;
+namespace NatsBroker.Tls;
 
 /// <summary>
 /// The server certificate (cert_file + key_file, PEM) and the client CA bundle (ca_file). <see cref="Reload"/>

@@ -1,7 +1,7 @@
 using System.Net.Security;
 using System.Security.Authentication;
 
-namespace NatsBroker.Gateways.Link.Tls;
+namespace NatsBroker.Tls;
 
 /// <summary>
 /// A <c>tls {}</c> block of the shared nats-server config (server/opts.go parseTLS, TLSConfigOpts), read by
