@@ -148,33 +148,43 @@ internal static class BenchCluster
     }
 
     /// <summary>
-    /// num_routes from each node's /routez (monitor.go:Routez), for the run's note: "2" per node is a full mesh of
-    /// single routes, nats-server 2.14's route pools show more. "?" when a node does not answer or has no count.
+    /// Waits (bounded by the run) until every node's /routez shows num_routes of at least 2: both peers connected
+    /// (monitor.go:Routez counts each route connection; nats-server 2.14 counts each pooled one, so more). Returns the
+    /// counts for the note. The probes of <see cref="WaitMesh"/> then prove the routes carry messages.
     /// </summary>
-    public static string RoutezCounts(ClusterPlan plan)
+    public static string WaitRoutez(ScenarioContext ctx, ClusterPlan plan)
     {
         using var http = new HttpClient { Timeout = TimeSpan.FromSeconds(2) };
-        var counts = new List<string>();
-        foreach (int port in plan.MonitorPorts)
+        while (true)
         {
-            string n = "?";
-            try
+            var counts = plan.MonitorPorts.Select(p => NumRoutes(http, p)).ToArray();
+            if (counts.All(c => c >= ClusterPlan.Nodes - 1))
             {
-                string body = http.GetStringAsync(new Uri($"http://127.0.0.1:{port.ToString(CultureInfo.InvariantCulture)}/routez")).GetAwaiter().GetResult();
-                if (JsonNode.Parse(body)?["num_routes"] is JsonNode v)
-                {
-                    n = v.ToJsonString();
-                }
-            }
-            catch (Exception ex) when (ex is HttpRequestException or TaskCanceledException or System.Text.Json.JsonException)
-            {
-                // no monitor or no /routez: "?"
+                return string.Join('/', counts);
             }
 
-            counts.Add(n);
+            ctx.ThrowIfFailed();
+            if (Stopwatch.GetTimestamp() > ctx.Deadline)
+            {
+                throw new TimeoutException("timed out waiting for /routez num_routes >= 2 on every node: " + string.Join('/', counts.Select(c => c < 0 ? "?" : c.ToString(CultureInfo.InvariantCulture))));
+            }
+
+            Thread.Sleep(20);
         }
+    }
 
-        return string.Join('/', counts);
+    /// <summary>num_routes from one node's /routez, or -1 when it does not answer or has no count.</summary>
+    private static int NumRoutes(HttpClient http, int port)
+    {
+        try
+        {
+            string body = http.GetStringAsync(new Uri($"http://127.0.0.1:{port.ToString(CultureInfo.InvariantCulture)}/routez")).GetAwaiter().GetResult();
+            return JsonNode.Parse(body)?["num_routes"]?.GetValue<int>() ?? -1;
+        }
+        catch (Exception ex) when (ex is HttpRequestException or TaskCanceledException or System.Text.Json.JsonException or InvalidOperationException or FormatException)
+        {
+            return -1;
+        }
     }
 
     /// <summary>Milliseconds since <paramref name="startTs"/> (a Stopwatch timestamp), for the note.</summary>

@@ -7,7 +7,7 @@ namespace NatsBroker.Bench.Scenarios.Cluster;
 /// <summary>
 /// A workload run across a fresh 3-node full-mesh cluster of one kind (3 x ours or 3 x nats-server, issue 46). The
 /// harness starts node 1 with the cluster flags (<see cref="ServerArgsFor"/>); this starts nodes 2 and 3 the same
-/// way, waits until the mesh carries messages between every pair, then places the inner workload's connections on
+/// way, waits until every node's /routez shows both peers and the mesh carries messages between every pair, then places the inner workload's connections on
 /// nodes by their names (<paramref name="node"/>: connection name → 0-based node) and, before any traffic, waits
 /// until each subscriber's interest has reached the node its messages come from (<paramref name="probeFrom"/>).
 /// Server CPU and peak RSS are summed over the three nodes.
@@ -55,9 +55,9 @@ internal sealed class ClusterScenario(IScenario inner, string name, string title
             nodes.Add(p.Endpoint);
         }
 
+        string routez = BenchCluster.WaitRoutez(ctx, plan);
         BenchCluster.WaitMesh(ctx, nodes);
         long meshMs = BenchCluster.MillisSince(t0);
-        string routez = BenchCluster.RoutezCounts(plan);
         ctx.Placement = n => nodes[node(n)];
         ctx.OnSubscribed = (n, c) => BenchCluster.WaitInterest(ctx, c, nodes[probeFrom(n)]);
         var r = inner.Run(ctx);
