@@ -249,7 +249,7 @@ internal sealed class Harness
                     throw new NotSupportedByServerException("server did not start with -js: " + ex.Message, ex);
                 }
 
-                using var ctx = new ScenarioContext(server.Endpoint, server.Pid, count, TimeSpan.FromSeconds(_o.TimeoutSeconds), runId, _root, TimeSpan.FromSeconds(3), side.Label);
+                using var ctx = new ScenarioContext(server.Endpoint, server.Pid, count, TimeSpan.FromSeconds(_o.TimeoutSeconds), runId, _root, TimeSpan.FromSeconds(3), side.Label) { Spec = side, TmpRoot = tmp };
                 try
                 {
                     res = sc.Run(ctx);
@@ -265,8 +265,9 @@ internal sealed class Harness
                     throw new ScenarioFailedException(ctx.Failure.Message, ctx.Failure);
                 }
 
-                // The measured process: the server, or the broker a scenario measures instead (ctx.MeasureProcess).
-                res.ServerPeakRssBytes = ProcStats.TreePeakRssBytes(ctx.ServerPid);
+                // The measured processes: the server, or the broker a scenario measures instead (ctx.MeasureProcess),
+                // plus the other nodes of a cluster row (ctx.AlsoMeasure).
+                res.ServerPeakRssBytes = ctx.ServerPeakRssBytes();
                 if (server.HasExited)
                 {
                     throw new InvalidOperationException("server exited during the run: " + server.LogTail());

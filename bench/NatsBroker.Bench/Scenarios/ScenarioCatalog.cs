@@ -1,4 +1,5 @@
 using NatsBroker.Bench.Scenarios.Accounts;
+using NatsBroker.Bench.Scenarios.Cluster;
 using NatsBroker.Bench.Scenarios.Core;
 using NatsBroker.Bench.Scenarios.Gateways;
 using System.Text.Json.Nodes;
@@ -18,6 +19,14 @@ internal static class ScenarioCatalog
         .. CoreRows(cold: false),
         .. CoreRows(cold: true),
         new AuthFloodScenario("authflood-reqrep", flooders: 4, payload: 16, defaultSeconds: 5),
+
+        // Routes (issue 46): a fresh 3-node full-mesh cluster per run, 3 x ours or 3 x nats-server; steady, then cold.
+        .. ClusterRows(cold: false),
+        .. ClusterRows(cold: true),
+        new ClusterScenario(
+            new RouteSubsScenario("route-subs1m", "", defaultCount: 1_000_000), "route-subs1m",
+            "3-node cluster: 1M subscriptions, 4 connections per node, until every node knows all; rate = subs/s, RSS = sum of the 3 nodes",
+            RouteSubsScenario.NodeOf, RouteSubsScenario.ProbeFrom),
 
         // Accounts (issue 14): traffic across an export/import, and logins with nkey and JWT users.
         new AccountsScenario(new RequestReplyScenario("acct-svc-reqrep-128", "service import request/reply 1 client, 1 service", clients: 1, services: 1, queue: false, payload: 128, defaultCount: 4_000), "acct-svc-reqrep-128", BenchAccounts.ImportsConfig, BenchAccounts.ServiceUser),
@@ -141,6 +150,47 @@ internal static class ScenarioCatalog
         yield return new MosquittoScenario(QoS1(), "mqtt-pubsub-qos1-128-mosq");
         yield return new MosquittoScenario(FanOut(), "mqtt-fanout1k-128-mosq");
         yield return new MosquittoScenario(Sessions(), "mqtt-sessions10k-mosq");
+    }
+
+    /// <summary>
+    /// The cluster rows (issue 46): the publisher or requester on node 1 (index 0), subscribers, queue members and
+    /// responders on the other nodes as named; every subscriber's interest is probed from the node its messages come
+    /// from (the publisher's; for a requester's inbox, the responder's) before any traffic.
+    /// </summary>
+    private static IEnumerable<IScenario> ClusterRows(bool cold)
+    {
+        string N(string name) => cold ? name + "-cold" : name;
+        string T(string title) => cold ? title + ", cold" : title;
+        static int Index(string conn) => conn[^1] - '0'; // "sub2", "q5": fewer than 10 per row
+        static int Node1(string conn) => 0;
+
+        // pub/sub 1:1: "pub0" on node 1, "sub0" on node 2.
+        int PubSub(string conn) => conn.StartsWith("sub", StringComparison.Ordinal) ? 1 : 0;
+        foreach (var (suffix, payload, count) in new[] { ("16", 16, 1_000_000L), ("128", 128, 1_000_000L), ("16k", 16 * 1024, 20_000L) })
+        {
+            yield return new ClusterScenario(
+                new PubSubScenario(N("route-pub-sub-" + suffix), "", pubs: 1, subs: 1, payload: payload, defaultCount: count, cold: cold),
+                N("route-pub-sub-" + suffix), T("3-node cluster: publisher on node 1, subscriber on node 2"), PubSub, Node1);
+        }
+
+        // fan-out: "sub0" on node 1, "sub1" on node 2, "sub2" on node 3.
+        yield return new ClusterScenario(
+            new PubSubScenario(N("route-fanout"), "", pubs: 1, subs: 3, payload: 128, defaultCount: 300_000, cold: cold),
+            N("route-fanout"), T("3-node cluster, 128 B: publisher on node 1, one subscriber on each node"),
+            c => c.StartsWith("sub", StringComparison.Ordinal) ? Index(c) : 0, Node1);
+
+        // queue group: "q0".."q5" two per node (q0, q3 on node 1; q1, q4 on node 2; q2, q5 on node 3).
+        yield return new ClusterScenario(
+            new QueueGroupScenario(N("route-queue"), "", members: 6, payload: 128, defaultCount: 300_000, cold: cold),
+            N("route-queue"), T("3-node cluster, 128 B: publisher on node 1, queue group of 6, two members per node; exactly once"),
+            c => c.StartsWith('q') ? Index(c) % 3 : 0, Node1);
+
+        // request/reply: "client0" on node 1, "svc0" on node 2; the inbox's interest is probed from node 2.
+        yield return new ClusterScenario(
+            new RequestReplyScenario(N("route-req-rep"), "", clients: 1, services: 1, queue: false, payload: 128, defaultCount: 4_000, cold: cold),
+            N("route-req-rep"), T("3-node cluster, 128 B: requester on node 1, responder on node 2"),
+            c => c.StartsWith("svc", StringComparison.Ordinal) ? 1 : 0,
+            c => c.StartsWith("client", StringComparison.Ordinal) ? 1 : 0);
     }
 
     /// <summary>

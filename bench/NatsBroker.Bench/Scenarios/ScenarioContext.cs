@@ -15,6 +15,7 @@ internal sealed class ScenarioContext : IDisposable
 {
     private readonly ConcurrentBag<IDisposable> _tracked = [];
     private readonly List<Thread> _threads = [];
+    private readonly List<int> _alsoMeasured = [];
     private int _serverPid;
     private volatile Exception? _failure;
     private volatile bool _stopping;
@@ -83,6 +84,74 @@ internal sealed class ScenarioContext : IDisposable
 
     public int ServerPid => _serverPid;
 
+    /// <summary>How the harness started this run's server (a cluster row starts more nodes the same way).</summary>
+    public ServerSpec? Spec { get; init; }
+
+    /// <summary>The harness's scratch directory for store directories of servers a scenario starts itself.</summary>
+    public string? TmpRoot { get; init; }
+
+    /// <summary>
+    /// CPU and peak RSS of this run also count <paramref name="pid"/> (and its children): the other nodes of a
+    /// cluster row, so that the server columns are the whole cluster's cost. Call before <see cref="MarkStart"/>.
+    /// </summary>
+    public void AlsoMeasure(int pid)
+    {
+        lock (_alsoMeasured)
+        {
+            _alsoMeasured.Add(pid);
+        }
+    }
+
+    private int[] MeasuredPids()
+    {
+        lock (_alsoMeasured)
+        {
+            return [_serverPid, .. _alsoMeasured];
+        }
+    }
+
+    /// <summary>CPU seconds of every measured process tree (the server, or all nodes of a cluster row).</summary>
+    public double ServerCpuSeconds() => MeasuredPids().Sum(ProcStats.TreeCpuSeconds);
+
+    /// <summary>Peak RSS summed over every measured process tree, or -1 when one of them is unreadable.</summary>
+    public long ServerPeakRssBytes() => SumRss(ProcStats.TreePeakRssBytes);
+
+    /// <summary>Current RSS (VmRSS) summed over every measured process tree, or -1 when one of them is unreadable.</summary>
+    public long ServerRssBytes() => SumRss(ProcStats.TreeRssBytes);
+
+    private long SumRss(Func<int, long> read)
+    {
+        long total = 0;
+        foreach (int pid in MeasuredPids())
+        {
+            long one = read(pid);
+            if (one < 0)
+            {
+                return -1;
+            }
+
+            total += one;
+        }
+
+        return total;
+    }
+
+    /// <summary>
+    /// Where <see cref="Connect"/> sends a connection, by its name (a cluster row puts publishers on node 1 and
+    /// subscribers on others); null or a null answer: <see cref="Endpoint"/>.
+    /// </summary>
+    public Func<string, IPEndPoint?>? Placement { get; set; }
+
+    /// <summary>
+    /// Called by a scenario once a connection's subscriptions are in place (SUB sent and PONG seen), before any
+    /// traffic for them: a cluster row waits there until the interest has crossed the routes, or the first
+    /// messages would be published on a node that does not know the subscriber yet (and dropped, as NATS does).
+    /// </summary>
+    public Action<string, RawConnection>? OnSubscribed { get; set; }
+
+    /// <summary>See <see cref="OnSubscribed"/>; a no-op on a single server.</summary>
+    public void Subscribed(string name, RawConnection c) => OnSubscribed?.Invoke(name, c);
+
     public long Count { get; }
 
     public TimeSpan Timeout { get; }
@@ -113,7 +182,16 @@ internal sealed class ScenarioContext : IDisposable
     {
         ThrowIfFailed();
         var auth = user is null ? _credentials?.Invoke(name) : null;
-        var c = RawConnection.Connect(Endpoint, name, TimeSpan.FromSeconds(5), headers, readBuffer, user, pass, OverWebSocket, auth, TlsCaFile);
+        var c = RawConnection.Connect(Placement?.Invoke(name) ?? Endpoint, name, TimeSpan.FromSeconds(5), headers, readBuffer, user, pass, OverWebSocket, auth, TlsCaFile);
+        _tracked.Add(c);
+        return c;
+    }
+
+    /// <summary>A plain connection to <paramref name="endpoint"/> (another node of a cluster row), closed with the run.</summary>
+    public RawConnection ConnectTo(IPEndPoint endpoint, string name)
+    {
+        ThrowIfFailed();
+        var c = RawConnection.Connect(endpoint, name, TimeSpan.FromSeconds(5));
         _tracked.Add(c);
         return c;
     }
@@ -205,7 +283,7 @@ internal sealed class ScenarioContext : IDisposable
     {
         ThrowIfFailed();
         _startSelfCpu = ProcStats.SelfCpuSeconds();
-        _startServerCpu = ProcStats.TreeCpuSeconds(_serverPid);
+        _startServerCpu = ServerCpuSeconds();
         _cpuStartTs = Stopwatch.GetTimestamp();
         _startTs = _cpuStartTs;
     }
@@ -217,7 +295,7 @@ internal sealed class ScenarioContext : IDisposable
     {
         long now = Stopwatch.GetTimestamp();
         double self = ProcStats.SelfCpuSeconds();
-        double srv = ProcStats.TreeCpuSeconds(_serverPid);
+        double srv = ServerCpuSeconds();
         if (endTimestamp == 0)
         {
             endTimestamp = now;
@@ -232,7 +310,7 @@ internal sealed class ScenarioContext : IDisposable
     /// <summary>Marks for an external generator (node): server CPU only.</summary>
     public void MarkServerStart()
     {
-        _startServerCpu = ProcStats.TreeCpuSeconds(_serverPid);
+        _startServerCpu = ServerCpuSeconds();
         _cpuStartTs = Stopwatch.GetTimestamp();
         _startTs = _cpuStartTs;
     }
@@ -240,7 +318,7 @@ internal sealed class ScenarioContext : IDisposable
     public void MarkServerEnd()
     {
         long now = Stopwatch.GetTimestamp();
-        Result.ServerCpuSeconds = ProcStats.TreeCpuSeconds(_serverPid) - _startServerCpu;
+        Result.ServerCpuSeconds = ServerCpuSeconds() - _startServerCpu;
         Result.CpuWindowSeconds = (now - _cpuStartTs) / (double)Stopwatch.Frequency;
     }
 

@@ -53,6 +53,10 @@ public class BenchSmokeTests(ITestOutputHelper output)
         // Every core row also runs cold (first traffic on a fresh process), paired with its steady-state twin.
         Assert.Contains("## Cold and steady state", table);
         Assert.Contains("`pubsub-16-cold`", table);
+        // Cluster rows (issue 46): a fresh 3-node mesh per run on both sides, counts checked across the routes.
+        Assert.Matches(@"\(`route-pub-sub-16`\) \| 16 B \| \d", table);
+        Assert.Matches(@"\(`route-queue`\) \| 128 B \| \d", table);
+        Assert.Contains("`route-req-rep-cold`", table);
         // Start-up to listening, idle RSS and per-idle-connection memory of both servers in the same run.
         Assert.Contains("## Start-up and memory footprint", table);
         Assert.Matches(@"\| ours \| \d+\.\d", table);

@@ -60,6 +60,7 @@ internal sealed class PubSubScenario : IScenario
             var c = ctx.Connect("sub" + i, readBuffer: 1024 * 1024);
             c.Send($"SUB {subject} {i + 1}\r\n");
             c.Flush();
+            ctx.Subscribed("sub" + i, c);
             if (BatchedReads)
             {
                 c.EnableBatchedReads();

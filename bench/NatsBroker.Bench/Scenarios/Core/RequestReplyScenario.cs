@@ -54,6 +54,7 @@ internal sealed class RequestReplyScenario : IScenario
             var c = ctx.Connect("svc" + i);
             c.Send(_queue ? $"SUB {svcSubject} q{ctx.RunId} 1\r\n" : $"SUB {svcSubject} 1\r\n");
             c.Flush();
+            ctx.Subscribed("svc" + i, c);
             ctx.StartWorker("service", () => Serve(c, PayloadBytes));
         }
 
@@ -69,6 +70,7 @@ internal sealed class RequestReplyScenario : IScenario
             string inbox = $"bench.rep.{ctx.RunId}.{i}";
             c.Send($"SUB {inbox} 1\r\n");
             c.Flush();
+            ctx.Subscribed("client" + i, c);
             conns[i] = c;
         }
 
