@@ -15,33 +15,12 @@ public static class ClusterClients
     /// <summary>A subject prefix of its own for one test, so tests sharing a <see cref="ClusterFixture"/> cluster never see each other's traffic.</summary>
     public static string Prefix(string test) => $"ct.{test}.{Guid.NewGuid().ToString("N")[..8]}";
 
-    public static NatsOpts Options(ClusterNode node, string name) => new()
-    {
-        Url = node.Url,
-        Name = name,
-        ConnectTimeout = TimeSpan.FromSeconds(5),
-        RequestTimeout = TimeSpan.FromSeconds(5),
-        CommandTimeout = TimeSpan.FromSeconds(5),
-        MaxReconnectRetry = 0,
-        SubPendingChannelCapacity = 100_000,
-    };
+    public static NatsOpts Options(ClusterNode node, string name) =>
+        NatsBroker.Tests.Clients.NatsNet.NatsNetKit.Options(node.Url, name) with { SubPendingChannelCapacity = 100_000 };
 
     /// <summary>Connects a client to <paramref name="node"/> (options adjusted by <paramref name="configure"/>); the caller disposes it.</summary>
-    public static async Task<NatsConnection> ConnectAsync(ClusterNode node, string name, Func<NatsOpts, NatsOpts>? configure = null)
-    {
-        var opts = Options(node, name);
-        var connection = new NatsConnection(configure is null ? opts : configure(opts));
-        try
-        {
-            await connection.ConnectAsync();
-            return connection;
-        }
-        catch
-        {
-            await connection.DisposeAsync();
-            throw;
-        }
-    }
+    public static Task<NatsConnection> ConnectAsync(ClusterNode node, string name, Func<NatsOpts, NatsOpts>? configure = null) =>
+        NatsBroker.Tests.Clients.NatsNet.NatsNetKit.ConnectAsync(Options(node, name), configure);
 
     /// <summary>Polls <paramref name="condition"/> every 25 ms until true; fails naming <paramref name="what"/> after <paramref name="limit"/> (default <see cref="Wait"/>).</summary>
     public static async Task EventuallyAsync(Func<bool> condition, string what, TimeSpan? limit = null)

@@ -190,10 +190,11 @@ public partial class ClusterConfigOracleTests(ITestOutputHelper output)
         var reloaded = new ManualResetEventSlim();
         p.ErrorDataReceived += (_, e) =>
         {
-            if (e.Data is null) return;
-            lock (log) log.AppendLine(e.Data);
-            if (e.Data.Contains("Server is ready", StringComparison.Ordinal)) ready.Set();
-            if (e.Data.Contains("reload", StringComparison.OrdinalIgnoreCase)) reloaded.Set();
+            // Null marks the end of the stream: nothing to record.
+            if (e.Data is not { } line) return;
+            lock (log) log.AppendLine(line);
+            if (line.Contains("Server is ready", StringComparison.Ordinal)) ready.Set();
+            if (line.Contains("reload", StringComparison.OrdinalIgnoreCase)) reloaded.Set();
         };
         p.BeginErrorReadLine();
         p.BeginOutputReadLine();

@@ -47,9 +47,10 @@ internal sealed partial class CoreRun : IDisposable
 
     private void OnLine(string? line)
     {
-        if (line is null) return;
-        lock (_log) _log.AppendLine(line);
-        if (line.Contains("Server is ready", StringComparison.Ordinal)) _ready.TrySetResult();
+        // The end of the process's output: nothing to record.
+        if (line is not { } text) return;
+        lock (_log) _log.AppendLine(text);
+        if (text.Contains("Server is ready", StringComparison.Ordinal)) _ready.TrySetResult();
     }
 
     /// <summary>Waits for "Server is ready"; fails with the log when the core exits first or takes longer than 60 s.</summary>

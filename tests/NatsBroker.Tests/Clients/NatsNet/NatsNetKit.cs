@@ -14,9 +14,12 @@ internal static class NatsNetKit
     public static readonly TimeSpan Wait = TimeSpan.FromSeconds(10);
 
     /// <summary>Options for a test client: bounded timeouts, no reconnect unless the test asks for it.</summary>
-    public static NatsOpts Options(ServerProcess server, string name) => new()
+    public static NatsOpts Options(ServerProcess server, string name) => Options(server.Url, name);
+
+    /// <summary><see cref="Options(ServerProcess, string)"/> for any server URL (a cluster node's).</summary>
+    public static NatsOpts Options(string url, string name) => new()
     {
-        Url = server.Url,
+        Url = url,
         Name = name,
         ConnectTimeout = TimeSpan.FromSeconds(5),
         RequestTimeout = TimeSpan.FromSeconds(5),
@@ -24,10 +27,13 @@ internal static class NatsNetKit
         MaxReconnectRetry = 0,
     };
 
-    /// <summary>Connects with <see cref="Options"/> (adjusted by <paramref name="configure"/>); the caller disposes it.</summary>
-    public static async Task<NatsConnection> ConnectAsync(ServerProcess server, string name, Func<NatsOpts, NatsOpts>? configure = null)
+    /// <summary>Connects with <see cref="Options(ServerProcess, string)"/> (adjusted by <paramref name="configure"/>); the caller disposes it.</summary>
+    public static Task<NatsConnection> ConnectAsync(ServerProcess server, string name, Func<NatsOpts, NatsOpts>? configure = null) =>
+        ConnectAsync(Options(server, name), configure);
+
+    /// <summary>Connects with <paramref name="opts"/> (adjusted by <paramref name="configure"/>); the caller disposes it.</summary>
+    public static async Task<NatsConnection> ConnectAsync(NatsOpts opts, Func<NatsOpts, NatsOpts>? configure = null)
     {
-        var opts = Options(server, name);
         var connection = new NatsConnection(configure is null ? opts : configure(opts));
         try
         {
