@@ -13,13 +13,14 @@ using NatsBroker.Transport;
 namespace NatsBroker.Cluster;
 
 /// <summary>
-/// This node's routes (route.go; stage 1 of docs/design/routes.md, a 2.9-compatible node): the route listener,
-/// one solicit loop per configured route and per route learnt by gossip, the registry of routes by remote server
-/// ID (first registered wins, duplicates close), gossip of new peers to the others, the peers' client URLs for our
-/// clients' INFO, and the per-account interest that is announced to every route.
+/// This node's routes (route.go; docs/design/routes.md sections 1-4): the route listener, one solicit loop per
+/// configured route, per pinned account and per route learnt by gossip, the registry by remote server ID
+/// (<see cref="RemoteServer"/>: pool slots and pinned accounts' connections, or one connection for a peer that does
+/// not pool), gossip of new peers to the others, the peers' client URLs for our clients' INFO, and the per-account
+/// interest, each account's on the connection that carries it.
 /// </summary>
-/// <remarks>Lock order: <c>_lock</c> is a leaf (nothing else is taken under it except a route's outbound lock
-/// through Enqueue).</remarks>
+/// <remarks>Lock order: <c>RouteInterest</c>'s lock → <c>_lock</c> → a route's outbound lock (through Enqueue of the
+/// delayed INFO); nothing under <c>_lock</c> takes an interest or SubList lock.</remarks>
 public sealed class RouteManager : IAsyncDisposable
 {
     private readonly NatsServer _server;
