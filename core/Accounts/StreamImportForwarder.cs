@@ -43,7 +43,9 @@ internal sealed class StreamImportForwarder : ISubscriber
             route = scratch.AsSpan(0, length);
         }
         var shown = msg.IsRedirected ? msg.Subject : route;
-        _importer.Router.Publish(msg.Origin, route, shown, msg.Reply, msg.HeaderSize, msg.Payload, null, batch);
+        // Local subscribers only: the importer's subscribers on other nodes get the message through their own
+        // node's import, from the exporter's interest that crosses the routes.
+        _importer.Router.PublishLocal(msg.Origin, route, shown, msg.Reply, msg.HeaderSize, msg.Payload, batch);
         return DeliveryOutcome.Delivered;
     }
 

@@ -36,7 +36,7 @@ public sealed partial class Router
             foreach (var name in new QueueNameEnumerator(queues))
             {
                 var members = FindGroup(result.Queues, name);
-                if (members is not null) DeliverToQueueFromRoute(members, from, ref msg, batch, ref routes);
+                if (members is not null) DeliverToQueueLocally(members, from, ref msg, batch, ref routes);
             }
             if (routes is { Count: > 0 }) routes.Send(ref msg, AccountName, batch);
         }
@@ -60,7 +60,7 @@ public sealed partial class Router
     /// and leaf members aside first), then the next local ones if it takes nothing; a member on another route (not
     /// the one the message came from) only as the fallback.
     /// </summary>
-    private void DeliverToQueueFromRoute(Subscription[] members, IRouteTarget from, ref RoutedMessage msg, DeliveryBatch batch, ref RouteFanout? routes)
+    private void DeliverToQueueLocally(Subscription[] members, IRouteTarget? from, ref RoutedMessage msg, DeliveryBatch batch, ref RouteFanout? routes, bool allowFallback = true)
     {
         int locals = 0;
         Subscription? fallback = null;
@@ -91,6 +91,45 @@ public sealed partial class Router
                 if (Hand(sub, ref msg, batch) != DeliveryOutcome.Skipped) return;
             }
         }
-        if (fallback is not null) (routes ??= RouteFanout.For(t_depth)).AddQueue((IRouteTarget)fallback.Owner, fallback.Queue);
+        if (fallback is not null && allowFallback) (routes ??= RouteFanout.For(t_depth)).AddQueue((IRouteTarget)fallback.Owner, fallback.Queue);
+    }
+
+    /// <summary>
+    /// A publish that stays on this node: a stream import's mapped message (core/Accounts/StreamImportForwarder.cs).
+    /// Every node maps an import for its own subscribers from the exporter's interest, which crosses routes
+    /// (nats-server shadows each client subscription, client.go addShadowSubscriptions), so sending the mapped copy
+    /// on to routes as well would deliver it twice. Plain local subscribers get it, and one local member of each
+    /// queue group. Returns false when nothing matched.
+    /// </summary>
+    public bool PublishLocal(IPublisher? origin, ReadOnlySpan<byte> routeSubject, ReadOnlySpan<byte> subject, ReadOnlySpan<byte> reply, int headerSize,
+        in ReadOnlySequence<byte> payload, DeliveryBatch batch)
+    {
+        var result = SubList.Match(routeSubject);
+        if (result.IsEmpty) return false;
+        if (t_depth >= MaxNesting)
+        {
+            Interlocked.Increment(ref _droppedNested);
+            return true;
+        }
+        t_depth++;
+        try
+        {
+            var msg = new RoutedMessage(origin, routeSubject, subject, reply, headerSize, payload);
+            var plain = result.Plain;
+            for (int i = 0; i < plain.Length; i++)
+            {
+                var sub = plain[i];
+                if (sub.Closed || sub.IsRemote) continue;
+                Hand(sub, ref msg, batch);
+            }
+            RouteFanout? none = null;
+            var queues = result.Queues;
+            for (int q = 0; q < queues.Length; q++) DeliverToQueueLocally(queues[q], null, ref msg, batch, ref none, allowFallback: false);
+        }
+        finally
+        {
+            t_depth--;
+        }
+        return true;
     }
 }

@@ -259,6 +259,52 @@ public sealed class ClusterSystemAccountTests(ITestOutputHelper output)
     }
 }
 
+/// <summary>`nats server ping` (the standard CLI) on a three-node mixed cluster: every node answers.</summary>
+public sealed class ClusterServerPingTests(ITestOutputHelper output)
+{
+    private const string Accounts = """
+        accounts { SYS { users [ { user: sys, password: sys } ] } }
+        system_account: SYS
+        """;
+
+    [Fact]
+    public async Task Nats_server_ping_lists_ours_nats_server_2_14_and_2_9()
+    {
+        string cli = Prerequisites.RequireNatsCli(output);
+        string go214 = Prerequisites.RequireOracle214(output), go29 = Prerequisites.RequireGoServer(output);
+        int r214 = TestPorts.Next(), r29 = TestPorts.Next(), rOurs = TestPorts.Next();
+        await using var a = await ServerProcess.StartAsync(ServerKind.Go, new ServerStartOptions
+        {
+            GoBinary = go214,
+            Config = Accounts + "\nserver_name: N214\n" + RouteTestNodes.ClusterBlock("ping", r214, r29, rOurs),
+        }, output);
+        await using var b = await ServerProcess.StartAsync(ServerKind.Go, new ServerStartOptions
+        {
+            GoBinary = go29,
+            Config = Accounts + "\nserver_name: N29\n" + RouteTestNodes.ClusterBlock("ping", r29, r214, rOurs),
+        }, output);
+        await using var ours = RouteTestNodes.StartOurs(Accounts + "\nserver_name: OURS\n" + RouteTestNodes.ClusterBlock("ping", rOurs, r214, r29));
+        var deadline = DateTime.UtcNow.AddSeconds(15);
+        while (ours.Cluster!.RemoteCount < 2 && DateTime.UtcNow < deadline) await Task.Delay(50);
+        Assert.Equal(2, ours.Cluster.RemoteCount);
+
+        using var dir = new NatsBroker.Tests.Configuration.TempDir();
+        var nats = new NatsBroker.Tests.Clients.NatsCli.NatsCli(cli, a.Url, "sys", "sys", dir.Path);
+        string text = "";
+        deadline = DateTime.UtcNow.AddSeconds(20);
+        while (DateTime.UtcNow < deadline)
+        {
+            (_, text) = await nats.RunAsync("server", "ping", "3");
+            if (new[] { "N214", "N29", "OURS" }.All(n => text.Contains(n, StringComparison.Ordinal))) break;
+            await Task.Delay(200);
+        }
+        output.WriteLine(text);
+        Assert.Contains("N214", text, StringComparison.Ordinal);
+        Assert.Contains("N29", text, StringComparison.Ordinal);
+        Assert.Contains("OURS", text, StringComparison.Ordinal);
+    }
+}
+
 /// <summary>Service imports whose exporter's responder is on the other node (routes.md 5.4).</summary>
 public sealed class ClusterImportTests(ITestOutputHelper output)
 {
@@ -305,6 +351,57 @@ public sealed class ClusterImportTests(ITestOutputHelper output)
             }
         }
         Assert.Equal("answer:q", answer);
+        await sub.UnsubscribeAsync();
+    }
+}
+
+/// <summary>Stream imports whose publisher is on the other node: the importer's shadow interest in the exporter's
+/// account crosses the route, the importer's node maps the subject (routes.md 5.4).</summary>
+public sealed class ClusterStreamImportTests(ITestOutputHelper output)
+{
+    private const string Accounts = """
+        accounts {
+          E { users [ { user: e, password: e } ], exports [ { stream: "events.>" } ] }
+          I { users [ { user: i, password: i } ], imports [ { stream: { account: E, subject: "events.>" } } ] }
+        }
+        """;
+
+    [Theory]
+    [InlineData(true)]
+    [InlineData(false)]
+    public async Task A_stream_published_on_one_node_reaches_the_importer_on_the_other(bool importerOnOurs)
+    {
+        string binary = Prerequisites.RequireOracle214(output);
+        int goRoute = TestPorts.Next(), ourRoute = TestPorts.Next();
+        await using var go = await ServerProcess.StartAsync(ServerKind.Go, new ServerStartOptions
+        {
+            GoBinary = binary,
+            Config = Accounts + "\nserver_name: GO\n" + RouteTestNodes.ClusterBlock("simp", goRoute, ourRoute),
+        }, output);
+        await using var ours = RouteTestNodes.StartOurs(Accounts + "\nserver_name: OURS\n" + RouteTestNodes.ClusterBlock("simp", ourRoute, goRoute));
+        string ourUrl = $"nats://127.0.0.1:{ours.ClientPort}";
+        await using var importer = new NatsConnection(new NatsOpts { Url = importerOnOurs ? ourUrl : go.Url, AuthOpts = new NatsAuthOpts { Username = "i", Password = "i" } });
+        await using var publisher = new NatsConnection(new NatsOpts { Url = importerOnOurs ? go.Url : ourUrl, AuthOpts = new NatsAuthOpts { Username = "e", Password = "e" } });
+        await importer.ConnectAsync();
+        await publisher.ConnectAsync();
+        var got = new List<string>();
+        var sub = await importer.SubscribeCoreAsync<string>("events.>");
+        var reader = Task.Run(async () => { await foreach (var m in sub.Msgs.ReadAllAsync()) lock (got) got.Add(m.Subject + "=" + m.Data); });
+        await importer.PingAsync();
+        var deadline = DateTime.UtcNow.AddSeconds(15);
+        while (DateTime.UtcNow < deadline)
+        {
+            await publisher.PublishAsync("events.probe", "p");
+            await Task.Delay(50);
+            lock (got) if (got.Count > 0) break;
+        }
+        lock (got) got.Clear();
+        await publisher.PublishAsync("events.order.1", "placed");
+        await publisher.PingAsync();
+        deadline = DateTime.UtcNow.AddSeconds(5);
+        while (DateTime.UtcNow < deadline) { lock (got) if (got.Any(g => g.StartsWith("events.order", StringComparison.Ordinal))) break; await Task.Delay(10); }
+        await Task.Delay(100);
+        lock (got) Assert.Equal(["events.order.1=placed"], got.Where(g => !g.StartsWith("events.probe", StringComparison.Ordinal)).ToArray());
         await sub.UnsubscribeAsync();
     }
 }
