@@ -76,6 +76,8 @@ public sealed partial class RouteConnection : IConnectionHandler, IRouteProtocol
     public bool NoPool { get; private set; }
     /// <summary>Not to be dialled again when it closes (a pinned route the peer cannot have, a full pool).</summary>
     public bool NoReconnect { get; private set; }
+    /// <summary>Closed because every slot of the peer's pool was taken (its loop waits for a free slot).</summary>
+    public bool PoolWasFull { get; private set; }
     /// <summary>Completes once registered and answered (first PONG), or when it closes.</summary>
     internal Task Handshake => _handshake.Task;
 
@@ -272,7 +274,9 @@ public sealed partial class RouteConnection : IConnectionHandler, IRouteProtocol
                 _conn.CloseAfterFlush(CloseReason.DuplicateRoute);
                 break;
             case RegisterOutcome.PoolFull:
+                // route.go addRoute "Route pool size reached, closing extra connection": no redial of this one.
                 NoReconnect = true;
+                PoolWasFull = true;
                 _conn.CloseAfterFlush(CloseReason.DuplicateRoute);
                 break;
             default:

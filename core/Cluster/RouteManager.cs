@@ -29,6 +29,7 @@ public sealed class RouteManager : IAsyncDisposable
     // Remotes learnt by gossip being dialled now, so a repeated forward does not start a second loop.
     private readonly HashSet<string> _implicitDialing = new(StringComparer.Ordinal);
     private readonly HashSet<string> _pinned = new(StringComparer.Ordinal);
+    private readonly HashSet<string> _pinnedLoops = new(StringComparer.Ordinal);
     private readonly HashSet<RouteConnection> _open = [];
     private volatile RouteConnection[] _registered = [];
     // Peers' client URLs, reference-counted (server.go addConnectURLsAndSendINFOToClients).
@@ -351,7 +352,11 @@ public sealed class RouteManager : IAsyncDisposable
         {
             lock (_lock)
             {
-                foreach (var acc in _pinned) _loops.Add(SolicitLoopAsync(url, route.IsConfigured, Options.ConnectRetries, info.ServerId, acc));
+                foreach (var acc in _pinned)
+                {
+                    // One loop per (route URL, account) for the life of the node: it follows the peer across restarts.
+                    if (_pinnedLoops.Add(url + " " + acc)) _loops.Add(SolicitLoopAsync(url, route.IsConfigured, Options.ConnectRetries, info.ServerId, acc));
+                }
             }
         }
         return (RegisterOutcome.Registered, null);
@@ -597,7 +602,8 @@ public sealed class RouteManager : IAsyncDisposable
                 OnAccepted(route);
                 _ = route.RunAsync();
                 await route.Handshake.WaitAsync(token).ConfigureAwait(false);
-                remoteId ??= route.RemoteId;
+                // The peer met last: a restarted peer comes back with a new server ID.
+                remoteId = route.RemoteId ?? remoteId;
                 // Registered and answered: with a pooled peer, dial the next slot at once (route.go addRoute
                 // startNewRoute after the first PONG); the loop's check above waits once the pool is full.
                 if (route.IsRegistered && !route.IsClosed)
@@ -605,7 +611,12 @@ public sealed class RouteManager : IAsyncDisposable
                     attempt = 0;
                     continue;
                 }
-                if (route.NoReconnect || route.ClosedReason is CloseReason.RouteRemoved or CloseReason.ServerShutdown || IsSelf(url)) return;
+                if (route.NoReconnect || route.ClosedReason is CloseReason.RouteRemoved or CloseReason.ServerShutdown || IsSelf(url))
+                {
+                    // A full pool is no reason to stop: wait for a slot to free (the check at the top of the loop).
+                    if (!route.PoolWasFull) return;
+                    continue;
+                }
                 if (!configured && attempt > retries) return;
                 await Task.Delay(Random.Shared.Next(0, 100) + (configured ? 1000 : 0), token).ConfigureAwait(false);
             }
@@ -615,9 +626,10 @@ public sealed class RouteManager : IAsyncDisposable
         }
         finally
         {
-            if (!configured && account is null && expectedId is not null)
+            lock (_lock)
             {
-                lock (_lock) _implicitDialing.Remove(expectedId);
+                if (!configured && account is null && expectedId is not null) _implicitDialing.Remove(expectedId);
+                if (account is not null) _pinnedLoops.Remove(url + " " + account);
             }
         }
     }

@@ -110,6 +110,28 @@ public sealed class RoutePoolTests(ITestOutputHelper output)
     }
 
     [Fact]
+    public async Task The_dialling_side_refills_the_pool_after_each_restart_of_a_peer_that_does_not_dial_back()
+    {
+        int pa = TestPorts.Next(), pb = TestPorts.Next();
+        // Only A knows B: after B restarts (a new server ID each time) nothing but A's solicit loops can rebuild the pool.
+        await using var a = RouteTestNodes.StartOurs("server_name: A\n" + RouteTestNodes.ClusterBlock("r", pa, pb));
+        for (int round = 0; round < 3; round++)
+        {
+            await using (var b = RouteTestNodes.StartOurs($"server_name: B\ncluster {{ name: r, listen: 127.0.0.1:{pb} }}\n"))
+            {
+                var deadline = DateTime.UtcNow.AddSeconds(15);
+                while ((a.Cluster!.Registered.Count != 4 || a.Cluster.Registered.Any(r => r.RemoteId != b.ServerId)) && DateTime.UtcNow < deadline) await Task.Delay(50);
+                output.WriteLine($"round {round}: {a.Cluster.Registered.Count} connections");
+                Assert.Equal(4, a.Cluster.Registered.Count);
+                Assert.All(a.Cluster.Registered, r => Assert.Equal(b.ServerId, r.RemoteId));
+                Assert.Equal(4, b.Cluster!.Registered.Count);
+            }
+            var gone = DateTime.UtcNow.AddSeconds(10);
+            while (a.Cluster!.Registered.Count != 0 && DateTime.UtcNow < gone) await Task.Delay(20);
+        }
+    }
+
+    [Fact]
     public async Task Towards_nats_server_2_9_one_connection_carries_everything()
     {
         string binary = Prerequisites.RequireGoServer(output);
