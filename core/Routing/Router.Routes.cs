@@ -19,18 +19,11 @@ public sealed partial class Router
         in ReadOnlySequence<byte> payload, ReadOnlySpan<byte> queues, SubjectResultCache l1, DeliveryBatch batch)
     {
         var result = SubList.Match(subject, l1);
-        if (result.IsEmpty || t_depth >= MaxNesting) return;
-        t_depth++;
+        if (result.IsEmpty || !TryEnterNested()) return;
         try
         {
             var msg = new RoutedMessage(null, subject, subject, reply, headerSize, payload);
-            var plain = result.Plain;
-            for (int i = 0; i < plain.Length; i++)
-            {
-                var sub = plain[i];
-                if (sub.Closed || sub.IsRemote) continue;
-                Hand(sub, ref msg, batch);
-            }
+            DeliverToLocalPlain(result.Plain, ref msg, batch);
             if (queues.IsEmpty || result.Queues.Length == 0) return;
             RouteFanout? routes = null;
             foreach (var name in new QueueNameEnumerator(queues))
@@ -43,6 +36,18 @@ public sealed partial class Router
         finally
         {
             t_depth--;
+        }
+    }
+
+    /// <summary>Every plain subscriber on this node; remote interest is skipped (one hop).</summary>
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
+    private static void DeliverToLocalPlain(Subscription[] plain, ref RoutedMessage msg, DeliveryBatch batch)
+    {
+        for (int i = 0; i < plain.Length; i++)
+        {
+            var sub = plain[i];
+            if (sub.Closed || sub.IsRemote) continue;
+            Hand(sub, ref msg, batch);
         }
     }
 
@@ -106,22 +111,11 @@ public sealed partial class Router
     {
         var result = SubList.Match(routeSubject);
         if (result.IsEmpty) return false;
-        if (t_depth >= MaxNesting)
-        {
-            Interlocked.Increment(ref _droppedNested);
-            return true;
-        }
-        t_depth++;
+        if (!TryEnterNested()) return true;
         try
         {
             var msg = new RoutedMessage(origin, routeSubject, subject, reply, headerSize, payload);
-            var plain = result.Plain;
-            for (int i = 0; i < plain.Length; i++)
-            {
-                var sub = plain[i];
-                if (sub.Closed || sub.IsRemote) continue;
-                Hand(sub, ref msg, batch);
-            }
+            DeliverToLocalPlain(result.Plain, ref msg, batch);
             RouteFanout? none = null;
             var queues = result.Queues;
             for (int q = 0; q < queues.Length; q++) DeliverToQueueLocally(queues[q], null, ref msg, batch, ref none, allowFallback: false);

@@ -72,12 +72,7 @@ public sealed partial class Router
     {
         var result = l1 is null ? SubList.Match(routeSubject) : SubList.Match(routeSubject, l1);
         if (result.IsEmpty) return false;
-        if (t_depth >= MaxNesting)
-        {
-            Interlocked.Increment(ref _droppedNested);
-            return true;
-        }
-        t_depth++;
+        if (!TryEnterNested()) return true;
         try
         {
             var msg = new RoutedMessage(origin, routeSubject, subject, reply, headerSize, payload);
@@ -104,6 +99,21 @@ public sealed partial class Router
         {
             t_depth--;
         }
+        return true;
+    }
+
+    /// <summary>
+    /// Enters one publish level on this thread; past <see cref="MaxNesting"/> the publish is dropped and counted
+    /// instead. The caller leaves with <c>t_depth--</c> in a finally.
+    /// </summary>
+    private bool TryEnterNested()
+    {
+        if (t_depth >= MaxNesting)
+        {
+            Interlocked.Increment(ref _droppedNested);
+            return false;
+        }
+        t_depth++;
         return true;
     }
 
